@@ -1,0 +1,46 @@
+// The bundled demo: a small CUDA program with a known fault, written the way many C++ programs are
+// (no error check after each launch). In step 12 the stencil kernel is given a wrong offset and
+// writes far out of bounds; without help the error surfaces only at the final cudaMemcpy, with no
+// kernel named. Under `cuda-blockrun --block all` the report names the stencil launch.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <vector>
+
+__global__ void fill(float* data, int n, float value) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) data[i] = value;
+}
+
+__global__ void stencil(float* out, const float* in, int n, long long offset) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i > 0 && i < n - 1) out[i + offset] = 0.25f * in[i - 1] + 0.5f * in[i] + 0.25f * in[i + 1];
+}
+
+__global__ void scale(float* data, int n, float factor) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) data[i] *= factor;
+}
+
+int main() {
+  const int n = 1 << 20;
+  const int threads = 256;
+  const int blocks = n / threads;
+  float *in = nullptr, *out = nullptr;
+  cudaMalloc(&in, n * sizeof(float));
+  cudaMalloc(&out, n * sizeof(float));
+  for (int step = 0; step < 20; ++step) {
+    fill<<<blocks, threads>>>(in, n, 1.0f + step);
+    long long offset = step == 12 ? (1LL << 40) : 0;  // the bug: a wrong offset in one step
+    stencil<<<blocks, threads>>>(out, in, n, offset);
+    scale<<<blocks, threads>>>(out, n, 0.5f);
+  }
+  std::vector<float> host(n);
+  cudaError_t error = cudaMemcpy(host.data(), out, n * sizeof(float), cudaMemcpyDeviceToHost);
+  if (error != cudaSuccess) {
+    std::printf("demo: CUDA error at cudaMemcpy: %s (%s)\n", cudaGetErrorName(error), cudaGetErrorString(error));
+    return 1;
+  }
+  std::printf("demo: out[1] = %g\n", host[1]);
+  return 0;
+}

@@ -1,0 +1,157 @@
+// The shim's life in the host process: reading the configuration when the library is loaded
+// (stopping the program with status 2 if it is invalid), staying inert where it must, creating the
+// engine and its log on the first CUDA call, naming kernels, describing errors, and the summary at exit.
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <mutex>
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "facts.h"
+#include "shim.h"
+
+namespace blockrun::shim {
+
+namespace {
+
+enum class State { Unset, Inert, Active };
+
+std::atomic<State> g_state{State::Unset};
+std::once_flag g_configure_once;
+Config* g_config = nullptr;  // never freed: CUDA calls can come after static destructors
+std::once_flag g_engine_once;
+std::atomic<Engine*> g_engine{nullptr};
+
+void configure() {
+  // A setuid or setgid program must not read paths or policies from an untrusted environment.
+  if (getauxval(AT_SECURE)) {
+    g_state.store(State::Inert);
+    return;
+  }
+  ConfigResult parsed = parse_config_from_environment();
+  if (!parsed.errors.empty()) {
+    for (const ConfigError& error : parsed.errors) std::fprintf(stderr, "cuda-blockrun: %s\n", error.message().c_str());
+    std::fprintf(stderr, "cuda-blockrun: the program was not started (exit status 2); see `cuda-blockrun --help`\n");
+    std::fflush(stderr);
+    _exit(2);
+  }
+  if (!parsed.config.enabled) {
+    g_state.store(State::Inert);
+    return;
+  }
+  g_config = new Config(std::move(parsed.config));
+  g_state.store(State::Active);
+}
+
+std::shared_ptr<spdlog::logger> make_logger(const Config& config) {
+  std::shared_ptr<spdlog::sinks::sink> sink;
+  std::string problem;
+  if (!config.log.empty()) {
+    std::string path = expand_path(config.log, static_cast<long>(getpid()));
+    try {
+      // Appending: several processes may share one path; nothing already there is lost.
+      sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, false);
+    } catch (const std::exception& error) {
+      problem = "cannot open the log file '" + path + "' (" + error.what() + "); logging to standard error";
+    }
+  }
+  if (!sink) sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+  // Not registered with spdlog's registry: the registry is a static that dies at exit, and CUDA
+  // calls (and so log lines) can come later than that.
+  auto logger = std::make_shared<spdlog::logger>("cuda-blockrun", std::move(sink));
+  logger->set_pattern("[cuda-blockrun] %v");
+  logger->set_level(spdlog::level::info);
+  logger->flush_on(spdlog::level::warn);
+  logger->set_error_handler([](const std::string&) {});  // the shim's logging must never disturb the program
+  if (!problem.empty()) logger->warn("{}", problem);
+  return logger;
+}
+
+ErrorText describe_error(ErrorCode error) {
+  const char* name = nullptr;
+  const char* text = nullptr;
+  switch (error.family) {
+    case Family::Runtime:
+      if (auto get_name = helper<Helper::cudaGetErrorName>()) name = get_name(static_cast<cudaError_t>(error.code));
+      if (auto get_text = helper<Helper::cudaGetErrorString>()) text = get_text(static_cast<cudaError_t>(error.code));
+      break;
+    case Family::Driver:
+      if (auto get_name = helper<Helper::cuGetErrorName>()) get_name(static_cast<CUresult>(error.code), &name);
+      if (auto get_text = helper<Helper::cuGetErrorString>()) get_text(static_cast<CUresult>(error.code), &text);
+      break;
+    case Family::Cublas:
+      if (auto get_name = helper<Helper::cublasGetStatusName>()) name = get_name(static_cast<cublasStatus_t>(error.code));
+      if (auto get_text = helper<Helper::cublasGetStatusString>())
+        text = get_text(static_cast<cublasStatus_t>(error.code));
+      break;
+  }
+  ErrorText out;
+  out.name = name ? name : std::string(family_name(error.family)) + " error " + std::to_string(error.code);
+  out.text = text ? text : "no description available";
+  return out;
+}
+
+void create_engine() {
+  int saved_errno = errno;
+  try {
+    g_engine.store(new Engine(*g_config, make_logger(*g_config), describe_error), std::memory_order_release);
+  } catch (...) {
+    // Without an engine the shim stays a pass-through; the program is not affected.
+    g_state.store(State::Inert);
+  }
+  errno = saved_errno;
+}
+
+__attribute__((constructor)) void on_load() { std::call_once(g_configure_once, configure); }
+
+__attribute__((destructor)) void on_unload() {
+  if (Engine* engine = g_engine.load(std::memory_order_acquire)) {
+    ReentryGuard guard;
+    try {
+      engine->finish();
+    } catch (...) {
+    }
+  }
+}
+
+}  // namespace
+
+Engine* existing_engine() { return g_engine.load(std::memory_order_acquire); }
+
+Engine* active_engine() {
+  if (ReentryGuard::inside()) return nullptr;
+  State state = g_state.load(std::memory_order_acquire);
+  if (state == State::Unset) {
+    std::call_once(g_configure_once, configure);
+    state = g_state.load(std::memory_order_acquire);
+  }
+  if (state != State::Active) return nullptr;
+  Engine* engine = g_engine.load(std::memory_order_acquire);
+  if (engine) return engine;
+  ReentryGuard guard;
+  std::call_once(g_engine_once, create_engine);
+  return g_engine.load(std::memory_order_acquire);
+}
+
+const char* name_of_host_stub(const void* stub) {
+  const char* name = nullptr;
+  if (auto get_name = helper<Helper::cudaFuncGetName>()) {
+    if (get_name(&name, stub) != cudaSuccess) name = nullptr;
+  }
+  return name;
+}
+
+const char* name_of_kernel_handle(const void* kernel) {
+  const char* name = nullptr;
+  if (auto get_name = helper<Helper::cuKernelGetName>()) {
+    if (get_name(&name, static_cast<CUkernel>(const_cast<void*>(kernel))) == CUDA_SUCCESS && name) return name;
+  }
+  return name_of_host_stub(kernel);
+}
+
+}  // namespace blockrun::shim

@@ -1,0 +1,19 @@
+// Finding the real CUDA functions behind the shim's wrappers, at run time: the shim links no CUDA
+// library, and a process may load CUDA late (dlopen), privately (RTLD_LOCAL) or never.
+#pragma once
+
+#include "records.h"
+
+namespace blockrun::shim {
+
+// Returns the address of `name` in the CUDA library of `family`, never one inside the shim itself,
+// or nullptr where no loaded library has it. Tries dlsym(RTLD_NEXT) first (the usual case: the
+// library is in the global scope), then every loaded object whose file name is that family's
+// library (libcudart.so*, libcuda.so*, libcublas.so*), which also finds libraries loaded with
+// RTLD_LOCAL. Never loads a library.
+void* find_real(const char* name, Family family);
+
+// Whether `address` lies inside the shim's own shared object.
+bool inside_shim(const void* address);
+
+}  // namespace blockrun::shim

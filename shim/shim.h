@@ -1,0 +1,106 @@
+// Shared between the shim's files: the hook and helper tables expanded into typed real-function
+// pointers, the process state (inert or active, the engine) and the re-entry guard.
+#pragma once
+
+#include <cublas_api.h>
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <cstddef>
+
+#include "engine.h"
+#include "real.h"
+
+namespace blockrun::shim {
+
+enum class Kind { Launch, Sync, Query, Call, Library };
+enum class StreamFlavour { Legacy, PerThread };
+
+enum class Hook : size_t {
+#define CUDA_BLOCKRUN_HOOK(family, kind, stream, return_type, name, parameters, arguments) name,
+#include "hooks.def"
+  Count
+};
+
+enum class Helper : size_t {
+#define CUDA_BLOCKRUN_REAL(family, return_type, name, parameters) name,
+#include "hooks.def"
+  Count
+};
+
+template <Hook id>
+struct HookTraits;
+#define CUDA_BLOCKRUN_HOOK(family_, kind_, stream_, return_type, name_, parameters, arguments) \
+  template <>                                                                                 \
+  struct HookTraits<Hook::name_> {                                                            \
+    using Function = return_type(*) parameters;                                               \
+    using Result = return_type;                                                               \
+    static constexpr const char* name = #name_;                                               \
+    static constexpr Family family = Family::family_;                                         \
+    static constexpr Kind kind = Kind::kind_;                                                 \
+    static constexpr bool per_thread = StreamFlavour::stream_ == StreamFlavour::PerThread;   \
+  };
+#include "hooks.def"
+
+template <Helper id>
+struct HelperTraits;
+#define CUDA_BLOCKRUN_REAL(family_, return_type, name_, parameters) \
+  template <>                                                       \
+  struct HelperTraits<Helper::name_> {                              \
+    using Function = return_type(*) parameters;                     \
+    static constexpr const char* name = #name_;                     \
+    static constexpr Family family = Family::family_;               \
+  };
+#include "hooks.def"
+
+// Addresses of the real functions, found on first use. A miss is retried on later calls, since
+// CUDA may be loaded after the first call that needed it.
+inline std::atomic<void*> hook_addresses[static_cast<size_t>(Hook::Count)];
+inline std::atomic<void*> helper_addresses[static_cast<size_t>(Helper::Count)];
+
+template <typename Traits>
+void* lookup(std::atomic<void*>& slot) {
+  void* address = slot.load(std::memory_order_acquire);
+  if (address) return address;
+  address = find_real(Traits::name, Traits::family);
+  if (address) slot.store(address, std::memory_order_release);
+  return address;
+}
+
+template <Hook id>
+typename HookTraits<id>::Function real() {
+  return reinterpret_cast<typename HookTraits<id>::Function>(
+      lookup<HookTraits<id>>(hook_addresses[static_cast<size_t>(id)]));
+}
+
+template <Helper id>
+typename HelperTraits<id>::Function helper() {
+  return reinterpret_cast<typename HelperTraits<id>::Function>(
+      lookup<HelperTraits<id>>(helper_addresses[static_cast<size_t>(id)]));
+}
+
+// The engine when the shim is active and the calling thread is not already inside the shim's own
+// code; nullptr otherwise (then a wrapper only forwards).
+Engine* active_engine();
+
+// The engine if it exists (for reporting the shim's own problems), without creating it.
+Engine* existing_engine();
+
+// Marks the calling thread as running shim code, so CUDA calls the shim makes are not recorded.
+class ReentryGuard {
+ public:
+  ReentryGuard() { depth()++; }
+  ~ReentryGuard() { depth()--; }
+  ReentryGuard(const ReentryGuard&) = delete;
+  ReentryGuard& operator=(const ReentryGuard&) = delete;
+  static bool inside() { return depth() > 0; }
+
+ private:
+  static int& depth() {
+    thread_local int value = 0;
+    return value;
+  }
+};
+
+}  // namespace blockrun::shim

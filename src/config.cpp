@@ -1,0 +1,173 @@
+// Parsing and documentation of the options declared in options.def.
+#include "config.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+extern char** environ;
+
+namespace blockrun {
+
+namespace {
+
+constexpr const char* kPrefix = "CUDA_BLOCKRUN";
+
+std::optional<bool> parse_switch(const std::string& value) {
+  static const char* const kTrue[] = {"1", "true", "yes", "on"};
+  static const char* const kFalse[] = {"0", "false", "no", "off"};
+  for (const char* word : kTrue)
+    if (strcasecmp(value.c_str(), word) == 0) return true;
+  for (const char* word : kFalse)
+    if (strcasecmp(value.c_str(), word) == 0) return false;
+  return std::nullopt;
+}
+
+// Stores a checked value into the Config field the option names.
+void assign(Config& config, const OptionSpec& spec, const std::string& value) {
+#define CUDA_BLOCKRUN_ASSIGN_Switch(field) config.field = *parse_switch(value);
+#define CUDA_BLOCKRUN_ASSIGN_Text(field) config.field = value;
+#define CUDA_BLOCKRUN_ASSIGN_Path(field) config.field = value;
+#define CUDA_BLOCKRUN_ASSIGN_Policy(field) \
+  std::string ignored;                     \
+  config.field = *Policy::parse(value, &ignored);
+#define CUDA_BLOCKRUN_OPTION(member, kind, variable, flag, default_value, accepted, description) \
+  if (std::strcmp(spec.field, #member) == 0) {                                                  \
+    CUDA_BLOCKRUN_ASSIGN_##kind(member) return;                                                 \
+  }
+#include "options.def"
+#undef CUDA_BLOCKRUN_OPTION
+}
+
+}  // namespace
+
+const std::vector<OptionSpec>& option_specs() {
+  static const std::vector<OptionSpec> specs = {
+#define CUDA_BLOCKRUN_OPTION(field, kind, variable, flag, default_value, accepted, description) \
+  {#field, OptionKind::kind, variable, flag, default_value, accepted, description},
+#include "options.def"
+#undef CUDA_BLOCKRUN_OPTION
+  };
+  return specs;
+}
+
+std::string ConfigError::message() const {
+  std::string text = "invalid " + variable + "='" + value + "'";
+  if (!detail.empty()) text += ": " + detail;
+  text += "; accepted: " + accepted;
+  return text;
+}
+
+std::optional<ConfigError> check_value(const OptionSpec& spec, const std::string& value) {
+  std::string detail;
+  switch (spec.kind) {
+    case OptionKind::Switch:
+      if (parse_switch(value)) return std::nullopt;
+      break;
+    case OptionKind::Text:
+      return std::nullopt;
+    case OptionKind::Path:
+      if (value.find('\0') == std::string::npos) return std::nullopt;
+      break;
+    case OptionKind::Policy:
+      if (Policy::parse(value, &detail)) return std::nullopt;
+      break;
+  }
+  return ConfigError{spec.variable, value, spec.accepted, detail};
+}
+
+ConfigResult parse_config(const EnvLookup& lookup, const std::vector<std::string>& variables) {
+  ConfigResult result;
+  for (const OptionSpec& spec : option_specs()) {
+    std::optional<std::string> value = lookup(spec.variable);
+    std::string text = value ? *value : spec.default_value;
+    if (std::optional<ConfigError> error = check_value(spec, text)) {
+      result.errors.push_back(*error);
+      continue;
+    }
+    assign(result.config, spec, text);
+  }
+  for (const std::string& variable : variables) {
+    bool known = false;
+    for (const OptionSpec& spec : option_specs()) known = known || variable == spec.variable;
+    if (known) continue;
+    std::string names;
+    for (const OptionSpec& spec : option_specs()) names += (names.empty() ? "" : ", ") + std::string(spec.variable);
+    std::optional<std::string> value = lookup(variable);
+    result.errors.push_back(
+        ConfigError{variable, value.value_or(""), "one of the known variables: " + names, "unknown variable"});
+  }
+  return result;
+}
+
+ConfigResult parse_config_from_environment() {
+  std::vector<std::string> variables;
+  for (char** entry = environ; entry && *entry; ++entry) {
+    if (std::strncmp(*entry, kPrefix, std::strlen(kPrefix)) != 0) continue;
+    const char* equals = std::strchr(*entry, '=');
+    if (equals) variables.emplace_back(*entry, equals - *entry);
+  }
+  return parse_config(
+      [](const std::string& variable) -> std::optional<std::string> {
+        const char* value = std::getenv(variable.c_str());
+        if (!value) return std::nullopt;
+        return std::string(value);
+      },
+      variables);
+}
+
+std::string expand_path(const std::string& pattern, long pid) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '%' && i + 1 < pattern.size()) {
+      char next = pattern[i + 1];
+      if (next == 'p') {
+        out += std::to_string(pid);
+        ++i;
+        continue;
+      }
+      if (next == '%') {
+        out += '%';
+        ++i;
+        continue;
+      }
+    }
+    out += pattern[i];
+  }
+  return out;
+}
+
+std::string configuration_reference_markdown() {
+  std::string out =
+      "# Configuration reference\n\n"
+      "Generated from `src/options.def` by `cuda-blockrun --help-config-markdown`; a test keeps this file "
+      "in step with the table.\n\n"
+      "Every option is an environment variable read by the preloaded shim, so it can be set per process "
+      "(in a job script, a launcher's environment, or through the `cuda-blockrun` wrapper's flag). "
+      "An invalid value, or an unknown `CUDA_BLOCKRUN*` variable, stops the program before `main` with "
+      "exit status 2 and a message naming the variable, the value and the accepted forms.\n\n"
+      "| variable | wrapper flag | default | accepted | meaning |\n"
+      "|---|---|---|---|---|\n";
+  for (const OptionSpec& spec : option_specs()) {
+    std::string flag = *spec.flag ? "`" + std::string(spec.flag) + "`" : "";
+    std::string default_value = *spec.default_value ? "`" + std::string(spec.default_value) + "`" : "(empty)";
+    out += "| `" + std::string(spec.variable) + "` | " + flag + " | " + default_value + " | " + spec.accepted +
+           " | " + spec.description + " |\n";
+  }
+  return out;
+}
+
+std::string configuration_help_text() {
+  std::string out;
+  for (const OptionSpec& spec : option_specs()) {
+    std::string head = *spec.flag ? std::string(spec.flag) + (spec.kind == OptionKind::Switch ? "[=0|1]" : " VALUE")
+                                  : std::string("(variable only)");
+    out += "  " + head + "\n      " + spec.variable + " (default: " +
+           (*spec.default_value ? spec.default_value : "empty") + "; accepted: " + spec.accepted + ")\n      " +
+           spec.description + "\n";
+  }
+  return out;
+}
+
+}  // namespace blockrun

@@ -1,0 +1,73 @@
+// Configuration of cuda-blockrun: the Config struct generated from options.def, and its parser.
+// The parser reads through a lookup function so that tests can drive it without touching the
+// process environment, and so that the shim and the wrapper give the same verdict on the same input.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "policy.h"
+
+namespace blockrun {
+
+enum class OptionKind { Switch, Text, Path, Policy };
+
+// One row of options.def, as data.
+struct OptionSpec {
+  const char* field;
+  OptionKind kind;
+  const char* variable;
+  const char* flag;
+  const char* default_value;
+  const char* accepted;
+  const char* description;
+};
+
+const std::vector<OptionSpec>& option_specs();
+
+struct Config {
+  bool enabled = true;
+  class Policy block;
+  std::string log;  // raw path as given (with %p unexpanded)
+  bool log_launches = false;
+  bool summary = true;
+};
+
+// A configuration value that cannot be used: names the variable, the value and what is accepted.
+struct ConfigError {
+  std::string variable;
+  std::string value;
+  std::string accepted;
+  std::string detail;  // optional: what exactly is wrong
+  std::string message() const;
+};
+
+// Returns the value of an environment variable, or nullopt where it is unset.
+using EnvLookup = std::function<std::optional<std::string>(const std::string& variable)>;
+
+struct ConfigResult {
+  Config config;
+  std::vector<ConfigError> errors;  // empty when the configuration is valid
+};
+
+// Parses every option of options.def. `variables` lists the names of all variables present in the
+// environment that start with CUDA_BLOCKRUN; an unknown one is an error (a typo must not pass
+// silently as "no policy").
+ConfigResult parse_config(const EnvLookup& lookup, const std::vector<std::string>& variables);
+
+// The same, from the real process environment (`environ`).
+ConfigResult parse_config_from_environment();
+
+// Parses one value of an option; used by the parser and by the wrapper for its flags.
+std::optional<ConfigError> check_value(const OptionSpec& spec, const std::string& value);
+
+// Expands %p (process id) and %% in a log path.
+std::string expand_path(const std::string& pattern, long pid);
+
+// The configuration reference as Markdown (docs/configuration.md) and as --help text.
+std::string configuration_reference_markdown();
+std::string configuration_help_text();
+
+}  // namespace blockrun

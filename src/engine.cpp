@@ -1,0 +1,353 @@
+// The engine: launch records, policy decisions, per-stream suspects, the first error and the log.
+#include "engine.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "names.h"
+
+namespace blockrun {
+
+// Per stream: the newest launches (the suspects when an error surfaces) and how far the stream is
+// known to have completed. The ring is guarded by a spinlock held for a copy of one record: CUDA
+// serializes launches into one stream anyway, so threads rarely meet here.
+struct StreamState {
+  static constexpr size_t kRing = 8;  // "up to 8 suspects, newest last"
+  StreamId id;
+  std::atomic_flag lock = ATOMIC_FLAG_INIT;
+  uint64_t written = 0;
+  LaunchRecord ring[kRing];
+  std::atomic<uint64_t> synced_through{0};
+
+  void push(const LaunchRecord& record) {
+    while (lock.test_and_set(std::memory_order_acquire)) {
+    }
+    ring[written++ % kRing] = record;
+    lock.clear(std::memory_order_release);
+  }
+  // Records newer than `after`, oldest first.
+  void collect(uint64_t after, uint64_t exclude, std::vector<LaunchRecord>* out) {
+    while (lock.test_and_set(std::memory_order_acquire)) {
+    }
+    uint64_t first = written > kRing ? written - kRing : 0;
+    for (uint64_t i = first; i < written; ++i) {
+      const LaunchRecord& record = ring[i % kRing];
+      if (record.sequence > after && record.sequence != exclude) out->push_back(record);
+    }
+    lock.clear(std::memory_order_release);
+  }
+};
+
+namespace {
+
+constexpr size_t kKernelCapacity = 1 << 16;
+constexpr size_t kStreamCapacity = 1 << 12;
+const void* const kLegacyStream = reinterpret_cast<const void*>(0x1);     // cudaStreamLegacy
+const void* const kPerThreadStream = reinterpret_cast<const void*>(0x2);  // cudaStreamPerThread
+
+void atomic_max(std::atomic<uint64_t>& target, uint64_t value) {
+  uint64_t current = target.load(std::memory_order_relaxed);
+  while (current < value && !target.compare_exchange_weak(current, value, std::memory_order_acq_rel)) {
+  }
+}
+
+std::string describe_stream(const StreamId& id) {
+  if (id.per_thread_owner != 0) return fmt::format("per-thread default (thread {})", id.per_thread_owner);
+  return fmt::format("{}", id.handle);
+}
+
+}  // namespace
+
+const char* family_name(Family family) {
+  switch (family) {
+    case Family::Runtime:
+      return "runtime";
+    case Family::Driver:
+      return "driver";
+    case Family::Cublas:
+      return "cublas";
+  }
+  return "unknown";
+}
+
+uint32_t current_thread_number() {
+  static std::atomic<uint32_t> next{1};
+  thread_local uint32_t number = 0;
+  if (number == 0) number = next.fetch_add(1, std::memory_order_relaxed);
+  return number;
+}
+
+Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescriber describe)
+    : config_(std::move(config)),
+      logger_(std::move(logger)),
+      describe_error_(std::move(describe)),
+      kernels_(kKernelCapacity),
+      streams_(kStreamCapacity) {
+  overflow_kernel_.name = make_kernel_name("(kernel table full: name not kept)");
+}
+
+Engine::~Engine() = default;
+
+const KernelInfo* Engine::kernel(const void* handle, const std::function<const char*()>& resolve_mangled_name) {
+  uint64_t key = reinterpret_cast<uint64_t>(handle) + 1;  // 0 is the table's "empty"
+  if (KernelInfo* known = kernels_.find(key)) return known;
+  KernelInfo* info = kernels_.find_or_insert(key, [&] {
+    auto* created = new KernelInfo;
+    const char* mangled = resolve_mangled_name();
+    created->name = make_kernel_name(mangled ? mangled : "(unnamed kernel)");
+    created->blocked = config_.block.blocks_kernel(created->name);
+    return created;
+  });
+  if (info) return info;
+  // Past the bound: decide by name every time, keep nothing (documented in docs/).
+  const char* mangled = resolve_mangled_name();
+  if (mangled && config_.block.needs_kernel_name() && config_.block.blocks_kernel(make_kernel_name(mangled))) {
+    static KernelInfo* overflow_blocked = [] {
+      auto* blocked = new KernelInfo;
+      blocked->name = make_kernel_name("(kernel table full: name not kept)");
+      blocked->blocked = true;
+      return blocked;
+    }();
+    return overflow_blocked;
+  }
+  overflow_kernel_.blocked = config_.block.mode() == Policy::Mode::All;
+  return &overflow_kernel_;
+}
+
+StreamId Engine::stream_id(const void* handle, bool per_thread_default_stream) const {
+  StreamId id;
+  if (handle == kLegacyStream) handle = nullptr;
+  if (handle == kPerThreadStream || (handle == nullptr && per_thread_default_stream)) {
+    id.handle = kPerThreadStream;
+    id.per_thread_owner = current_thread_number();
+    return id;
+  }
+  id.handle = handle;
+  return id;
+}
+
+StreamState* Engine::stream_state(StreamId id) {
+  uint64_t key = (reinterpret_cast<uint64_t>(id.handle) + 1) ^ (static_cast<uint64_t>(id.per_thread_owner) << 48);
+  return streams_.find_or_insert(key, [&] {
+    auto* state = new StreamState;
+    state->id = id;
+    return state;
+  });
+}
+
+Launch Engine::begin_launch(const LaunchRequest& request) {
+  Launch launch;
+  LaunchRecord& record = launch.record;
+  record.sequence = next_sequence_.fetch_add(1, std::memory_order_acq_rel);
+  record.api = request.api;
+  record.kernel = request.kernel;
+  record.library_api = request.library_api;
+  record.library = request.library;
+  record.grid = request.grid;
+  record.block = request.block;
+  record.shared_memory = request.shared_memory;
+  record.thread = current_thread_number();
+  record.stream = stream_id(request.stream, request.per_thread_default_stream);
+  if (request.kernel) {
+    record.kernel_ordinal = const_cast<KernelInfo*>(request.kernel)->launches.fetch_add(1) + 1;
+    launch.block = request.kernel->blocked;
+  } else if (request.library_api) {
+    launch.block = config_.block.blocks_library_call(request.library_api);
+  }
+  record.blocked = launch.block;
+  launch.stream = stream_state(record.stream);
+  if (launch.stream) launch.stream->push(record);
+  return launch;
+}
+
+void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome outcome, ErrorCode sync_result,
+                        const char* sync_api) {
+  const LaunchRecord& record = launch.record;
+  if (!launch_result.ok()) {
+    if (config_.log_launches) log_launch(launch, "failed");
+    first_error(record.api, launch_result, &record, true, "the launch itself failed",
+                launch.stream ? suspects(launch.stream, record.sequence) : std::vector<LaunchRecord>{});
+    return;
+  }
+  switch (outcome) {
+    case BlockOutcome::NotBlocked:
+      if (config_.log_launches) log_launch(launch, "");
+      return;
+    case BlockOutcome::Synchronized: {
+      blocked_.fetch_add(1, std::memory_order_relaxed);
+      if (config_.log_launches) log_launch(launch, sync_result.ok() ? "blocked" : "blocked, failed");
+      if (sync_result.ok()) {
+        if (launch.stream) atomic_max(launch.stream->synced_through, record.sequence);
+        return;
+      }
+      // Exact when everything earlier on this stream was known complete; otherwise the earlier
+      // unsynchronized launches on the stream are suspects as well.
+      std::vector<LaunchRecord> earlier =
+          launch.stream ? suspects(launch.stream, record.sequence) : std::vector<LaunchRecord>{};
+      bool exact = earlier.empty();
+      first_error(sync_api, sync_result, &record, exact,
+                  exact ? "blocking synchronize after the launch" : "blocking synchronize after the launch; "
+                                                                    "earlier launches on its stream had not "
+                                                                    "completed",
+                  std::move(earlier));
+      return;
+    }
+    case BlockOutcome::SkippedCapture: {
+      capture_skips_.fetch_add(1, std::memory_order_relaxed);
+      if (config_.log_launches) log_launch(launch, "not blocked: stream capturing");
+      std::lock_guard<std::mutex> guard(report_mutex_);
+      if (!capture_skip_logged_) {
+        capture_skip_logged_ = true;
+        logger_->info(
+            "blocking skipped for {}: the stream is capturing a CUDA graph, and a synchronize would "
+            "invalidate the capture (further skips are counted in the summary)",
+            describe(record));
+      }
+      return;
+    }
+    case BlockOutcome::SkippedUnknown:
+      if (config_.log_launches) log_launch(launch, "not blocked: capture state unknown");
+      report_shim_problem(
+          "could not tell whether a stream is capturing (the CUDA query failed or is missing); launches on "
+          "such streams are not blocked");
+      return;
+  }
+}
+
+void Engine::end_sync(const char* api, bool device_wide, const void* stream, bool per_thread_default_stream,
+                      uint64_t mark, ErrorCode result) {
+  // Only launches numbered before the synchronize began are known complete.
+  uint64_t through = mark - 1;
+  if (result.ok()) {
+    if (device_wide) {
+      atomic_max(device_synced_through_, through);
+    } else if (StreamState* state = stream_state(stream_id(stream, per_thread_default_stream))) {
+      atomic_max(state->synced_through, through);
+    }
+    return;
+  }
+  observe_error(api, result, device_wide ? nullptr : stream, per_thread_default_stream);
+}
+
+void Engine::observe_error(const char* api, ErrorCode result, const void* stream, bool per_thread_default_stream) {
+  if (result.ok()) return;
+  if (first_error_taken_.load(std::memory_order_relaxed)) {
+    later_errors_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  StreamState* state = nullptr;
+  if (stream || per_thread_default_stream) state = stream_state(stream_id(stream, per_thread_default_stream));
+  std::vector<LaunchRecord> found = suspects(state, 0);
+  if (found.empty() && state) found = suspects(nullptr, 0);  // a sticky fault from another stream
+  first_error(api, result, nullptr, false, "", std::move(found));
+}
+
+std::vector<LaunchRecord> Engine::suspects(const StreamState* only_stream, uint64_t exclude_sequence) const {
+  std::vector<LaunchRecord> found;
+  uint64_t device_synced = device_synced_through_.load(std::memory_order_acquire);
+  auto visit = [&](StreamState& state) {
+    uint64_t after = std::max(device_synced, state.synced_through.load(std::memory_order_acquire));
+    state.collect(after, exclude_sequence, &found);
+  };
+  if (only_stream) {
+    visit(*const_cast<StreamState*>(only_stream));
+  } else {
+    streams_.for_each(visit);
+  }
+  std::sort(found.begin(), found.end(),
+            [](const LaunchRecord& a, const LaunchRecord& b) { return a.sequence < b.sequence; });
+  if (found.size() > StreamState::kRing) found.erase(found.begin(), found.end() - StreamState::kRing);
+  return found;
+}
+
+bool Engine::take_first_error() {
+  bool expected = false;
+  if (first_error_taken_.compare_exchange_strong(expected, true)) return true;
+  later_errors_.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+void Engine::first_error(const char* api, ErrorCode result, const LaunchRecord* culprit, bool culprit_exact,
+                         const char* how, std::vector<LaunchRecord> suspects_found) {
+  if (!take_first_error()) return;
+  ErrorText text = describe_error_(result);
+  std::lock_guard<std::mutex> guard(report_mutex_);
+  std::string returned_by = fmt::format("returned by {}", api ? api : "(unknown call)");
+  if (*how) returned_by += fmt::format(" ({})", how);
+  logger_->error("first error: {} ({}), {}", text.name, text.text, returned_by);
+  first_error_summary_ = text.name;
+  if (culprit) {
+    logger_->error("  in {}", describe(*culprit));
+    first_error_summary_ += fmt::format(" at launch #{}", culprit->sequence);
+  }
+  if (!suspects_found.empty()) {
+    logger_->error(culprit ? "  other suspects: launches on its stream not known to have completed, newest last:"
+                           : "  culprit unknown (no blocked launch failed); suspects: launches not known to "
+                             "have completed, newest last:");
+    std::string bases;
+    for (const LaunchRecord& suspect : suspects_found) {
+      logger_->error("    {}", describe(suspect));
+      std::string base = suspect.kernel ? suspect.kernel->name.base : suspect.library_api ? suspect.library_api : "";
+      if (!base.empty() && bases.find(base) == std::string::npos) bases += (bases.empty() ? "" : ",") + base;
+    }
+    if (!culprit_exact || !culprit) {
+      logger_->error("  to pin it: run again with --block '{}' (or CUDA_BLOCKRUN_BLOCK='{}'), or --block all",
+                     bases, bases);
+    }
+  } else if (!culprit) {
+    logger_->error("  no launch is on record as unfinished: the error comes from the call itself or from work "
+                   "the shim did not see");
+  }
+  logger_->flush();
+}
+
+void Engine::report_shim_problem(const std::string& text) {
+  std::lock_guard<std::mutex> guard(report_mutex_);
+  if (!reported_problems_.insert(text).second) return;
+  logger_->warn("shim problem (the program is not affected): {}", text);
+  logger_->flush();
+}
+
+void Engine::log_launch(const Launch& launch, const char* what) {
+  logger_->info("launch: {}{}{} via {}", describe(launch.record), *what ? " -> " : "", what, launch.record.api);
+}
+
+std::string Engine::describe(const LaunchRecord& record) const {
+  std::string head;
+  if (record.kernel) {
+    head = "kernel " + record.kernel->name.demangled;
+  } else if (record.library_api) {
+    head = fmt::format("{} m={} n={} k={} transa={} transb={}", record.library_api, record.library.m,
+                       record.library.n, record.library.k, record.library.transa, record.library.transb);
+    if (record.library.batch) head += fmt::format(" batch={}", record.library.batch);
+  } else {
+    head = "(unknown launch)";
+  }
+  std::string out = fmt::format("{}, launch #{}, stream {}", head, record.sequence, describe_stream(record.stream));
+  if (record.kernel) {
+    out += fmt::format(", grid ({},{},{}) block ({},{},{})", record.grid.x, record.grid.y, record.grid.z,
+                       record.block.x, record.block.y, record.block.z);
+  }
+  if (record.blocked) out += ", blocked";
+  return out;
+}
+
+void Engine::finish() {
+  std::lock_guard<std::mutex> guard(report_mutex_);
+  uint64_t launches = next_sequence_.load() - 1;
+  bool used = launches > 0 || first_error_taken_.load();
+  if (config_.summary && used && !finished_.exchange(true)) {
+    std::string errors = first_error_taken_.load()
+                             ? fmt::format("first error {}, {} later errors", first_error_summary_, later_errors_.load())
+                             : std::string("no CUDA errors");
+    std::string skips = capture_skips_.load()
+                            ? fmt::format(", {} not blocked during stream capture", capture_skips_.load())
+                            : std::string();
+    logger_->info("summary: {} launches, {} blocked{}; {}", launches, blocked_.load(), skips, errors);
+  }
+  logger_->flush();
+}
+
+}  // namespace blockrun

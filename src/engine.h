@@ -1,0 +1,128 @@
+// The engine: numbers and records launches, asks the policy whether to block, keeps per-stream
+// suspects, pins the first CUDA error to a launch and writes the log. It knows nothing of CUDA's ABI:
+// the shim (shim/) translates each intercepted call into these calls. Tests drive it directly.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "handle_table.h"
+#include "records.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace blockrun {
+
+// Name and text of an error code, supplied by the shim per family (cudaGetErrorName, ...).
+struct ErrorText {
+  std::string name;
+  std::string text;
+};
+using ErrorDescriber = std::function<ErrorText(ErrorCode)>;
+
+// A launch in progress: its record and what the policy decided.
+struct Launch {
+  LaunchRecord record;
+  struct StreamState* stream = nullptr;
+  bool block = false;
+};
+
+// How a blocking synchronize after a launch went.
+enum class BlockOutcome {
+  NotBlocked,       // the policy did not ask, or the launch itself failed
+  Synchronized,     // the stream was synchronized; see the result
+  SkippedCapture,   // the stream was capturing: synchronizing would invalidate the capture
+  SkippedUnknown,   // could not tell whether the stream captures (error or missing function)
+};
+
+struct StreamState;
+
+class Engine {
+ public:
+  Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescriber describe);
+  ~Engine();
+
+  const Config& config() const { return config_; }
+
+  // Returns the kernel known by `handle`, naming it with `resolve_mangled_name` (which returns the
+  // mangled name or nullptr) the first time the handle is seen. Lock-free after the first time.
+  const KernelInfo* kernel(const void* handle, const std::function<const char*()>& resolve_mangled_name);
+
+  // Numbers and records a launch and asks the policy. Cheap: no lock but the stream's own, no
+  // allocation for known kernels and streams.
+  Launch begin_launch(const LaunchRequest& request);
+
+  // After the real launch (and the blocking synchronize, when there was one). `launch_result` is what
+  // the launch entry point returned, `sync_result` what the synchronize returned (when Synchronized).
+  void end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome outcome, ErrorCode sync_result,
+                  const char* sync_api);
+
+  // A synchronizing call (stream, event or device synchronize, synchronous copy) is about to run:
+  // returns the mark to pass to end_sync, so launches made meanwhile by other threads stay suspects.
+  uint64_t begin_sync() const { return next_sequence_.load(std::memory_order_acquire); }
+  // `stream` null with device_wide true: the whole device was synchronized.
+  void end_sync(const char* api, bool device_wide, const void* stream, bool per_thread_default_stream,
+                uint64_t mark, ErrorCode result);
+
+  // Any other call that returned an error (cudaGetLastError, an async copy, a library call's status).
+  void observe_error(const char* api, ErrorCode result, const void* stream, bool per_thread_default_stream);
+
+  // The shim's own trouble (a missing CUDA function, ...): logged once per distinct text.
+  void report_shim_problem(const std::string& text);
+
+  // Writes the summary line (when enabled and CUDA was used) and flushes. Safe to call repeatedly;
+  // later calls log only what changed.
+  void finish();
+
+  // Counters, for the summary and tests.
+  uint64_t launches() const { return next_sequence_.load() - 1; }
+  uint64_t blocked_launches() const { return blocked_.load(); }
+  uint64_t later_errors() const { return later_errors_.load(); }
+  bool has_first_error() const { return first_error_taken_.load(); }
+
+  // A short text for a record (`kernel stencil(float*, int), launch #51, stream 0x0, grid ...`).
+  std::string describe(const LaunchRecord& record) const;
+
+ private:
+  StreamState* stream_state(StreamId id);
+  StreamId stream_id(const void* handle, bool per_thread_default_stream) const;
+  std::vector<LaunchRecord> suspects(const StreamState* only_stream, uint64_t exclude_sequence) const;
+  void first_error(const char* api, ErrorCode result, const LaunchRecord* culprit, bool culprit_exact,
+                   const char* how, std::vector<LaunchRecord> suspects);
+  bool take_first_error();
+  void log_launch(const Launch& launch, const char* what);
+
+  Config config_;
+  std::shared_ptr<spdlog::logger> logger_;
+  ErrorDescriber describe_error_;
+
+  HandleTable<KernelInfo> kernels_;
+  HandleTable<StreamState> streams_;
+  KernelInfo overflow_kernel_;
+
+  std::atomic<uint64_t> next_sequence_{1};
+  std::atomic<uint64_t> device_synced_through_{0};
+  std::atomic<uint64_t> blocked_{0};
+  std::atomic<uint64_t> capture_skips_{0};
+  std::atomic<bool> first_error_taken_{false};
+  std::atomic<uint64_t> later_errors_{0};
+  std::atomic<bool> finished_{false};
+
+  std::mutex report_mutex_;  // serializes multi-line reports; never taken on the launch path
+  std::set<std::string> reported_problems_;
+  std::string first_error_summary_;
+  bool capture_skip_logged_ = false;
+};
+
+// Host thread number (1-based, in order of first use), cheap after the first call in a thread.
+uint32_t current_thread_number();
+
+}  // namespace blockrun

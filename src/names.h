@@ -1,0 +1,21 @@
+// Kernel names: demangling and the short "base" name users type in a policy.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "policy.h"
+
+namespace blockrun {
+
+// Demangles an Itanium C++ name; returns the input unchanged where it is not one (C kernels,
+// cuBLAS's plain names, Triton's names).
+std::string demangle(const char* mangled);
+
+// `void ns::kernel<float>(float*, int)` -> `ns::kernel<float>`: drops the parameter list, cv/ref
+// qualifiers after it and a leading return type, respecting nesting of (), <> and [].
+std::string base_name(std::string_view demangled);
+
+KernelName make_kernel_name(const char* mangled);
+
+}  // namespace blockrun

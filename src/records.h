@@ -1,0 +1,78 @@
+// What the engine knows about launches and CUDA calls: plain data, no CUDA types, so that tests can
+// build records without a GPU and the shim can fill them from any API family.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "policy.h"
+
+namespace blockrun {
+
+// The API family a hooked entry point belongs to; errors are described per family.
+enum class Family : uint8_t { Runtime, Driver, Cublas };
+
+const char* family_name(Family family);
+
+struct Dim3 {
+  uint32_t x = 1, y = 1, z = 1;
+};
+
+// A result code together with the family whose numbering it uses.
+struct ErrorCode {
+  Family family = Family::Runtime;
+  int code = 0;
+  bool ok() const { return code == 0; }
+};
+
+// One kernel, as first seen by the shim. Created once per distinct handle and never freed (the
+// table that holds them is bounded), so records may point at it from anywhere.
+struct KernelInfo {
+  KernelName name;
+  bool blocked = false;  // the policy's decision, fixed at first sight
+  std::atomic<uint64_t> launches{0};
+};
+
+// The main arguments of a library call that is recorded as one launch unit (cuBLAS GEMMs).
+struct LibraryCall {
+  char transa = 0, transb = 0;
+  int64_t m = 0, n = 0, k = 0;
+  int64_t batch = 0;  // 0 where the call has no batch
+};
+
+// Where a launch went. The per-thread default stream gets a key of its own per host thread, since
+// the same handle names a different stream in every thread.
+struct StreamId {
+  const void* handle = nullptr;
+  uint32_t per_thread_owner = 0;  // host thread number for the per-thread default stream, else 0
+};
+
+// One launch: a kernel launch or a library call (kernel == nullptr, library_api set).
+struct LaunchRecord {
+  uint64_t sequence = 0;        // 1-based, process-wide, in launch order
+  uint64_t kernel_ordinal = 0;  // 1-based, per kernel
+  const KernelInfo* kernel = nullptr;
+  const char* api = nullptr;  // the hooked entry point, a static string
+  const char* library_api = nullptr;
+  LibraryCall library;
+  StreamId stream;
+  Dim3 grid, block;
+  uint64_t shared_memory = 0;
+  uint32_t thread = 0;  // host thread number, 1-based in order of first CUDA call
+  bool blocked = false;
+};
+
+// What the program asked for, before the engine numbers it.
+struct LaunchRequest {
+  const char* api = nullptr;
+  const KernelInfo* kernel = nullptr;  // set for kernel launches
+  const char* library_api = nullptr;   // set for library calls
+  LibraryCall library;
+  const void* stream = nullptr;
+  bool per_thread_default_stream = false;  // the API flavour: 0 means the per-thread stream
+  Dim3 grid, block;
+  uint64_t shared_memory = 0;
+};
+
+}  // namespace blockrun

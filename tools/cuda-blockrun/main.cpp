@@ -1,0 +1,211 @@
+// cuda-blockrun: runs a program with the shim preloaded and its options set, after checking them.
+//
+//   cuda-blockrun [options] [--] program [args...]
+//
+// Every option maps to a CUDA_BLOCKRUN_* variable (src/options.def), so the same configuration
+// works without the wrapper (LD_PRELOAD=libcuda_blockrun.so CUDA_BLOCKRUN_BLOCK=all ./app). The
+// wrapper checks the configuration with the shim's own parser before anything runs, finds the shim
+// beside itself (build tree or install tree: bin/../lib), and replaces itself with the program, so
+// the program's exit status is its own.
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "hook_list.h"
+
+#ifndef CUDA_BLOCKRUN_VERSION
+#define CUDA_BLOCKRUN_VERSION "unknown"
+#endif
+#ifndef CUDA_BLOCKRUN_CUDA_VERSION
+#define CUDA_BLOCKRUN_CUDA_VERSION "unknown"
+#endif
+#ifndef CUDA_BLOCKRUN_INSTALL_LIBDIR
+#define CUDA_BLOCKRUN_INSTALL_LIBDIR "lib"
+#endif
+
+extern char** environ;
+
+namespace {
+
+constexpr const char* kShimFile = "libcuda_blockrun.so";
+constexpr int kUsageError = 2;
+
+void print_usage(FILE* out) {
+  std::fprintf(out,
+               "usage: cuda-blockrun [options] [--] program [args...]\n"
+               "\n"
+               "Runs program with the cuda-blockrun shim preloaded: it names every CUDA kernel launch, makes the\n"
+               "launches the policy selects blocking, and pins the first CUDA error to the launch that caused it.\n"
+               "\n"
+               "options:\n"
+               "%s"
+               "  --help           this text\n"
+               "  --version        the version, and the CUDA version the shim was built against\n"
+               "  --list-hooks     the CUDA entry points the shim intercepts\n"
+               "\n"
+               "Every option is also an environment variable, read by the shim in each process it is loaded into;\n"
+               "flags given here override the environment. See docs/configuration.md.\n"
+               "exit status: the program's own; 2 for an invalid option or a program that cannot be found.\n",
+               blockrun::configuration_help_text().c_str());
+}
+
+[[noreturn]] void usage_error(const std::string& message) {
+  std::fprintf(stderr, "cuda-blockrun: %s\n", message.c_str());
+  std::fprintf(stderr, "cuda-blockrun: see `cuda-blockrun --help`\n");
+  std::exit(kUsageError);
+}
+
+std::string directory_of_executable() {
+  char path[PATH_MAX];
+  ssize_t length = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (length <= 0) return ".";
+  path[length] = '\0';
+  std::string text(path);
+  return text.substr(0, text.rfind('/'));
+}
+
+bool is_file(const std::string& path) {
+  struct stat info {};
+  return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
+}
+
+std::optional<std::string> find_shim() {
+  std::string bin = directory_of_executable();
+  for (const std::string& candidate :
+       {bin + "/../lib/" + kShimFile, bin + "/../" CUDA_BLOCKRUN_INSTALL_LIBDIR "/" + kShimFile, bin + "/" + kShimFile}) {
+    if (is_file(candidate)) {
+      char resolved[PATH_MAX];
+      if (realpath(candidate.c_str(), resolved)) return std::string(resolved);
+    }
+  }
+  return std::nullopt;
+}
+
+// The program as execvp would find it, or nullopt.
+std::optional<std::string> find_program(const std::string& name) {
+  auto runnable = [](const std::string& path) { return is_file(path) && access(path.c_str(), X_OK) == 0; };
+  if (name.find('/') != std::string::npos) return runnable(name) ? std::optional<std::string>(name) : std::nullopt;
+  const char* path_variable = std::getenv("PATH");
+  std::string search = path_variable ? path_variable : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= search.size()) {
+    size_t end = search.find(':', start);
+    if (end == std::string::npos) end = search.size();
+    std::string directory = search.substr(start, end - start);
+    std::string candidate = (directory.empty() ? "." : directory) + "/" + name;
+    if (runnable(candidate)) return candidate;
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
+void list_hooks() {
+  std::printf("%-36s %-8s %-8s %s\n", "symbol", "family", "kind", "stream 0 means");
+  for (const blockrun::HookEntry& hook : blockrun::kHookList) {
+    std::printf("%-36s %-8s %-8s %s\n", hook.name, hook.family, hook.kind, hook.stream);
+  }
+  std::printf("\n%zu symbols, each reachable as an exported symbol of the preloaded shim.\n", blockrun::kHookCount);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::map<std::string, std::string> settings;  // variable -> value, from flags
+  int index = 1;
+  for (; index < argc; ++index) {
+    std::string argument = argv[index];
+    if (argument == "--") {
+      ++index;
+      break;
+    }
+    if (argument.rfind("--", 0) != 0) break;  // the program
+    if (argument == "--help" || argument == "-h") {
+      print_usage(stdout);
+      return 0;
+    }
+    if (argument == "--version") {
+      std::printf("cuda-blockrun %s (built against CUDA %s)\n", CUDA_BLOCKRUN_VERSION, CUDA_BLOCKRUN_CUDA_VERSION);
+      return 0;
+    }
+    if (argument == "--list-hooks") {
+      list_hooks();
+      return 0;
+    }
+    if (argument == "--help-config-markdown") {
+      std::fputs(blockrun::configuration_reference_markdown().c_str(), stdout);
+      return 0;
+    }
+    std::string flag = argument.substr(0, argument.find('='));
+    std::optional<std::string> inline_value;
+    if (argument.find('=') != std::string::npos) inline_value = argument.substr(argument.find('=') + 1);
+    const blockrun::OptionSpec* spec = nullptr;
+    for (const blockrun::OptionSpec& candidate : blockrun::option_specs()) {
+      if (*candidate.flag && flag == candidate.flag) spec = &candidate;
+    }
+    if (!spec) usage_error("unknown option '" + argument + "'");
+    std::string value;
+    if (inline_value) {
+      value = *inline_value;
+    } else if (spec->kind == blockrun::OptionKind::Switch) {
+      value = "1";
+    } else if (index + 1 < argc) {
+      value = argv[++index];
+    } else {
+      usage_error(std::string("option ") + spec->flag + " needs a value (" + spec->accepted + ")");
+    }
+    if (std::optional<blockrun::ConfigError> error = blockrun::check_value(*spec, value)) {
+      usage_error(std::string(spec->flag) + ": " + error->message());
+    }
+    settings[spec->variable] = value;
+  }
+  if (index >= argc) usage_error("no program given");
+
+  // Check the whole configuration (environment and flags together) as the shim will see it.
+  std::vector<std::string> variables;
+  for (char** entry = environ; entry && *entry; ++entry) {
+    if (std::strncmp(*entry, "CUDA_BLOCKRUN", 13) != 0) continue;
+    const char* equals = std::strchr(*entry, '=');
+    if (equals) variables.emplace_back(*entry, equals - *entry);
+  }
+  for (const auto& [variable, value] : settings) variables.push_back(variable);
+  blockrun::ConfigResult checked = blockrun::parse_config(
+      [&](const std::string& variable) -> std::optional<std::string> {
+        auto found = settings.find(variable);
+        if (found != settings.end()) return found->second;
+        const char* value = std::getenv(variable.c_str());
+        return value ? std::optional<std::string>(value) : std::nullopt;
+      },
+      variables);
+  if (!checked.errors.empty()) {
+    for (const blockrun::ConfigError& error : checked.errors)
+      std::fprintf(stderr, "cuda-blockrun: %s\n", error.message().c_str());
+    usage_error("the program was not started");
+  }
+
+  std::string program = argv[index];
+  if (!find_program(program)) usage_error("program '" + program + "' not found or not executable");
+  std::optional<std::string> shim = find_shim();
+  if (!shim) {
+    usage_error(std::string("cannot find ") + kShimFile + " beside " + directory_of_executable() +
+                " (expected in ../lib/); is cuda-blockrun installed completely?");
+  }
+
+  for (const auto& [variable, value] : settings) setenv(variable.c_str(), value.c_str(), 1);
+  const char* preload = std::getenv("LD_PRELOAD");
+  std::string preload_value = *shim;
+  if (preload && *preload) preload_value += std::string(":") + preload;
+  setenv("LD_PRELOAD", preload_value.c_str(), 1);
+
+  execvp(program.c_str(), argv + index);
+  std::fprintf(stderr, "cuda-blockrun: cannot run '%s': %s\n", program.c_str(), std::strerror(errno));
+  return kUsageError;
+}
