@@ -1,0 +1,32 @@
+#!/bin/sh
+# Checks the shim's ELF interface: it needs no spdlog, fmt or CUDA library at run time, and exports
+# exactly the hooked symbols of shim/hooks.def, nothing of spdlog, fmt or the engine.
+set -eu
+shim=$1
+table=$2
+status=0
+
+needed=$(readelf -d "$shim" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+for library in $needed; do
+  case $library in
+    libc.so.*|libm.so.*|libgcc_s.so.*|libstdc++.so.*|ld-linux*|libdl.so.*|libpthread.so.*) ;;
+    *) echo "unexpected run-time dependency: $library"; status=1 ;;
+  esac
+done
+
+exported=$(nm -D --defined-only "$shim" | awk '{print $3}' | sort)
+expected=$(sed -n 's/^CUDA_BLOCKRUN_HOOK([^,]*, *[^,]*, *[^,]*, *[^,]*, *\([A-Za-z_0-9]*\),.*/\1/p' "$table" | sort)
+if [ "$exported" != "$expected" ]; then
+  echo "exported symbols differ from shim/hooks.def:"
+  printf '%s\n' "$exported" > /tmp/blockrun_exported.$$
+  printf '%s\n' "$expected" > /tmp/blockrun_expected.$$
+  diff /tmp/blockrun_expected.$$ /tmp/blockrun_exported.$$ || true
+  rm -f /tmp/blockrun_exported.$$ /tmp/blockrun_expected.$$
+  status=1
+fi
+if nm -D "$shim" | grep -Eq 'spdlog|fmt|blockrun'; then
+  echo "spdlog, fmt or engine symbols are visible:"; nm -D "$shim" | grep -E 'spdlog|fmt|blockrun' | head
+  status=1
+fi
+[ $status -eq 0 ] && echo "ok: $(echo "$exported" | wc -l) exported symbols, all hooks; run-time needs: $needed"
+exit $status

@@ -1,0 +1,268 @@
+// The shim in real processes on the simulated CUDA stack: exact kernel names, blocked faults returned
+// and named, identical behaviour with no policy, no synchronize during capture, non-CUDA programs
+// untouched, invalid configuration refused before main.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "run_process.h"
+
+namespace blockrun::testing {
+namespace {
+
+const std::string kShim = CUDA_BLOCKRUN_SHIM;
+const std::string kWrapper = CUDA_BLOCKRUN_WRAPPER;
+const std::string kApp = CUDA_BLOCKRUN_APP;
+const std::string kSimLib = CUDA_BLOCKRUN_SIM_LIBDIR;
+
+using Env = std::map<std::string, std::string>;
+
+// The app on the simulated stack, optionally with the shim preloaded.
+ProcessResult app(const std::string& scenario, Env env, bool shim) {
+  env["LD_LIBRARY_PATH"] = kSimLib;
+  if (shim) env["LD_PRELOAD"] = kShim;
+  return run_process({kApp, scenario}, env);
+}
+
+// The app through the wrapper, as a user runs it.
+ProcessResult wrapped(const std::vector<std::string>& options, const std::string& scenario, Env env = {}) {
+  env["LD_LIBRARY_PATH"] = kSimLib;
+  std::vector<std::string> argv = {kWrapper};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.push_back("--");
+  argv.push_back(kApp);
+  argv.push_back(scenario);
+  return run_process(argv, env);
+}
+
+bool contains(const std::string& text, const std::string& piece) { return text.find(piece) != std::string::npos; }
+
+TEST(Shim, LogsExactKernelNamesOfEveryLaunchPath) {
+  struct Case {
+    const char* scenario;
+    const char* api;
+    const char* stream;
+  };
+  for (Case c : {Case{"steps", "__cudaLaunchKernel", "0x0"}, Case{"direct", "cudaLaunchKernel", "0x0"},
+                 Case{"exc", "cudaLaunchKernelExC", "0x0"},
+                 Case{"ptsz", "__cudaLaunchKernel_ptsz", "per-thread default (thread 1)"}}) {
+    ProcessResult r = app(c.scenario, {{"CUDA_BLOCKRUN_LOG_LAUNCHES", "1"}}, true);
+    ASSERT_EQ(r.status, 0) << c.scenario << r.err;
+    std::string stream = c.stream;
+    EXPECT_TRUE(contains(r.err, "[cuda-blockrun] launch: kernel fill(float*, int, float), launch #1, stream " + stream +
+                                    ", grid (4096,1,1) block (256,1,1) via " + c.api + "\n"))
+        << c.scenario << "\n" << r.err;
+    EXPECT_TRUE(contains(r.err, "[cuda-blockrun] launch: kernel stencil(float*, float const*, int, long long), "
+                                "launch #2, stream " + stream + ", grid (4096,1,1) block (256,1,1) via " + c.api))
+        << r.err;
+    EXPECT_TRUE(contains(r.err, "[cuda-blockrun] launch: kernel scale(float*, int, float), launch #60,")) << r.err;
+    EXPECT_TRUE(contains(r.err, "[cuda-blockrun] summary: 60 launches, 0 blocked; no CUDA errors\n")) << r.err;
+  }
+}
+
+TEST(Shim, BlockedFaultingLaunchReturnsTheErrorAndIsNamed) {
+  ProcessResult r = wrapped({"--block", "all"}, "steps", {{"CUDA_SIM_FAULT", "stencil:13"}});
+  EXPECT_EQ(r.status, 1);
+  // The program sees the fault at the launch itself, as with CUDA_LAUNCH_BLOCKING=1, and every later call
+  // returns the sticky error.
+  EXPECT_TRUE(contains(r.out, "launch 38 returned 700\nlaunch 39 returned 700\n")) << r.out;
+  EXPECT_FALSE(contains(r.out, "launch 37 returned")) << r.out;
+  EXPECT_TRUE(contains(r.err,
+                       "[cuda-blockrun] first error: cudaErrorIllegalAddress (an illegal memory access was "
+                       "encountered), returned by cudaStreamSynchronize (blocking synchronize after the launch)\n"
+                       "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long), launch #38, stream "
+                       "0x0, grid (4096,1,1) block (256,1,1), blocked\n"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "[cuda-blockrun] summary: 60 launches, 38 blocked; first error "
+                              "cudaErrorIllegalAddress at launch #38, "))
+      << r.err;
+}
+
+TEST(Shim, UnblockedFaultNamesTheNewestUnfinishedLaunchesAsSuspects) {
+  ProcessResult r = app("steps", {{"CUDA_SIM_FAULT", "stencil:13"}}, true);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.out, "cudaMemcpy returned 700\n")) << r.out;
+  EXPECT_TRUE(contains(r.err,
+                       "[cuda-blockrun] first error: cudaErrorIllegalAddress (an illegal memory access was "
+                       "encountered), returned by cudaMemcpy\n"
+                       "[cuda-blockrun]   culprit unknown (no blocked launch failed); suspects: launches not known "
+                       "to have completed, newest last:\n"
+                       "[cuda-blockrun]     kernel stencil(float*, float const*, int, long long), launch #53, stream "
+                       "0x0, grid (4096,1,1) block (256,1,1)\n"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "launch #60, stream 0x0, grid (4096,1,1) block (256,1,1)\n"
+                              "[cuda-blockrun]   to pin it: run again with --block 'stencil,scale,fill' "))
+      << r.err;
+}
+
+TEST(Shim, BlockingOneKernelByGlobBlocksOnlyIt) {
+  ProcessResult r = wrapped({"--block=stencil"}, "steps", {{"CUDA_SIM_FAULT", "stencil:13"}});
+  EXPECT_TRUE(contains(r.out, "launch 38 returned 700\n")) << r.out;
+  EXPECT_TRUE(contains(r.err, "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long), launch "
+                              "#38, stream 0x0, grid (4096,1,1) block (256,1,1), blocked\n"))
+      << r.err;
+  // fill #37 ran before it on the same stream without a synchronize: honestly a suspect too.
+  EXPECT_TRUE(contains(r.err, "[cuda-blockrun]     kernel fill(float*, int, float), launch #37, stream 0x0")) << r.err;
+  EXPECT_TRUE(contains(r.err, "summary: 60 launches, 13 blocked;")) << r.err;
+}
+
+TEST(Shim, PerThreadDefaultStreamIsSynchronizedAndNamed) {
+  ProcessResult r = wrapped({"--block", "all"}, "ptsz", {{"CUDA_SIM_FAULT", "stencil:2"}});
+  EXPECT_TRUE(contains(r.out, "launch 5 returned 700\n")) << r.out;
+  EXPECT_TRUE(contains(r.err, "in kernel stencil(float*, float const*, int, long long), launch #5, stream per-thread "
+                              "default (thread 1), grid (4096,1,1) block (256,1,1), blocked\n"))
+      << r.err;
+}
+
+TEST(Shim, LaunchConfigurationErrorIsNamedAtTheLaunch) {
+  ProcessResult r = app("config-error", {}, true);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out, "launch returned 1\ncudaGetLastError returned 1\ndone\n");
+  EXPECT_TRUE(contains(r.err,
+                       "[cuda-blockrun] first error: cudaErrorInvalidValue (invalid argument), returned by "
+                       "__cudaLaunchKernel (the launch itself failed)\n"
+                       "[cuda-blockrun]   in kernel fill(float*, int, float), launch #1, stream 0x0, grid (4096,1,1) "
+                       "block (2048,1,1)\n"))
+      << r.err;
+}
+
+TEST(Shim, CublasCallIsNamedByItsArgumentsAndBlocked) {
+  ProcessResult r = wrapped({"--block", "all"}, "cublas");
+  EXPECT_TRUE(contains(r.out, "cublasSgemm returned 13\n")) << r.out;  // CUBLAS_STATUS_EXECUTION_FAILED
+  EXPECT_TRUE(contains(r.err, "[cuda-blockrun]   in cublasSgemm_v2 m=64 n=64 k=64 transa=N transb=N, launch #1, "
+                              "stream 0x0, blocked\n"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "first error: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered), "
+                              "returned by cuStreamSynchronize (blocking synchronize after the launch)"))
+      << r.err;
+}
+
+TEST(Shim, WithoutPolicyTheProgramSeesExactlyTheSame) {
+  for (const char* scenario : {"steps", "direct", "exc", "ptsz", "streams", "config-error", "capture",
+                               "capture-other-thread", "cublas", "errno"}) {
+    for (const char* fault : {"", "stencil:2", "fill:1"}) {
+      Env env = {{"CUDA_SIM_FAULT", fault}};
+      ProcessResult without = app(scenario, env, false);
+      ProcessResult with = app(scenario, env, true);
+      EXPECT_EQ(with.out, without.out) << scenario << " " << fault;
+      EXPECT_EQ(with.status, without.status) << scenario << " " << fault;
+      EXPECT_TRUE(contains(without.out, "done\n") || std::string(scenario) == "errno") << scenario << without.out;
+    }
+  }
+}
+
+TEST(Shim, ErrnoIsKeptAcrossWrappedCalls) {
+  ProcessResult r = wrapped({"--block", "all", "--log-launches"}, "errno");
+  EXPECT_EQ(r.out,
+            "errno after cudaMemcpy: 33\nerrno after launch: 34\nerrno after cudaDeviceSynchronize: 33\n");
+}
+
+TEST(Shim, NeverSynchronizesACapturingStream) {
+  std::string stats = ::testing::TempDir() + "blockrun_capture_stats";
+  ProcessResult r = wrapped({"--block", "all"}, "capture", {{"CUDA_SIM_STATS", stats}});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "graph captured\ndone\n");
+  EXPECT_TRUE(contains(r.err, "[cuda-blockrun] blocking skipped for kernel fill(float*, int, float), launch #1")) << r.err;
+  EXPECT_TRUE(contains(r.err, "summary: 3 launches, 0 blocked, 3 not blocked during stream capture; no CUDA errors"))
+      << r.err;
+  std::string counts = read_file(stats);
+  EXPECT_TRUE(contains(counts, "synchronizes_during_capture=0\n")) << counts;
+  EXPECT_TRUE(contains(counts, "captures_invalidated=0\n")) << counts;
+}
+
+TEST(Shim, BlockingBesideAnotherThreadsCaptureKeepsItValid) {
+  std::string stats = ::testing::TempDir() + "blockrun_capture_thread_stats";
+  ProcessResult r = wrapped({"--block", "all"}, "capture-other-thread", {{"CUDA_SIM_STATS", stats}});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "graph captured\ndone\n");
+  // The launch on the other stream was blocked (synchronized in relaxed mode), the captured one skipped.
+  EXPECT_TRUE(contains(r.err, "summary: 2 launches, 1 blocked, 1 not blocked during stream capture")) << r.err;
+  std::string counts = read_file(stats);
+  EXPECT_TRUE(contains(counts, "captures_invalidated=0\n")) << counts;
+}
+
+TEST(Shim, NonCudaProgramIsUnaffected) {
+  std::vector<std::string> shell = {"/bin/sh", "-c", "echo out; echo err >&2; exit 7"};
+  ProcessResult plain = run_process(shell, {});
+  ProcessResult preloaded = run_process(shell, {{"LD_PRELOAD", kShim}, {"CUDA_BLOCKRUN_BLOCK", "all"}});
+  std::vector<std::string> via_wrapper = {kWrapper, "--block", "all", "--log-launches", "--"};
+  via_wrapper.insert(via_wrapper.end(), shell.begin(), shell.end());
+  ProcessResult wrapped_run = run_process(via_wrapper, {});
+  for (const ProcessResult& r : {preloaded, wrapped_run}) {
+    EXPECT_EQ(r.out, plain.out);
+    EXPECT_EQ(r.err, plain.err);  // not one line of the shim's: it had nothing to say
+    EXPECT_EQ(r.status, 7);
+  }
+}
+
+TEST(Shim, InvalidConfigurationStopsBeforeMain) {
+  ProcessResult r = run_process({"/bin/echo", "main ran"}, {{"LD_PRELOAD", kShim}, {"CUDA_BLOCKRUN_BLOCK", "a,,b"}});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "cuda-blockrun: invalid CUDA_BLOCKRUN_BLOCK='a,,b': empty entry in the list; accepted: none | all | "
+            "comma-separated globs on the kernel name\n"
+            "cuda-blockrun: the program was not started (exit status 2); see `cuda-blockrun --help`\n");
+
+  r = run_process({"/bin/echo", "main ran"}, {{"LD_PRELOAD", kShim}, {"CUDA_BLOCKRUN_LOG_LAUNCHES", "sometimes"}});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "invalid CUDA_BLOCKRUN_LOG_LAUNCHES='sometimes'; accepted: 0 or 1\n")) << r.err;
+
+  r = run_process({"/bin/echo", "main ran"}, {{"LD_PRELOAD", kShim}, {"CUDA_BLOCKRUN_BLOK", "all"}});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "invalid CUDA_BLOCKRUN_BLOK='all': unknown variable")) << r.err;
+}
+
+TEST(Shim, DisabledShimIsInert) {
+  ProcessResult r = app("steps", {{"CUDA_BLOCKRUN", "0"}, {"CUDA_BLOCKRUN_BLOCK", "all"}, {"CUDA_SIM_FAULT", "stencil:13"}},
+                        true);
+  EXPECT_EQ(r.err, "");
+  EXPECT_TRUE(contains(r.out, "cudaMemcpy returned 700\n"));
+  EXPECT_FALSE(contains(r.out, "launch 38 returned"));
+}
+
+TEST(Shim, LogGoesToTheFileNamedWithProcessId) {
+  std::string directory = ::testing::TempDir() + "blockrun_logs_" + std::to_string(getpid());
+  run_process({"/bin/mkdir", "-p", directory}, {});
+  ProcessResult r = wrapped({"--block", "all", "--log", directory + "/log_%p.txt"}, "steps",
+                            {{"CUDA_SIM_FAULT", "stencil:13"}});
+  EXPECT_EQ(r.err, "");
+  // The wrapper replaces itself with the program, so the file carries the program's pid: one file.
+  std::string names = run_process({"/bin/ls", directory}, {}).out;
+  EXPECT_EQ(std::count(names.begin(), names.end(), '\n'), 1) << names;
+  EXPECT_EQ(names.rfind("log_", 0), 0u) << names;
+  std::string log = read_file(directory + "/" + names.substr(0, names.size() - 1));
+  EXPECT_TRUE(contains(log, "in kernel stencil(float*, float const*, int, long long), launch #38")) << log;
+  run_process({"/bin/rm", "-rf", directory}, {});
+}
+
+TEST(Wrapper, ReturnsTheProgramsStatusAndRefusesBadInput) {
+  EXPECT_EQ(run_process({kWrapper, "--", "/bin/sh", "-c", "exit 42"}, {}).status, 42);
+  ProcessResult missing = run_process({kWrapper, "--block", "all", "--", "/nonexistent/program"}, {});
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_TRUE(contains(missing.err, "cuda-blockrun: program '/nonexistent/program' not found or not executable\n"));
+  ProcessResult bad = run_process({kWrapper, "--blok", "all", "--", "/bin/true"}, {});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_TRUE(contains(bad.err, "cuda-blockrun: unknown option '--blok'\n")) << bad.err;
+  ProcessResult bad_value = run_process({kWrapper, "--block", "x[", "--", "/bin/true"}, {});
+  EXPECT_EQ(bad_value.status, 2);
+  EXPECT_TRUE(contains(bad_value.err, "invalid CUDA_BLOCKRUN_BLOCK='x[': unclosed '[' in 'x['")) << bad_value.err;
+  ProcessResult none = run_process({kWrapper}, {});
+  EXPECT_EQ(none.status, 2);
+  EXPECT_TRUE(contains(none.err, "cuda-blockrun: no program given\n"));
+}
+
+TEST(Wrapper, HelpVersionAndHookList) {
+  ProcessResult help = run_process({kWrapper, "--help"}, {});
+  EXPECT_EQ(help.status, 0);
+  EXPECT_TRUE(contains(help.out, "usage: cuda-blockrun [options] [--] program [args...]"));
+  EXPECT_TRUE(contains(help.out, "CUDA_BLOCKRUN_BLOCK"));
+  ProcessResult version = run_process({kWrapper, "--version"}, {});
+  EXPECT_TRUE(contains(version.out, "(built against CUDA 13.0)")) << version.out;
+  ProcessResult hooks = run_process({kWrapper, "--list-hooks"}, {});
+  EXPECT_TRUE(contains(hooks.out, "__cudaLaunchKernel_ptsz"));
+  EXPECT_TRUE(contains(hooks.out, "cublasSgemm_v2_64"));
+}
+
+}  // namespace
+}  // namespace blockrun::testing

@@ -1,0 +1,195 @@
+// A CUDA program for the integration tests, built with g++ against the real CUDA headers and run on
+// the simulated stack (tests/sim). Each scenario prints every CUDA result it gets, so a test can
+// compare the program's view with and without the shim, and check what a blocked launch returns.
+//
+//   cuda_app steps | direct | exc | ptsz | streams | config-error | capture | capture-other-thread |
+//            cublas | errno
+//
+// Kernels: fill, stencil, scale (mangled names as nvcc gives them). Faults are injected by the test
+// through CUDA_SIM_FAULT (e.g. stencil:13, the 13th stencil launch, launch #38 in `steps`).
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sim_kernels.h"
+
+SIM_KERNEL(fill, "_Z4fillPfif");
+SIM_KERNEL(stencil, "_Z7stencilPfPKfix");
+SIM_KERNEL(scale, "_Z5scalePfif");
+
+namespace {
+
+const dim3 kGrid(4096);
+const dim3 kBlock(256);
+
+int report(const char* what, int result) {
+  if (result != 0) std::printf("%s returned %d\n", what, result);
+  return result;
+}
+
+// 20 steps of fill, stencil, scale on one stream, checked only at the end, as many programs do.
+int steps(const std::string& how, cudaStream_t stream) {
+  int launch_number = 0;
+  for (int step = 0; step < 20; ++step) {
+    for (sim::Stub kernel : {sim::Stub(fill), sim::Stub(stencil), sim::Stub(scale)}) {
+      ++launch_number;
+      cudaError_t result;
+      void* args[1] = {nullptr};
+      if (how == "direct") {
+        result = cudaLaunchKernel(reinterpret_cast<const void*>(kernel), kGrid, kBlock, args, 0, stream);
+      } else if (how == "exc") {
+        cudaLaunchConfig_t config{};
+        config.gridDim = kGrid;
+        config.blockDim = kBlock;
+        config.stream = stream;
+        result = cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(kernel), args);
+      } else if (how == "ptsz") {
+        result = sim::launch_ptsz(kernel, kGrid, kBlock, stream);
+      } else {
+        result = sim::launch(kernel, kGrid, kBlock, stream);
+      }
+      if (result != cudaSuccess) std::printf("launch %d returned %d\n", launch_number, result);
+    }
+  }
+  std::vector<float> host(16);
+  float* device = nullptr;
+  report("cudaMalloc", cudaMalloc(&device, host.size() * sizeof(float)));
+  int copy = report("cudaMemcpy", cudaMemcpy(host.data(), device, host.size() * sizeof(float),
+                                              cudaMemcpyDeviceToHost));
+  report("cudaGetLastError", cudaGetLastError());
+  std::printf("done\n");
+  return copy == 0 ? 0 : 1;
+}
+
+int streams() {
+  cudaStream_t s[4];
+  for (cudaStream_t& stream : s) report("cudaStreamCreate", cudaStreamCreate(&stream));
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 4; ++i) report("launch", sim::launch(i == 2 ? stencil : fill, kGrid, kBlock, s[i]));
+  }
+  int result = report("cudaDeviceSynchronize", cudaDeviceSynchronize());
+  std::printf("done\n");
+  return result == 0 ? 0 : 1;
+}
+
+int config_error() {
+  report("launch", sim::launch(fill, kGrid, dim3(2048), nullptr));
+  report("cudaGetLastError", cudaGetLastError());
+  report("cudaGetLastError again", cudaGetLastError());
+  report("launch", sim::launch(scale, kGrid, kBlock, nullptr));
+  report("cudaDeviceSynchronize", cudaDeviceSynchronize());
+  std::printf("done\n");
+  return 0;
+}
+
+int capture() {
+  cudaStream_t stream;
+  report("cudaStreamCreate", cudaStreamCreate(&stream));
+  report("cudaStreamBeginCapture", cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  for (sim::Stub kernel : {sim::Stub(fill), sim::Stub(stencil), sim::Stub(scale)})
+    report("launch", sim::launch(kernel, kGrid, kBlock, stream));
+  cudaGraph_t graph = nullptr;
+  report("cudaStreamEndCapture", cudaStreamEndCapture(stream, &graph));
+  std::printf("graph %s\n", graph ? "captured" : "missing");
+  cudaGraphExec_t exec = nullptr;
+  if (graph) report("cudaGraphInstantiate", cudaGraphInstantiate(&exec, graph, 0));
+  if (exec) report("cudaGraphLaunch", cudaGraphLaunch(exec, stream));
+  report("cudaStreamSynchronize", cudaStreamSynchronize(stream));
+  std::printf("done\n");
+  return graph ? 0 : 1;
+}
+
+// Another thread captures in global mode while this one launches on an unrelated stream: blocking
+// that launch must not invalidate the other thread's capture.
+int capture_other_thread() {
+  cudaStream_t captured, other;
+  report("cudaStreamCreate", cudaStreamCreate(&captured));
+  report("cudaStreamCreate", cudaStreamCreate(&other));
+  std::mutex mutex;
+  std::condition_variable changed;
+  int phase = 0;
+  cudaGraph_t graph = nullptr;
+  std::thread capturer([&] {
+    report("cudaStreamBeginCapture", cudaStreamBeginCapture(captured, cudaStreamCaptureModeGlobal));
+    report("launch (captured)", sim::launch(fill, kGrid, kBlock, captured));
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      phase = 1;
+    }
+    changed.notify_all();
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return phase == 2; });
+    report("cudaStreamEndCapture", cudaStreamEndCapture(captured, &graph));
+  });
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return phase == 1; });
+  }
+  report("launch (other stream)", sim::launch(scale, kGrid, kBlock, other));
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    phase = 2;
+  }
+  changed.notify_all();
+  capturer.join();
+  std::printf("graph %s\n", graph ? "captured" : "missing");
+  std::printf("done\n");
+  return graph ? 0 : 1;
+}
+
+int cublas() {
+  cublasHandle_t handle = nullptr;
+  report("cublasCreate", cublasCreate(&handle));
+  const int n = 64;
+  float *a = nullptr, *b = nullptr, *c = nullptr;
+  report("cudaMalloc", cudaMalloc(&b, n * n * sizeof(float)));
+  report("cudaMalloc", cudaMalloc(&c, n * n * sizeof(float)));
+  a = reinterpret_cast<float*>(0xdead0000);  // the bug: an operand that is not device memory
+  const float alpha = 1.0f, beta = 0.0f;
+  std::printf("cublasSgemm returned %d\n",
+              cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a, n, b, n, &beta, c, n));
+  report("cudaDeviceSynchronize", cudaDeviceSynchronize());
+  std::printf("done\n");
+  return 0;
+}
+
+int errno_kept() {
+  float* device = nullptr;
+  report("cudaMalloc", cudaMalloc(&device, 64));
+  float host[16] = {};
+  errno = EDOM;
+  report("cudaMemcpy", cudaMemcpy(device, host, sizeof(host), cudaMemcpyHostToDevice));
+  std::printf("errno after cudaMemcpy: %d\n", errno);
+  errno = ERANGE;
+  report("launch", sim::launch(fill, kGrid, kBlock, nullptr));
+  std::printf("errno after launch: %d\n", errno);
+  errno = EDOM;
+  report("cudaDeviceSynchronize", cudaDeviceSynchronize());
+  std::printf("errno after cudaDeviceSynchronize: %d\n", errno);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IONBF, 0);  // output order must not depend on buffering
+  std::string scenario = argc > 1 ? argv[1] : "steps";
+  if (scenario == "steps" || scenario == "direct" || scenario == "exc" || scenario == "ptsz")
+    return steps(scenario, nullptr);
+  if (scenario == "streams") return streams();
+  if (scenario == "config-error") return config_error();
+  if (scenario == "capture") return capture();
+  if (scenario == "capture-other-thread") return capture_other_thread();
+  if (scenario == "cublas") return cublas();
+  if (scenario == "errno") return errno_kept();
+  std::fprintf(stderr, "cuda_app: unknown scenario '%s'\n", scenario.c_str());
+  return 2;
+}

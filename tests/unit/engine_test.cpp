@@ -1,0 +1,246 @@
+// The engine without any CUDA: launch numbering, policy decisions, suspects, first-error bookkeeping
+// and the exact lines users read. A capturing sink stands in for the log.
+#include <gtest/gtest.h>
+
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <sstream>
+#include <thread>
+
+#include "engine.h"
+
+namespace blockrun {
+namespace {
+
+const void* const kStreamA = reinterpret_cast<const void*>(0xa000);
+const void* const kStreamB = reinterpret_cast<const void*>(0xb000);
+
+class EngineTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Engine> make(const char* policy) {
+    Config config;
+    std::string error;
+    config.block = *Policy::parse(policy, &error);
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log_);
+    auto logger = std::make_shared<spdlog::logger>("test", sink);
+    logger->set_pattern("%v");
+    return std::make_unique<Engine>(config, logger, [](ErrorCode code) {
+      if (code.code == 700) return ErrorText{"cudaErrorIllegalAddress", "an illegal memory access was encountered"};
+      if (code.code == 1) return ErrorText{"cudaErrorInvalidValue", "invalid argument"};
+      return ErrorText{"error " + std::to_string(code.code), "?"};
+    });
+  }
+
+  const KernelInfo* kernel(Engine& engine, uintptr_t handle, const char* mangled) {
+    return engine.kernel(reinterpret_cast<const void*>(handle), [=] { return mangled; });
+  }
+
+  Launch launch(Engine& engine, const KernelInfo* kernel, const void* stream, bool per_thread = false) {
+    LaunchRequest request;
+    request.api = "cudaLaunchKernel";
+    request.kernel = kernel;
+    request.stream = stream;
+    request.per_thread_default_stream = per_thread;
+    request.grid = {4096, 1, 1};
+    request.block = {256, 1, 1};
+    return engine.begin_launch(request);
+  }
+
+  // Launch and finish without blocking: the launch returned success.
+  void run(Engine& engine, const KernelInfo* kernel, const void* stream) {
+    Launch l = launch(engine, kernel, stream);
+    engine.end_launch(l, ErrorCode{}, BlockOutcome::NotBlocked, ErrorCode{}, nullptr);
+  }
+
+  std::string log() const { return log_.str(); }
+
+  std::ostringstream log_;
+};
+
+TEST_F(EngineTest, NamesEachKernelOnceAndDecidesByPolicy) {
+  auto engine = make("stencil");
+  int calls = 0;
+  auto resolve = [&] {
+    ++calls;
+    return "_Z7stencilPfix";
+  };
+  const KernelInfo* first = engine->kernel(reinterpret_cast<const void*>(0x10), resolve);
+  const KernelInfo* again = engine->kernel(reinterpret_cast<const void*>(0x10), resolve);
+  EXPECT_EQ(first, again);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(first->name.demangled, "stencil(float*, int, long long)");
+  EXPECT_TRUE(first->blocked);
+  EXPECT_FALSE(kernel(*engine, 0x20, "_Z4fillPfif")->blocked);
+  Launch l = launch(*engine, first, nullptr);
+  EXPECT_TRUE(l.block);
+  EXPECT_EQ(l.record.sequence, 1u);
+  EXPECT_EQ(l.record.kernel_ordinal, 1u);
+}
+
+TEST_F(EngineTest, BlockedLaunchThatFailsIsTheExactCulprit) {
+  auto engine = make("all");
+  const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
+  const KernelInfo* stencil = kernel(*engine, 0x20, "_Z7stencilPfix");
+  Launch first = launch(*engine, fill, nullptr);
+  engine->end_launch(first, ErrorCode{}, BlockOutcome::Synchronized, ErrorCode{}, "cudaStreamSynchronize");
+  Launch second = launch(*engine, stencil, nullptr);
+  engine->end_launch(second, ErrorCode{}, BlockOutcome::Synchronized, ErrorCode{Family::Runtime, 700},
+                     "cudaStreamSynchronize");
+  EXPECT_EQ(log(),
+            "first error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
+            "cudaStreamSynchronize (blocking synchronize after the launch)\n"
+            "  in kernel stencil(float*, int, long long), launch #2, stream 0x0, grid (4096,1,1) block (256,1,1), "
+            "blocked\n");
+  EXPECT_TRUE(engine->has_first_error());
+  EXPECT_EQ(engine->blocked_launches(), 2u);
+}
+
+TEST_F(EngineTest, UnblockedFaultListsUnsynchronizedLaunchesOfTheStreamAsSuspects) {
+  auto engine = make("none");
+  const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
+  const KernelInfo* stencil = kernel(*engine, 0x20, "_Z7stencilPfix");
+  run(*engine, fill, kStreamA);                                      // #1: completed by the sync below
+  engine->end_sync("cudaStreamSynchronize", false, kStreamA, false, engine->begin_sync(), ErrorCode{});
+  run(*engine, stencil, kStreamA);                                   // #2
+  run(*engine, fill, kStreamB);                                      // #3: another stream
+  run(*engine, fill, kStreamA);                                      // #4
+  uint64_t mark = engine->begin_sync();
+  engine->end_sync("cudaStreamSynchronize", false, kStreamA, false, mark, ErrorCode{Family::Runtime, 700});
+  EXPECT_EQ(log(),
+            "first error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
+            "cudaStreamSynchronize\n"
+            "  culprit unknown (no blocked launch failed); suspects: launches not known to have completed, newest "
+            "last:\n"
+            "    kernel stencil(float*, int, long long), launch #2, stream 0xa000, grid (4096,1,1) block (256,1,1)\n"
+            "    kernel fill(float*, int, float), launch #4, stream 0xa000, grid (4096,1,1) block (256,1,1)\n"
+            "  to pin it: run again with --block 'stencil,fill' (or CUDA_BLOCKRUN_BLOCK='stencil,fill'), or "
+            "--block all\n");
+}
+
+TEST_F(EngineTest, SuspectsAreTheNewestEightAcrossStreamsForDeviceWideCalls) {
+  auto engine = make("none");
+  const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
+  for (int i = 0; i < 12; ++i) run(*engine, fill, i % 2 ? kStreamA : kStreamB);
+  engine->end_sync("cudaMemcpy", true, nullptr, false, engine->begin_sync(), ErrorCode{Family::Runtime, 700});
+  std::string text = log();
+  EXPECT_EQ(text.find("launch #4,"), std::string::npos);
+  EXPECT_NE(text.find("launch #5,"), std::string::npos);
+  EXPECT_LT(text.find("launch #5,"), text.find("launch #12,"));
+  size_t lines = std::count(text.begin(), text.end(), '\n');
+  EXPECT_EQ(lines, 1u + 1u + 8u + 1u);
+}
+
+TEST_F(EngineTest, DeviceSynchronizeClearsSuspectsOfEveryStream) {
+  auto engine = make("none");
+  const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
+  run(*engine, fill, kStreamA);
+  run(*engine, fill, kStreamB);
+  engine->end_sync("cudaDeviceSynchronize", true, nullptr, false, engine->begin_sync(), ErrorCode{});
+  run(*engine, fill, kStreamB);
+  engine->end_sync("cudaDeviceSynchronize", true, nullptr, false, engine->begin_sync(),
+                   ErrorCode{Family::Runtime, 700});
+  EXPECT_NE(log().find("launch #3,"), std::string::npos);
+  EXPECT_EQ(log().find("launch #1,"), std::string::npos);
+  EXPECT_EQ(log().find("launch #2,"), std::string::npos);
+}
+
+TEST_F(EngineTest, LaunchErrorReturnedAtOnceNamesTheLaunch) {
+  auto engine = make("none");
+  const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
+  Launch l = launch(*engine, fill, nullptr);
+  engine->end_launch(l, ErrorCode{Family::Runtime, 1}, BlockOutcome::NotBlocked, ErrorCode{}, nullptr);
+  EXPECT_EQ(log(),
+            "first error: cudaErrorInvalidValue (invalid argument), returned by cudaLaunchKernel (the launch itself "
+            "failed)\n"
+            "  in kernel fill(float*, int, float), launch #1, stream 0x0, grid (4096,1,1) block (256,1,1)\n");
+}
+
+TEST_F(EngineTest, LaterErrorsAreCountedNotRepeated) {
+  auto engine = make("none");
+  engine->observe_error("cudaMemcpy", ErrorCode{Family::Runtime, 700}, nullptr, false);
+  std::string first = log();
+  engine->observe_error("cudaMemcpy", ErrorCode{Family::Runtime, 700}, nullptr, false);
+  engine->observe_error("cudaGetLastError", ErrorCode{Family::Runtime, 700}, nullptr, false);
+  EXPECT_EQ(log(), first);
+  EXPECT_EQ(engine->later_errors(), 2u);
+  engine->finish();
+  EXPECT_NE(log().find("summary: 0 launches, 0 blocked; first error cudaErrorIllegalAddress, 2 later errors"),
+            std::string::npos)
+      << log();
+}
+
+TEST_F(EngineTest, BlockedFailureWithUnfinishedEarlierWorkIsNotExact) {
+  auto engine = make("stencil");
+  const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
+  const KernelInfo* stencil = kernel(*engine, 0x20, "_Z7stencilPfix");
+  run(*engine, fill, nullptr);
+  Launch l = launch(*engine, stencil, nullptr);
+  engine->end_launch(l, ErrorCode{}, BlockOutcome::Synchronized, ErrorCode{Family::Runtime, 700},
+                     "cudaStreamSynchronize");
+  EXPECT_NE(log().find("earlier launches on its stream had not completed"), std::string::npos);
+  EXPECT_NE(log().find("  other suspects: launches on its stream not known to have completed, newest last:\n"
+                       "    kernel fill(float*, int, float), launch #1"),
+            std::string::npos)
+      << log();
+  EXPECT_NE(log().find("--block 'fill'"), std::string::npos);
+}
+
+TEST_F(EngineTest, CaptureSkipIsLoggedOnceAndCounted) {
+  auto engine = make("all");
+  const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
+  for (int i = 0; i < 3; ++i) {
+    Launch l = launch(*engine, fill, kStreamA);
+    engine->end_launch(l, ErrorCode{}, BlockOutcome::SkippedCapture, ErrorCode{}, nullptr);
+  }
+  engine->finish();
+  std::string text = log();
+  EXPECT_EQ(text.find("blocking skipped"), text.rfind("blocking skipped"));
+  EXPECT_NE(text.find("summary: 3 launches, 0 blocked, 3 not blocked during stream capture; no CUDA errors"),
+            std::string::npos)
+      << text;
+}
+
+TEST_F(EngineTest, PerThreadDefaultStreamIsDistinctPerThread) {
+  auto engine = make("none");
+  const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
+  Launch here = launch(*engine, fill, nullptr, true);
+  Launch there;
+  std::thread([&] { there = launch(*engine, fill, nullptr, true); }).join();
+  EXPECT_NE(here.record.stream.per_thread_owner, there.record.stream.per_thread_owner);
+  EXPECT_NE(here.stream, there.stream);
+  EXPECT_NE(engine->describe(here.record).find("stream per-thread default (thread"), std::string::npos);
+}
+
+TEST_F(EngineTest, LibraryCallIsDescribedByItsArguments) {
+  auto engine = make("cublasSgemm*");
+  LaunchRequest request;
+  request.api = "cublasSgemm_v2";
+  request.library_api = "cublasSgemm_v2";
+  request.library.m = 512;
+  request.library.n = 256;
+  request.library.k = 128;
+  request.library.transa = 'N';
+  request.library.transb = 'T';
+  Launch l = engine->begin_launch(request);
+  EXPECT_TRUE(l.block);
+  EXPECT_EQ(engine->describe(l.record),
+            "cublasSgemm_v2 m=512 n=256 k=128 transa=N transb=T, launch #1, stream 0x0, blocked");
+}
+
+TEST_F(EngineTest, ConcurrentLaunchesAreNumberedExactlyOnce) {
+  auto engine = make("none");
+  const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10000; ++i) run(*engine, fill, reinterpret_cast<const void*>(0x1000 * (t + 1)));
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(engine->launches(), 40000u);
+  EXPECT_EQ(fill->launches.load(), 40000u);
+}
+
+}  // namespace
+}  // namespace blockrun
