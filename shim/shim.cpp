@@ -125,9 +125,24 @@ auto handle_call(Engine& engine, Function real_function, Args... args) {
   return result;
 }
 
+// How many library calls the calling thread is inside. A library may implement one entry point by
+// calling another through its own exported symbol (cublasSgemm_v2 -> cublasSgemm_v2_64), which the
+// preload intercepts too: that inner call is part of the outer unit, not a second one.
+int& library_depth() {
+  thread_local int depth = 0;
+  return depth;
+}
+
+class LibraryScope {
+ public:
+  LibraryScope() { ++library_depth(); }
+  ~LibraryScope() { --library_depth(); }
+};
+
 template <Hook id, typename Function, typename... Args>
 auto handle_library(Engine& engine, Function real_function, Args... args) {
   using Traits = HookTraits<id>;
+  if (library_depth() > 0) return real_function(args...);
   Launch launch;
   bool recorded = false;
   cudaStream_t stream = nullptr;
@@ -148,7 +163,10 @@ auto handle_library(Engine& engine, Function real_function, Args... args) {
     } catch (...) {
     }
   }
-  auto result = real_function(args...);
+  auto result = [&] {
+    LibraryScope scope;
+    return real_function(args...);
+  }();
   if (!recorded) return result;
   ErrnoKeeper keep_errno;
   ReentryGuard guard;

@@ -149,11 +149,15 @@ std::string configuration_reference_markdown() {
       "exit status 2 and a message naming the variable, the value and the accepted forms.\n\n"
       "| variable | wrapper flag | default | accepted | meaning |\n"
       "|---|---|---|---|---|\n";
+  auto cell = [](std::string text) {  // a '|' would end the table cell
+    for (size_t at = text.find('|'); at != std::string::npos; at = text.find('|', at + 2)) text.replace(at, 1, "\\|");
+    return text;
+  };
   for (const OptionSpec& spec : option_specs()) {
     std::string flag = *spec.flag ? "`" + std::string(spec.flag) + "`" : "";
     std::string default_value = *spec.default_value ? "`" + std::string(spec.default_value) + "`" : "(empty)";
-    out += "| `" + std::string(spec.variable) + "` | " + flag + " | " + default_value + " | " + spec.accepted +
-           " | " + spec.description + " |\n";
+    out += "| `" + std::string(spec.variable) + "` | " + flag + " | " + default_value + " | " + cell(spec.accepted) +
+           " | " + cell(spec.description) + " |\n";
   }
   return out;
 }

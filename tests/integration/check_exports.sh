@@ -24,8 +24,8 @@ if [ "$exported" != "$expected" ]; then
   rm -f /tmp/blockrun_exported.$$ /tmp/blockrun_expected.$$
   status=1
 fi
-if nm -D "$shim" | grep -Eq 'spdlog|fmt|blockrun'; then
-  echo "spdlog, fmt or engine symbols are visible:"; nm -D "$shim" | grep -E 'spdlog|fmt|blockrun' | head
+if nm -D --defined-only "$shim" | grep -Eq 'spdlog|fmt|blockrun'; then
+  echo "spdlog, fmt or engine symbols are visible:"; nm -D --defined-only "$shim" | grep -E 'spdlog|fmt|blockrun' | head
   status=1
 fi
 [ $status -eq 0 ] && echo "ok: $(echo "$exported" | wc -l) exported symbols, all hooks; run-time needs: $needed"

@@ -61,7 +61,7 @@ int steps(const std::string& how, cudaStream_t stream) {
   }
   std::vector<float> host(16);
   float* device = nullptr;
-  report("cudaMalloc", cudaMalloc(&device, host.size() * sizeof(float)));
+  report("cudaMalloc", cudaMalloc(reinterpret_cast<void**>(&device), host.size() * sizeof(float)));
   int copy = report("cudaMemcpy", cudaMemcpy(host.data(), device, host.size() * sizeof(float),
                                               cudaMemcpyDeviceToHost));
   report("cudaGetLastError", cudaGetLastError());
@@ -150,8 +150,8 @@ int cublas() {
   report("cublasCreate", cublasCreate(&handle));
   const int n = 64;
   float *a = nullptr, *b = nullptr, *c = nullptr;
-  report("cudaMalloc", cudaMalloc(&b, n * n * sizeof(float)));
-  report("cudaMalloc", cudaMalloc(&c, n * n * sizeof(float)));
+  report("cudaMalloc", cudaMalloc(reinterpret_cast<void**>(&b), n * n * sizeof(float)));
+  report("cudaMalloc", cudaMalloc(reinterpret_cast<void**>(&c), n * n * sizeof(float)));
   a = reinterpret_cast<float*>(0xdead0000);  // the bug: an operand that is not device memory
   const float alpha = 1.0f, beta = 0.0f;
   std::printf("cublasSgemm returned %d\n",
@@ -163,7 +163,7 @@ int cublas() {
 
 int errno_kept() {
   float* device = nullptr;
-  report("cudaMalloc", cudaMalloc(&device, 64));
+  report("cudaMalloc", cudaMalloc(reinterpret_cast<void**>(&device), 64));
   float host[16] = {};
   errno = EDOM;
   report("cudaMemcpy", cudaMemcpy(device, host, sizeof(host), cudaMemcpyHostToDevice));
