@@ -17,9 +17,13 @@ BlockResult block_with_runtime(cudaStream_t stream, bool per_thread) {
   if (per_thread && stream == nullptr) stream = cudaStreamPerThread;
 
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  RuntimeErrorScope error_scope;
   cudaError_t query = is_capturing(stream, &status);
   if (query != cudaSuccess) {
-    if (is_capture_error(query)) return {BlockOutcome::SkippedUnknown};
+    if (is_capture_error(query)) {
+      error_scope.clear_own_error();  // the program must not read the shim's question as its own error
+      return {BlockOutcome::SkippedUnknown};
+    }
     return {BlockOutcome::Synchronized, {Family::Runtime, query}, "cudaStreamIsCapturing"};
   }
   if (status != cudaStreamCaptureStatusNone) return {BlockOutcome::SkippedCapture};

@@ -139,9 +139,17 @@ Engine* active_engine() {
 }
 
 const char* name_of_host_stub(const void* stub) {
+  auto get_name = helper<Helper::cudaFuncGetName>();
+  if (!get_name) return nullptr;
   const char* name = nullptr;
-  if (auto get_name = helper<Helper::cudaFuncGetName>()) {
-    if (get_name(&name, stub) != cudaSuccess) name = nullptr;
+  // A failing runtime call sets the thread's last error, which the program would then read as its own.
+  // Name only when no error is pending, and clear the one a failed lookup leaves: the program's view
+  // stays exactly as it was.
+  RuntimeErrorScope scope;
+  if (!scope.clean()) return nullptr;
+  if (get_name(&name, stub) != cudaSuccess) {
+    scope.clear_own_error();
+    return nullptr;
   }
   return name;
 }

@@ -87,6 +87,25 @@ Engine* active_engine();
 // The engine if it exists (for reporting the shim's own problems), without creating it.
 Engine* existing_engine();
 
+// The calling thread's CUDA runtime "last error" around a runtime call the shim makes for itself:
+// clean() says whether no error was pending before; clear_own_error() removes the error that call
+// left, only when none was pending before, so the program never reads an error of the shim's.
+class RuntimeErrorScope {
+ public:
+  RuntimeErrorScope() {
+    auto peek = real<Hook::cudaPeekAtLastError>();
+    clean_ = peek && peek() == cudaSuccess;
+  }
+  bool clean() const { return clean_; }
+  void clear_own_error() const {
+    if (!clean_) return;
+    if (auto get_last_error = real<Hook::cudaGetLastError>()) get_last_error();
+  }
+
+ private:
+  bool clean_ = false;
+};
+
 // Marks the calling thread as running shim code, so CUDA calls the shim makes are not recorded.
 class ReentryGuard {
  public:

@@ -340,7 +340,7 @@ void Engine::finish() {
   bool used = launches > 0 || first_error_taken_.load();
   if (config_.summary && used && !finished_.exchange(true)) {
     std::string errors = first_error_taken_.load()
-                             ? fmt::format("first error {}, {} later errors", first_error_summary_, later_errors_.load())
+                             ? fmt::format("first error {}, {} later error{}", first_error_summary_, later_errors_.load(), later_errors_.load() == 1 ? "" : "s")
                              : std::string("no CUDA errors");
     std::string skips = capture_skips_.load()
                             ? fmt::format(", {} not blocked during stream capture", capture_skips_.load())

@@ -139,7 +139,7 @@ TEST(Shim, CublasCallIsNamedByItsArgumentsAndBlocked) {
 
 TEST(Shim, WithoutPolicyTheProgramSeesExactlyTheSame) {
   for (const char* scenario : {"steps", "direct", "exc", "ptsz", "streams", "config-error", "capture",
-                               "capture-other-thread", "cublas", "errno"}) {
+                               "capture-other-thread", "cublas", "errno", "unknown-stub"}) {
     for (const char* fault : {"", "stencil:2", "fill:1"}) {
       Env env = {{"CUDA_SIM_FAULT", fault}};
       ProcessResult without = app(scenario, env, false);

@@ -3,7 +3,7 @@
 // compare the program's view with and without the shim, and check what a blocked launch returns.
 //
 //   cuda_app steps | direct | exc | ptsz | streams | config-error | capture | capture-other-thread |
-//            cublas | errno
+//            cublas | errno | unknown-stub
 //
 // Kernels: fill, stencil, scale (mangled names as nvcc gives them). Faults are injected by the test
 // through CUDA_SIM_FAULT (e.g. stencil:13, the 13th stencil launch, launch #38 in `steps`).
@@ -161,6 +161,22 @@ int cublas() {
   return 0;
 }
 
+// A launch of a function that is no kernel: the shim's attempt to name it fails too, and the
+// program must see only the launch's own error, once.
+void not_a_kernel() {}
+
+int unknown_stub() {
+  void* args[1] = {nullptr};
+  report("cudaLaunchKernel", cudaLaunchKernel(reinterpret_cast<const void*>(not_a_kernel), kGrid, kBlock, args, 0,
+                                              nullptr));
+  report("cudaGetLastError", cudaGetLastError());
+  report("cudaGetLastError again", cudaGetLastError());
+  report("launch", sim::launch(fill, kGrid, kBlock, nullptr));
+  report("cudaGetLastError after a good launch", cudaGetLastError());
+  std::printf("done\n");
+  return 0;
+}
+
 int errno_kept() {
   float* device = nullptr;
   report("cudaMalloc", cudaMalloc(reinterpret_cast<void**>(&device), 64));
@@ -190,6 +206,7 @@ int main(int argc, char** argv) {
   if (scenario == "capture-other-thread") return capture_other_thread();
   if (scenario == "cublas") return cublas();
   if (scenario == "errno") return errno_kept();
+  if (scenario == "unknown-stub") return unknown_stub();
   std::fprintf(stderr, "cuda_app: unknown scenario '%s'\n", scenario.c_str());
   return 2;
 }
