@@ -69,7 +69,7 @@ auto handle_launch(Engine& engine, Function real_function, Args... args) {
       request.grid = facts.grid;
       request.block = facts.block;
       request.shared_memory = facts.shared_memory;
-      launch = engine.begin_launch(request);
+      engine.begin_launch(request, &launch);
       recorded = true;
     } catch (...) {
     }
@@ -158,7 +158,7 @@ auto handle_library(Engine& engine, Function real_function, Args... args) {
       request.library_api = Traits::name;
       request.library = facts.call;
       request.stream = stream;
-      launch = engine.begin_launch(request);
+      engine.begin_launch(request, &launch);
       recorded = true;
     } catch (...) {
     }

@@ -90,10 +90,8 @@ Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescr
 
 Engine::~Engine() = default;
 
-const KernelInfo* Engine::kernel(const void* handle, const std::function<const char*()>& resolve_mangled_name) {
-  uint64_t key = reinterpret_cast<uint64_t>(handle) + 1;  // 0 is the table's "empty"
-  if (KernelInfo* known = kernels_.find(key)) return known;
-  KernelInfo* info = kernels_.find_or_insert(key, [&] {
+const KernelInfo* Engine::new_kernel(const void* handle, const std::function<const char*()>& resolve_mangled_name) {
+  KernelInfo* info = kernels_.find_or_insert(kernel_key(handle), [&] {
     auto* created = new KernelInfo;
     const char* mangled = resolve_mangled_name();
     created->name = make_kernel_name(mangled ? mangled : "(unnamed kernel)");
@@ -130,15 +128,25 @@ StreamId Engine::stream_id(const void* handle, bool per_thread_default_stream) c
 
 StreamState* Engine::stream_state(StreamId id) {
   uint64_t key = (reinterpret_cast<uint64_t>(id.handle) + 1) ^ (static_cast<uint64_t>(id.per_thread_owner) << 48);
-  return streams_.find_or_insert(key, [&] {
-    auto* state = new StreamState;
-    state->id = id;
-    return state;
+  // Threads mostly launch into the stream they launched into last: skip the table for that one.
+  struct LastStream {
+    const Engine* engine;
+    uint64_t key;
+    StreamState* state;
+  };
+  thread_local LastStream last{nullptr, 0, nullptr};
+  if (last.engine == this && last.key == key) return last.state;
+  StreamState* state = streams_.find_or_insert(key, [&] {
+    auto* created = new StreamState;
+    created->id = id;
+    return created;
   });
+  if (state) last = LastStream{this, key, state};
+  return state;
 }
 
-Launch Engine::begin_launch(const LaunchRequest& request) {
-  Launch launch;
+void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
+  Launch& launch = *out;
   LaunchRecord& record = launch.record;
   record.sequence = next_sequence_.fetch_add(1, std::memory_order_acq_rel);
   record.api = request.api;
@@ -159,7 +167,6 @@ Launch Engine::begin_launch(const LaunchRequest& request) {
   record.blocked = launch.block;
   launch.stream = stream_state(record.stream);
   if (launch.stream) launch.stream->push(record);
-  return launch;
 }
 
 void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome outcome, ErrorCode sync_result,

@@ -53,12 +53,22 @@ class Engine {
   const Config& config() const { return config_; }
 
   // Returns the kernel known by `handle`, naming it with `resolve_mangled_name` (which returns the
-  // mangled name or nullptr) the first time the handle is seen. Lock-free after the first time.
-  const KernelInfo* kernel(const void* handle, const std::function<const char*()>& resolve_mangled_name);
+  // mangled name or nullptr) the first time the handle is seen. Lock-free and allocation-free after
+  // the first time: the launch path takes the inline lookup, and only a new handle pays for more.
+  template <typename Resolve>
+  const KernelInfo* kernel(const void* handle, Resolve&& resolve_mangled_name) {
+    if (KernelInfo* known = kernels_.find(kernel_key(handle))) return known;
+    return new_kernel(handle, std::function<const char*()>(std::forward<Resolve>(resolve_mangled_name)));
+  }
 
   // Numbers and records a launch and asks the policy. Cheap: no lock but the stream's own, no
   // allocation for known kernels and streams.
-  Launch begin_launch(const LaunchRequest& request);
+  void begin_launch(const LaunchRequest& request, Launch* launch);
+  Launch begin_launch(const LaunchRequest& request) {
+    Launch launch;
+    begin_launch(request, &launch);
+    return launch;
+  }
 
   // After the real launch (and the blocking synchronize, when there was one). `launch_result` is what
   // the launch entry point returned, `sync_result` what the synchronize returned (when Synchronized).
@@ -92,6 +102,8 @@ class Engine {
   std::string describe(const LaunchRecord& record) const;
 
  private:
+  static uint64_t kernel_key(const void* handle) { return reinterpret_cast<uint64_t>(handle) + 1; }  // 0: empty
+  const KernelInfo* new_kernel(const void* handle, const std::function<const char*()>& resolve_mangled_name);
   StreamState* stream_state(StreamId id);
   StreamId stream_id(const void* handle, bool per_thread_default_stream) const;
   std::vector<LaunchRecord> suspects(const StreamState* only_stream, uint64_t exclude_sequence) const;
