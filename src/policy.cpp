@@ -129,36 +129,9 @@ std::optional<Policy> Policy::parse(std::string_view text, std::string* error) {
   return policy;
 }
 
-bool Policy::blocks_kernel(const KernelName& name) const {
-  switch (mode_) {
-    case Mode::None:
-      return false;
-    case Mode::All:
-      return true;
-    case Mode::Globs:
-      for (const std::string& glob : globs_) {
-        if (glob_match(glob, name.base) || glob_match(glob, name.demangled) || glob_match(glob, name.mangled))
-          return true;
-      }
-      return false;
-  }
-  return false;
-}
+bool Policy::blocks_kernel(const KernelName& name) const { return decide(name.base, name.demangled, name.mangled); }
 
-bool Policy::blocks_library_call(std::string_view api_name) const {
-  switch (mode_) {
-    case Mode::None:
-      return false;
-    case Mode::All:
-      return true;
-    case Mode::Globs:
-      for (const std::string& glob : globs_) {
-        if (glob_match(glob, api_name)) return true;
-      }
-      return false;
-  }
-  return false;
-}
+bool Policy::blocks_library_call(std::string_view api_name) const { return decide(api_name); }
 
 std::string Policy::describe() const {
   switch (mode_) {

@@ -17,6 +17,9 @@ struct KernelName {
   std::string base;
 };
 
+// Shell-style glob: `*`, `?`, `[abc]`, `[!a-z]`, backslash escapes the next character.
+bool glob_match(std::string_view pattern, std::string_view text);
+
 class Policy {
  public:
   enum class Mode { None, All, Globs };
@@ -40,12 +43,20 @@ class Policy {
   std::string describe() const;
 
  private:
+  // The decision for a launch known by these names: none blocks nothing, all blocks everything,
+  // globs block what any glob matches under any of the names.
+  template <typename... Names>
+  bool decide(const Names&... names) const {
+    if (mode_ != Mode::Globs) return mode_ == Mode::All;
+    for (const std::string& glob : globs_) {
+      if ((glob_match(glob, names) || ...)) return true;
+    }
+    return false;
+  }
+
   Mode mode_ = Mode::None;
   std::vector<std::string> globs_;
 };
-
-// Shell-style glob: `*`, `?`, `[abc]`, `[!a-z]`, backslash escapes the next character.
-bool glob_match(std::string_view pattern, std::string_view text);
 
 // Splits at commas that are not inside (), <> or []; trims blanks around each piece.
 std::vector<std::string> split_top_level(std::string_view text, char separator);
