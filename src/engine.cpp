@@ -2,6 +2,7 @@
 #include "engine.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -174,8 +175,8 @@ void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome ou
   const LaunchRecord& record = launch.record;
   if (!launch_result.ok()) {
     if (config_.log_launches) log_launch(launch, "failed");
-    first_error(record.api, launch_result, &record, true, "the launch itself failed",
-                launch.stream ? suspects(launch.stream, record.sequence) : std::vector<LaunchRecord>{});
+    // A launch error is synchronous (a bad configuration, a dead context): it is this launch's own.
+    first_error(record.api, launch_result, &record, true, "the launch itself failed", {});
     return;
   }
   switch (outcome) {
@@ -194,11 +195,7 @@ void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome ou
       std::vector<LaunchRecord> earlier =
           launch.stream ? suspects(launch.stream, record.sequence) : std::vector<LaunchRecord>{};
       bool exact = earlier.empty();
-      first_error(sync_api, sync_result, &record, exact,
-                  exact ? "blocking synchronize after the launch" : "blocking synchronize after the launch; "
-                                                                    "earlier launches on its stream had not "
-                                                                    "completed",
-                  std::move(earlier));
+      first_error(sync_api, sync_result, &record, exact, "blocking synchronize after the launch", std::move(earlier));
       return;
     }
     case BlockOutcome::SkippedCapture: {
@@ -290,19 +287,24 @@ void Engine::first_error(const char* api, ErrorCode result, const LaunchRecord* 
     first_error_summary_ += fmt::format(" at launch #{}", culprit->sequence);
   }
   if (!suspects_found.empty()) {
-    logger_->error(culprit ? "  other suspects: launches on its stream not known to have completed, newest last:"
+    logger_->error(culprit ? "  not exact: these earlier launches on its stream were not synchronized and may have "
+                             "faulted instead, newest last:"
                            : "  culprit unknown (no blocked launch failed); suspects: launches not known to "
                              "have completed, newest last:");
-    std::string bases;
+    // The kernels to block in a second run, so that each suspect is synchronized on its own.
+    std::vector<std::string> names;
+    auto add_name = [&](const LaunchRecord& record) {
+      std::string name = record.kernel ? record.kernel->name.base : record.library_api ? record.library_api : "";
+      if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    };
+    if (culprit) add_name(*culprit);
     for (const LaunchRecord& suspect : suspects_found) {
       logger_->error("    {}", describe(suspect));
-      std::string base = suspect.kernel ? suspect.kernel->name.base : suspect.library_api ? suspect.library_api : "";
-      if (!base.empty() && bases.find(base) == std::string::npos) bases += (bases.empty() ? "" : ",") + base;
+      add_name(suspect);
     }
-    if (!culprit_exact || !culprit) {
-      logger_->error("  to pin it: run again with --block '{}' (or CUDA_BLOCKRUN_BLOCK='{}'), or --block all",
-                     bases, bases);
-    }
+    std::string rule = fmt::format("{}", fmt::join(names, ","));
+    logger_->error("  to pin it: run again with --block '{}' (or CUDA_BLOCKRUN_BLOCK='{}'), or --block all", rule,
+                   rule);
   } else if (!culprit) {
     logger_->error("  no launch is on record as unfinished: the error comes from the call itself or from work "
                    "the shim did not see");
