@@ -84,6 +84,14 @@ TEST(Config, ConfigurationReferenceIsCurrent) {
   text << file.rdbuf();
   EXPECT_EQ(text.str(), configuration_reference_markdown())
       << "regenerate it: build/bin/cuda-blockrun --help-config-markdown > docs/configuration.md";
+
+  // The README carries the same table.
+  std::ifstream readme_file(CUDA_BLOCKRUN_SOURCE_DIR "/README.md");
+  std::stringstream readme;
+  readme << readme_file.rdbuf();
+  std::string reference = configuration_reference_markdown();
+  std::string table = reference.substr(reference.find("| variable |"));
+  EXPECT_NE(readme.str().find(table), std::string::npos) << "README.md's configuration table differs from:\n" << table;
 }
 
 }  // namespace
