@@ -54,7 +54,8 @@ int main(int argc, char** argv) {
   std::vector<float> host(n);
   cudaError_t error = cudaMemcpy(host.data(), out, n * sizeof(float), cudaMemcpyDeviceToHost);
   if (error != cudaSuccess) {
-    std::printf("demo: CUDA error at cudaMemcpy: %s (%s)\n", cudaGetErrorName(error), cudaGetErrorString(error));
+    std::printf("demo: CUDA error at cudaMemcpy: %s (%s)\n", cudaGetErrorName(error),
+                cudaGetErrorString(error));
     return 1;
   }
   std::printf("demo: out[1] = %g\n", host[1]);

@@ -7,7 +7,9 @@ namespace {
 
 // Errors a capture query gives about capture itself; any other error means the context already
 // failed, and that error is the blocked launch's result.
-bool is_capture_error(int code) { return code >= 900 && code <= 910; }
+bool is_capture_error(int code) {
+  return code >= 900 && code <= 910;
+}
 
 BlockResult block_with_runtime(cudaStream_t stream, bool per_thread) {
   auto is_capturing = helper<Helper::cudaStreamIsCapturing>();

@@ -16,10 +16,12 @@ struct LaunchFacts {
   uint64_t shared_memory = 0;
 };
 
-const char* name_of_host_stub(const void* stub);      // cudaFuncGetName
+const char* name_of_host_stub(const void* stub);        // cudaFuncGetName
 const char* name_of_kernel_handle(const void* kernel);  // cuKernelGetName, then cudaFuncGetName
 
-inline Dim3 to_dim3(dim3 d) { return Dim3{d.x, d.y, d.z}; }
+inline Dim3 to_dim3(dim3 d) {
+  return Dim3{d.x, d.y, d.z};
+}
 
 inline LaunchFacts launch_facts(const void* func, dim3 grid, dim3 block, void**, size_t shared_memory,
                                 cudaStream_t stream) {
@@ -33,8 +35,12 @@ inline LaunchFacts launch_facts(cudaKernel_t kernel, dim3 grid, dim3 block, void
 
 inline LaunchFacts launch_facts(const cudaLaunchConfig_t* config, const void* func, void**) {
   if (!config) return LaunchFacts{func, name_of_host_stub};
-  return LaunchFacts{func,           name_of_host_stub,         config->stream,
-                     to_dim3(config->gridDim), to_dim3(config->blockDim), config->dynamicSmemBytes};
+  return LaunchFacts{func,
+                     name_of_host_stub,
+                     config->stream,
+                     to_dim3(config->gridDim),
+                     to_dim3(config->blockDim),
+                     config->dynamicSmemBytes};
 }
 
 // ---- synchronizing calls ----
@@ -44,16 +50,26 @@ struct SyncScope {
   cudaStream_t stream = nullptr;
 };
 
-inline SyncScope sync_scope() { return {SyncScope::Device}; }
-inline SyncScope sync_scope(cudaStream_t stream) { return {SyncScope::Stream, stream}; }
+inline SyncScope sync_scope() {
+  return {SyncScope::Device};
+}
+inline SyncScope sync_scope(cudaStream_t stream) {
+  return {SyncScope::Stream, stream};
+}
 // An event does not say which stream it was recorded on: success tells nothing the engine can use.
-inline SyncScope sync_scope(cudaEvent_t) { return {SyncScope::Unknown}; }
+inline SyncScope sync_scope(cudaEvent_t) {
+  return {SyncScope::Unknown};
+}
 // cudaMemcpy runs on the legacy default stream, which waits for all blocking streams.
-inline SyncScope sync_scope(void*, const void*, size_t, cudaMemcpyKind) { return {SyncScope::Device}; }
+inline SyncScope sync_scope(void*, const void*, size_t, cudaMemcpyKind) {
+  return {SyncScope::Device};
+}
 
 // ---- other calls: the stream an error belongs to, where the call has one ----
 
-inline cudaStream_t stream_argument() { return nullptr; }
+inline cudaStream_t stream_argument() {
+  return nullptr;
+}
 template <typename First, typename... Rest>
 cudaStream_t stream_argument(First first, Rest... rest) {
   if constexpr (std::is_same_v<First, cudaStream_t>) {

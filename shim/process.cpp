@@ -35,8 +35,10 @@ void configure() {
   }
   ConfigResult parsed = parse_config_from_environment();
   if (!parsed.errors.empty()) {
-    for (const ConfigError& error : parsed.errors) std::fprintf(stderr, "cuda-blockrun: %s\n", error.message().c_str());
-    std::fprintf(stderr, "cuda-blockrun: the program was not started (exit status 2); see `cuda-blockrun --help`\n");
+    for (const ConfigError& error : parsed.errors)
+      std::fprintf(stderr, "cuda-blockrun: %s\n", error.message().c_str());
+    std::fprintf(stderr,
+                 "cuda-blockrun: the program was not started (exit status 2); see `cuda-blockrun --help`\n");
     std::fflush(stderr);
     _exit(2);
   }
@@ -77,15 +79,20 @@ ErrorText describe_error(ErrorCode error) {
   const char* text = nullptr;
   switch (error.family) {
     case Family::Runtime:
-      if (auto get_name = helper<Helper::cudaGetErrorName>()) name = get_name(static_cast<cudaError_t>(error.code));
-      if (auto get_text = helper<Helper::cudaGetErrorString>()) text = get_text(static_cast<cudaError_t>(error.code));
+      if (auto get_name = helper<Helper::cudaGetErrorName>())
+        name = get_name(static_cast<cudaError_t>(error.code));
+      if (auto get_text = helper<Helper::cudaGetErrorString>())
+        text = get_text(static_cast<cudaError_t>(error.code));
       break;
     case Family::Driver:
-      if (auto get_name = helper<Helper::cuGetErrorName>()) get_name(static_cast<CUresult>(error.code), &name);
-      if (auto get_text = helper<Helper::cuGetErrorString>()) get_text(static_cast<CUresult>(error.code), &text);
+      if (auto get_name = helper<Helper::cuGetErrorName>())
+        get_name(static_cast<CUresult>(error.code), &name);
+      if (auto get_text = helper<Helper::cuGetErrorString>())
+        get_text(static_cast<CUresult>(error.code), &text);
       break;
     case Family::Cublas:
-      if (auto get_name = helper<Helper::cublasGetStatusName>()) name = get_name(static_cast<cublasStatus_t>(error.code));
+      if (auto get_name = helper<Helper::cublasGetStatusName>())
+        name = get_name(static_cast<cublasStatus_t>(error.code));
       if (auto get_text = helper<Helper::cublasGetStatusString>())
         text = get_text(static_cast<cublasStatus_t>(error.code));
       break;
@@ -107,7 +114,9 @@ void create_engine() {
   errno = saved_errno;
 }
 
-__attribute__((constructor)) void on_load() { std::call_once(g_configure_once, configure); }
+__attribute__((constructor)) void on_load() {
+  std::call_once(g_configure_once, configure);
+}
 
 __attribute__((destructor)) void on_unload() {
   if (Engine* engine = g_engine.load(std::memory_order_acquire)) {
@@ -121,7 +130,9 @@ __attribute__((destructor)) void on_unload() {
 
 }  // namespace
 
-Engine* existing_engine() { return g_engine.load(std::memory_order_acquire); }
+Engine* existing_engine() {
+  return g_engine.load(std::memory_order_acquire);
+}
 
 Engine* active_engine() {
   if (ReentryGuard::inside()) return nullptr;
@@ -157,7 +168,8 @@ const char* name_of_host_stub(const void* stub) {
 const char* name_of_kernel_handle(const void* kernel) {
   const char* name = nullptr;
   if (auto get_name = helper<Helper::cuKernelGetName>()) {
-    if (get_name(&name, static_cast<CUkernel>(const_cast<void*>(kernel))) == CUDA_SUCCESS && name) return name;
+    if (get_name(&name, static_cast<CUkernel>(const_cast<void*>(kernel))) == CUDA_SUCCESS && name)
+      return name;
   }
   return name_of_host_stub(kernel);
 }

@@ -13,20 +13,32 @@ namespace blockrun::shim {
 
 namespace {
 
-ErrorCode code_of(cudaError_t result) { return {Family::Runtime, static_cast<int>(result)}; }
-ErrorCode code_of(CUresult result) { return {Family::Driver, static_cast<int>(result)}; }
-ErrorCode code_of(cublasStatus_t result) { return {Family::Cublas, static_cast<int>(result)}; }
+ErrorCode code_of(cudaError_t result) {
+  return {Family::Runtime, static_cast<int>(result)};
+}
+ErrorCode code_of(CUresult result) {
+  return {Family::Driver, static_cast<int>(result)};
+}
+ErrorCode code_of(cublasStatus_t result) {
+  return {Family::Cublas, static_cast<int>(result)};
+}
 
 // What a wrapper returns when the real function cannot be found: the library's own
 // "not initialized" status, never a call through a null pointer.
 template <typename Result>
 Result not_initialized();
 template <>
-cudaError_t not_initialized<cudaError_t>() { return cudaErrorInitializationError; }
+cudaError_t not_initialized<cudaError_t>() {
+  return cudaErrorInitializationError;
+}
 template <>
-CUresult not_initialized<CUresult>() { return CUDA_ERROR_NOT_INITIALIZED; }
+CUresult not_initialized<CUresult>() {
+  return CUDA_ERROR_NOT_INITIALIZED;
+}
 template <>
-cublasStatus_t not_initialized<cublasStatus_t>() { return CUBLAS_STATUS_NOT_INITIALIZED; }
+cublasStatus_t not_initialized<cublasStatus_t>() {
+  return CUBLAS_STATUS_NOT_INITIALIZED;
+}
 
 template <Hook id>
 typename HookTraits<id>::Result missing_real() {
@@ -80,7 +92,8 @@ auto handle_launch(Engine& engine, Function real_function, Args... args) {
   ReentryGuard guard;
   try {
     BlockResult blocked;
-    if (result == cudaSuccess && launch.block) blocked = block_stream(Traits::family, facts.stream, Traits::per_thread);
+    if (result == cudaSuccess && launch.block)
+      blocked = block_stream(Traits::family, facts.stream, Traits::per_thread);
     engine.end_launch(launch, code_of(result), blocked.outcome, blocked.result, blocked.api);
     if (blocked.outcome == BlockOutcome::Synchronized && !blocked.result.ok()) {
       result = static_cast<decltype(result)>(blocked.result.code);
@@ -104,7 +117,8 @@ auto handle_sync(Engine& engine, Function real_function, Args... args) {
     if (scope.kind == SyncScope::Unknown) {
       engine.observe_error(Traits::name, code, nullptr, false);
     } else {
-      engine.end_sync(Traits::name, scope.kind == SyncScope::Device, scope.stream, Traits::per_thread, mark, code);
+      engine.end_sync(Traits::name, scope.kind == SyncScope::Device, scope.stream, Traits::per_thread, mark,
+                      code);
     }
   } catch (...) {
   }
@@ -172,10 +186,12 @@ auto handle_library(Engine& engine, Function real_function, Args... args) {
   ReentryGuard guard;
   try {
     BlockResult blocked;
-    if (result == CUBLAS_STATUS_SUCCESS && launch.block) blocked = block_stream(Family::Driver, stream, false);
+    if (result == CUBLAS_STATUS_SUCCESS && launch.block)
+      blocked = block_stream(Family::Driver, stream, false);
     engine.end_launch(launch, code_of(result), blocked.outcome, blocked.result, blocked.api);
     // cuBLAS reports a failed kernel as an execution failure; the CUDA error is in the log.
-    if (blocked.outcome == BlockOutcome::Synchronized && !blocked.result.ok()) result = CUBLAS_STATUS_EXECUTION_FAILED;
+    if (blocked.outcome == BlockOutcome::Synchronized && !blocked.result.ok())
+      result = CUBLAS_STATUS_EXECUTION_FAILED;
   } catch (...) {
   }
   return result;

@@ -32,14 +32,14 @@ enum class Helper : size_t {
 template <Hook id>
 struct HookTraits;
 #define CUDA_BLOCKRUN_HOOK(family_, kind_, stream_, return_type, name_, parameters, arguments) \
-  template <>                                                                                 \
-  struct HookTraits<Hook::name_> {                                                            \
-    using Function = return_type(*) parameters;                                               \
-    using Result = return_type;                                                               \
-    static constexpr const char* name = #name_;                                               \
-    static constexpr Family family = Family::family_;                                         \
-    static constexpr Kind kind = Kind::kind_;                                                 \
-    static constexpr bool per_thread = StreamFlavour::stream_ == StreamFlavour::PerThread;   \
+  template <>                                                                                  \
+  struct HookTraits<Hook::name_> {                                                             \
+    using Function = return_type(*) parameters;                                                \
+    using Result = return_type;                                                                \
+    static constexpr const char* name = #name_;                                                \
+    static constexpr Family family = Family::family_;                                          \
+    static constexpr Kind kind = Kind::kind_;                                                  \
+    static constexpr bool per_thread = StreamFlavour::stream_ == StreamFlavour::PerThread;     \
   };
 #include "hooks.def"
 

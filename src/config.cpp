@@ -33,8 +33,8 @@ void assign(Config& config, const OptionSpec& spec, const std::string& value) {
   std::string ignored;                     \
   config.field = *Policy::parse(value, &ignored);
 #define CUDA_BLOCKRUN_OPTION(member, kind, variable, flag, default_value, accepted, description) \
-  if (std::strcmp(spec.field, #member) == 0) {                                                  \
-    CUDA_BLOCKRUN_ASSIGN_##kind(member) return;                                                 \
+  if (std::strcmp(spec.field, #member) == 0) {                                                   \
+    CUDA_BLOCKRUN_ASSIGN_##kind(member) return;                                                  \
   }
 #include "options.def"
 #undef CUDA_BLOCKRUN_OPTION
@@ -93,10 +93,11 @@ ConfigResult parse_config(const EnvLookup& lookup, const std::vector<std::string
     for (const OptionSpec& spec : option_specs()) known = known || variable == spec.variable;
     if (known) continue;
     std::string names;
-    for (const OptionSpec& spec : option_specs()) names += (names.empty() ? "" : ", ") + std::string(spec.variable);
+    for (const OptionSpec& spec : option_specs())
+      names += (names.empty() ? "" : ", ") + std::string(spec.variable);
     std::optional<std::string> value = lookup(variable);
-    result.errors.push_back(
-        ConfigError{variable, value.value_or(""), "one of the known variables: " + names, "unknown variable"});
+    result.errors.push_back(ConfigError{variable, value.value_or(""), "one of the known variables: " + names,
+                                        "unknown variable"});
   }
   return result;
 }
@@ -150,14 +151,15 @@ std::string configuration_reference_markdown() {
       "| variable | wrapper flag | default | accepted | meaning |\n"
       "|---|---|---|---|---|\n";
   auto cell = [](std::string text) {  // a '|' would end the table cell
-    for (size_t at = text.find('|'); at != std::string::npos; at = text.find('|', at + 2)) text.replace(at, 1, "\\|");
+    for (size_t at = text.find('|'); at != std::string::npos; at = text.find('|', at + 2))
+      text.replace(at, 1, "\\|");
     return text;
   };
   for (const OptionSpec& spec : option_specs()) {
     std::string flag = *spec.flag ? "`" + std::string(spec.flag) + "`" : "";
     std::string default_value = *spec.default_value ? "`" + std::string(spec.default_value) + "`" : "(empty)";
-    out += "| `" + std::string(spec.variable) + "` | " + flag + " | " + default_value + " | " + cell(spec.accepted) +
-           " | " + cell(spec.description) + " |\n";
+    out += "| `" + std::string(spec.variable) + "` | " + flag + " | " + default_value + " | " +
+           cell(spec.accepted) + " | " + cell(spec.description) + " |\n";
   }
   return out;
 }
@@ -165,11 +167,12 @@ std::string configuration_reference_markdown() {
 std::string configuration_help_text() {
   std::string out;
   for (const OptionSpec& spec : option_specs()) {
-    std::string head = *spec.flag ? std::string(spec.flag) + (spec.kind == OptionKind::Switch ? "[=0|1]" : " VALUE")
-                                  : std::string("(variable only)");
-    out += "  " + head + "\n      " + spec.variable + " (default: " +
-           (*spec.default_value ? spec.default_value : "empty") + "; accepted: " + spec.accepted + ")\n      " +
-           spec.description + "\n";
+    std::string head = *spec.flag
+                           ? std::string(spec.flag) + (spec.kind == OptionKind::Switch ? "[=0|1]" : " VALUE")
+                           : std::string("(variable only)");
+    out += "  " + head + "\n      " + spec.variable +
+           " (default: " + (*spec.default_value ? spec.default_value : "empty") +
+           "; accepted: " + spec.accepted + ")\n      " + spec.description + "\n";
   }
   return out;
 }

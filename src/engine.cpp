@@ -91,7 +91,8 @@ Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescr
 
 Engine::~Engine() = default;
 
-const KernelInfo* Engine::new_kernel(const void* handle, const std::function<const char*()>& resolve_mangled_name) {
+const KernelInfo* Engine::new_kernel(const void* handle,
+                                     const std::function<const char*()>& resolve_mangled_name) {
   KernelInfo* info = kernels_.find_or_insert(kernel_key(handle), [&] {
     auto* created = new KernelInfo;
     const char* mangled = resolve_mangled_name();
@@ -102,7 +103,8 @@ const KernelInfo* Engine::new_kernel(const void* handle, const std::function<con
   if (info) return info;
   // Past the bound: decide by name every time, keep nothing (documented in docs/).
   const char* mangled = resolve_mangled_name();
-  if (mangled && config_.block.needs_kernel_name() && config_.block.blocks_kernel(make_kernel_name(mangled))) {
+  if (mangled && config_.block.needs_kernel_name() &&
+      config_.block.blocks_kernel(make_kernel_name(mangled))) {
     static KernelInfo* overflow_blocked = [] {
       auto* blocked = new KernelInfo;
       blocked->name = make_kernel_name("(kernel table full: name not kept)");
@@ -128,7 +130,8 @@ StreamId Engine::stream_id(const void* handle, bool per_thread_default_stream) c
 }
 
 StreamState* Engine::stream_state(StreamId id) {
-  uint64_t key = (reinterpret_cast<uint64_t>(id.handle) + 1) ^ (static_cast<uint64_t>(id.per_thread_owner) << 48);
+  uint64_t key =
+      (reinterpret_cast<uint64_t>(id.handle) + 1) ^ (static_cast<uint64_t>(id.per_thread_owner) << 48);
   // Threads mostly launch into the stream they launched into last: skip the table for that one.
   struct LastStream {
     const Engine* engine;
@@ -195,7 +198,8 @@ void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome ou
       std::vector<LaunchRecord> earlier =
           launch.stream ? suspects(launch.stream, record.sequence) : std::vector<LaunchRecord>{};
       bool exact = earlier.empty();
-      first_error(sync_api, sync_result, &record, exact, "blocking synchronize after the launch", std::move(earlier));
+      first_error(sync_api, sync_result, &record, exact, "blocking synchronize after the launch",
+                  std::move(earlier));
       return;
     }
     case BlockOutcome::SkippedCapture: {
@@ -235,7 +239,8 @@ void Engine::end_sync(const char* api, bool device_wide, const void* stream, boo
   observe_error(api, result, device_wide ? nullptr : stream, per_thread_default_stream);
 }
 
-void Engine::observe_error(const char* api, ErrorCode result, const void* stream, bool per_thread_default_stream) {
+void Engine::observe_error(const char* api, ErrorCode result, const void* stream,
+                           bool per_thread_default_stream) {
   if (result.ok()) return;
   if (first_error_taken_.load(std::memory_order_relaxed)) {
     later_errors_.fetch_add(1, std::memory_order_relaxed);
@@ -287,14 +292,17 @@ void Engine::first_error(const char* api, ErrorCode result, const LaunchRecord* 
     first_error_summary_ += fmt::format(" at launch #{}", culprit->sequence);
   }
   if (!suspects_found.empty()) {
-    logger_->error(culprit ? "  not exact: these earlier launches on its stream were not synchronized and may have "
-                             "faulted instead, newest last:"
-                           : "  culprit unknown (no blocked launch failed); suspects: launches not known to "
-                             "have completed, newest last:");
+    logger_->error(
+        culprit ? "  not exact: these earlier launches on its stream were not synchronized and may have "
+                  "faulted instead, newest last:"
+                : "  culprit unknown (no blocked launch failed); suspects: launches not known to "
+                  "have completed, newest last:");
     // The kernels to block in a second run, so that each suspect is synchronized on its own.
     std::vector<std::string> names;
     auto add_name = [&](const LaunchRecord& record) {
-      std::string name = record.kernel ? record.kernel->name.base : record.library_api ? record.library_api : "";
+      std::string name = record.kernel        ? record.kernel->name.base
+                         : record.library_api ? record.library_api
+                                              : "";
       if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
     };
     if (culprit) add_name(*culprit);
@@ -303,11 +311,12 @@ void Engine::first_error(const char* api, ErrorCode result, const LaunchRecord* 
       add_name(suspect);
     }
     std::string rule = fmt::format("{}", fmt::join(names, ","));
-    logger_->error("  to pin it: run again with --block '{}' (or CUDA_BLOCKRUN_BLOCK='{}'), or --block all", rule,
-                   rule);
+    logger_->error("  to pin it: run again with --block '{}' (or CUDA_BLOCKRUN_BLOCK='{}'), or --block all",
+                   rule, rule);
   } else if (!culprit) {
-    logger_->error("  no launch is on record as unfinished: the error comes from the call itself or from work "
-                   "the shim did not see");
+    logger_->error(
+        "  no launch is on record as unfinished: the error comes from the call itself or from work "
+        "the shim did not see");
   }
   logger_->flush();
 }
@@ -320,7 +329,8 @@ void Engine::report_shim_problem(const std::string& text) {
 }
 
 void Engine::log_launch(const Launch& launch, const char* what) {
-  logger_->info("launch: {}{}{} via {}", describe(launch.record), *what ? " -> " : "", what, launch.record.api);
+  logger_->info("launch: {}{}{} via {}", describe(launch.record), *what ? " -> " : "", what,
+                launch.record.api);
 }
 
 std::string Engine::describe(const LaunchRecord& record) const {
@@ -334,7 +344,8 @@ std::string Engine::describe(const LaunchRecord& record) const {
   } else {
     head = "(unknown launch)";
   }
-  std::string out = fmt::format("{}, launch #{}, stream {}", head, record.sequence, describe_stream(record.stream));
+  std::string out =
+      fmt::format("{}, launch #{}, stream {}", head, record.sequence, describe_stream(record.stream));
   if (record.kernel) {
     out += fmt::format(", grid ({},{},{}) block ({},{},{})", record.grid.x, record.grid.y, record.grid.z,
                        record.block.x, record.block.y, record.block.z);
@@ -349,7 +360,8 @@ void Engine::finish() {
   bool used = launches > 0 || first_error_taken_.load();
   if (config_.summary && used && !finished_.exchange(true)) {
     std::string errors = first_error_taken_.load()
-                             ? fmt::format("first error {}, {} later error{}", first_error_summary_, later_errors_.load(), later_errors_.load() == 1 ? "" : "s")
+                             ? fmt::format("first error {}, {} later error{}", first_error_summary_,
+                                           later_errors_.load(), later_errors_.load() == 1 ? "" : "s")
                              : std::string("no CUDA errors");
     std::string skips = capture_skips_.load()
                             ? fmt::format(", {} not blocked during stream capture", capture_skips_.load())

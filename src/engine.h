@@ -37,10 +37,10 @@ struct Launch {
 
 // How a blocking synchronize after a launch went.
 enum class BlockOutcome {
-  NotBlocked,       // the policy did not ask, or the launch itself failed
-  Synchronized,     // the stream was synchronized; see the result
-  SkippedCapture,   // the stream was capturing: synchronizing would invalidate the capture
-  SkippedUnknown,   // could not tell whether the stream captures (error or missing function)
+  NotBlocked,      // the policy did not ask, or the launch itself failed
+  Synchronized,    // the stream was synchronized; see the result
+  SkippedCapture,  // the stream was capturing: synchronizing would invalidate the capture
+  SkippedUnknown,  // could not tell whether the stream captures (error or missing function)
 };
 
 struct StreamState;
@@ -102,7 +102,9 @@ class Engine {
   std::string describe(const LaunchRecord& record) const;
 
  private:
-  static uint64_t kernel_key(const void* handle) { return reinterpret_cast<uint64_t>(handle) + 1; }  // 0: empty
+  static uint64_t kernel_key(const void* handle) {
+    return reinterpret_cast<uint64_t>(handle) + 1;
+  }  // 0: empty
   const KernelInfo* new_kernel(const void* handle, const std::function<const char*()>& resolve_mangled_name);
   StreamState* stream_state(StreamId id);
   StreamId stream_id(const void* handle, bool per_thread_default_stream) const;

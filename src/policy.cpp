@@ -129,9 +129,13 @@ std::optional<Policy> Policy::parse(std::string_view text, std::string* error) {
   return policy;
 }
 
-bool Policy::blocks_kernel(const KernelName& name) const { return decide(name.base, name.demangled, name.mangled); }
+bool Policy::blocks_kernel(const KernelName& name) const {
+  return decide(name.base, name.demangled, name.mangled);
+}
 
-bool Policy::blocks_library_call(std::string_view api_name) const { return decide(api_name); }
+bool Policy::blocks_library_call(std::string_view api_name) const {
+  return decide(api_name);
+}
 
 std::string Policy::describe() const {
   switch (mode_) {

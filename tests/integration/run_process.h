@@ -39,7 +39,8 @@ inline std::vector<std::string> make_environment(const std::map<std::string, std
   for (char** entry = environ; *entry; ++entry) {
     std::string text = *entry;
     std::string name = text.substr(0, text.find('='));
-    if (name.rfind("CUDA_BLOCKRUN", 0) == 0 || name == "LD_PRELOAD" || name.rfind("CUDA_SIM", 0) == 0) continue;
+    if (name.rfind("CUDA_BLOCKRUN", 0) == 0 || name == "LD_PRELOAD" || name.rfind("CUDA_SIM", 0) == 0)
+      continue;
     if (extra.count(name)) continue;
     environment.push_back(text);
   }
@@ -49,9 +50,11 @@ inline std::vector<std::string> make_environment(const std::map<std::string, std
   return environment;
 }
 
-inline ProcessResult run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra) {
+inline ProcessResult run_process(const std::vector<std::string>& argv,
+                                 const std::map<std::string, std::string>& extra) {
   static int counter = 0;
-  std::string base = ::testing::TempDir() + "blockrun_run_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
+  std::string base =
+      ::testing::TempDir() + "blockrun_run_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
   std::string out_path = base + ".out", err_path = base + ".err";
 
   posix_spawn_file_actions_t actions;

@@ -35,7 +35,9 @@ ProcessResult wrapped(const std::vector<std::string>& options, const std::string
   return run_process(argv, env);
 }
 
-bool contains(const std::string& text, const std::string& piece) { return text.find(piece) != std::string::npos; }
+bool contains(const std::string& text, const std::string& piece) {
+  return text.find(piece) != std::string::npos;
+}
 
 TEST(Shim, LogsExactKernelNamesOfEveryLaunchPath) {
   struct Case {
@@ -49,14 +51,20 @@ TEST(Shim, LogsExactKernelNamesOfEveryLaunchPath) {
     ProcessResult r = app(c.scenario, {{"CUDA_BLOCKRUN_LOG_LAUNCHES", "1"}}, true);
     ASSERT_EQ(r.status, 0) << c.scenario << r.err;
     std::string stream = c.stream;
-    EXPECT_TRUE(contains(r.err, "[cuda-blockrun] launch: kernel fill(float*, int, float), launch #1, stream " + stream +
-                                    ", grid (4096,1,1) block (256,1,1) via " + c.api + "\n"))
-        << c.scenario << "\n" << r.err;
-    EXPECT_TRUE(contains(r.err, "[cuda-blockrun] launch: kernel stencil(float*, float const*, int, long long), "
-                                "launch #2, stream " + stream + ", grid (4096,1,1) block (256,1,1) via " + c.api))
+    EXPECT_TRUE(
+        contains(r.err, "[cuda-blockrun] launch: kernel fill(float*, int, float), launch #1, stream " +
+                            stream + ", grid (4096,1,1) block (256,1,1) via " + c.api + "\n"))
+        << c.scenario << "\n"
         << r.err;
-    EXPECT_TRUE(contains(r.err, "[cuda-blockrun] launch: kernel scale(float*, int, float), launch #60,")) << r.err;
-    EXPECT_TRUE(contains(r.err, "[cuda-blockrun] summary: 60 launches, 0 blocked; no CUDA errors\n")) << r.err;
+    EXPECT_TRUE(contains(r.err,
+                         "[cuda-blockrun] launch: kernel stencil(float*, float const*, int, long long), "
+                         "launch #2, stream " +
+                             stream + ", grid (4096,1,1) block (256,1,1) via " + c.api))
+        << r.err;
+    EXPECT_TRUE(contains(r.err, "[cuda-blockrun] launch: kernel scale(float*, int, float), launch #60,"))
+        << r.err;
+    EXPECT_TRUE(contains(r.err, "[cuda-blockrun] summary: 60 launches, 0 blocked; no CUDA errors\n"))
+        << r.err;
   }
 }
 
@@ -67,14 +75,16 @@ TEST(Shim, BlockedFaultingLaunchReturnsTheErrorAndIsNamed) {
   // returns the sticky error.
   EXPECT_TRUE(contains(r.out, "launch 38 returned 700\nlaunch 39 returned 700\n")) << r.out;
   EXPECT_FALSE(contains(r.out, "launch 37 returned")) << r.out;
-  EXPECT_TRUE(contains(r.err,
-                       "[cuda-blockrun] first error: cudaErrorIllegalAddress (an illegal memory access was "
-                       "encountered), returned by cudaStreamSynchronize (blocking synchronize after the launch)\n"
-                       "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long), launch #38, stream "
-                       "0x0, grid (4096,1,1) block (256,1,1), blocked\n"))
+  EXPECT_TRUE(contains(
+      r.err,
+      "[cuda-blockrun] first error: cudaErrorIllegalAddress (an illegal memory access was "
+      "encountered), returned by cudaStreamSynchronize (blocking synchronize after the launch)\n"
+      "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long), launch #38, stream "
+      "0x0, grid (4096,1,1) block (256,1,1), blocked\n"))
       << r.err;
-  EXPECT_TRUE(contains(r.err, "[cuda-blockrun] summary: 60 launches, 38 blocked; first error "
-                              "cudaErrorIllegalAddress at launch #38, "))
+  EXPECT_TRUE(contains(r.err,
+                       "[cuda-blockrun] summary: 60 launches, 38 blocked; first error "
+                       "cudaErrorIllegalAddress at launch #38, "))
       << r.err;
 }
 
@@ -82,35 +92,41 @@ TEST(Shim, UnblockedFaultNamesTheNewestUnfinishedLaunchesAsSuspects) {
   ProcessResult r = app("steps", {{"CUDA_SIM_FAULT", "stencil:13"}}, true);
   EXPECT_EQ(r.status, 1);
   EXPECT_TRUE(contains(r.out, "cudaMemcpy returned 700\n")) << r.out;
-  EXPECT_TRUE(contains(r.err,
-                       "[cuda-blockrun] first error: cudaErrorIllegalAddress (an illegal memory access was "
-                       "encountered), returned by cudaMemcpy\n"
-                       "[cuda-blockrun]   culprit unknown (no blocked launch failed); suspects: launches not known "
-                       "to have completed, newest last:\n"
-                       "[cuda-blockrun]     kernel stencil(float*, float const*, int, long long), launch #53, stream "
-                       "0x0, grid (4096,1,1) block (256,1,1)\n"))
+  EXPECT_TRUE(
+      contains(r.err,
+               "[cuda-blockrun] first error: cudaErrorIllegalAddress (an illegal memory access was "
+               "encountered), returned by cudaMemcpy\n"
+               "[cuda-blockrun]   culprit unknown (no blocked launch failed); suspects: launches not known "
+               "to have completed, newest last:\n"
+               "[cuda-blockrun]     kernel stencil(float*, float const*, int, long long), launch #53, stream "
+               "0x0, grid (4096,1,1) block (256,1,1)\n"))
       << r.err;
-  EXPECT_TRUE(contains(r.err, "launch #60, stream 0x0, grid (4096,1,1) block (256,1,1)\n"
-                              "[cuda-blockrun]   to pin it: run again with --block 'stencil,scale,fill' "))
+  EXPECT_TRUE(contains(r.err,
+                       "launch #60, stream 0x0, grid (4096,1,1) block (256,1,1)\n"
+                       "[cuda-blockrun]   to pin it: run again with --block 'stencil,scale,fill' "))
       << r.err;
 }
 
 TEST(Shim, BlockingOneKernelByGlobBlocksOnlyIt) {
   ProcessResult r = wrapped({"--block=stencil"}, "steps", {{"CUDA_SIM_FAULT", "stencil:13"}});
   EXPECT_TRUE(contains(r.out, "launch 38 returned 700\n")) << r.out;
-  EXPECT_TRUE(contains(r.err, "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long), launch "
-                              "#38, stream 0x0, grid (4096,1,1) block (256,1,1), blocked\n"))
+  EXPECT_TRUE(contains(r.err,
+                       "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long), launch "
+                       "#38, stream 0x0, grid (4096,1,1) block (256,1,1), blocked\n"))
       << r.err;
   // fill #37 ran before it on the same stream without a synchronize: honestly a suspect too.
-  EXPECT_TRUE(contains(r.err, "[cuda-blockrun]     kernel fill(float*, int, float), launch #37, stream 0x0")) << r.err;
+  EXPECT_TRUE(contains(r.err, "[cuda-blockrun]     kernel fill(float*, int, float), launch #37, stream 0x0"))
+      << r.err;
   EXPECT_TRUE(contains(r.err, "summary: 60 launches, 13 blocked;")) << r.err;
 }
 
 TEST(Shim, PerThreadDefaultStreamIsSynchronizedAndNamed) {
   ProcessResult r = wrapped({"--block", "all"}, "ptsz", {{"CUDA_SIM_FAULT", "stencil:2"}});
   EXPECT_TRUE(contains(r.out, "launch 5 returned 700\n")) << r.out;
-  EXPECT_TRUE(contains(r.err, "in kernel stencil(float*, float const*, int, long long), launch #5, stream per-thread "
-                              "default (thread 1), grid (4096,1,1) block (256,1,1), blocked\n"))
+  EXPECT_TRUE(
+      contains(r.err,
+               "in kernel stencil(float*, float const*, int, long long), launch #5, stream per-thread "
+               "default (thread 1), grid (4096,1,1) block (256,1,1), blocked\n"))
       << r.err;
 }
 
@@ -118,22 +134,25 @@ TEST(Shim, LaunchConfigurationErrorIsNamedAtTheLaunch) {
   ProcessResult r = app("config-error", {}, true);
   EXPECT_EQ(r.status, 0);
   EXPECT_EQ(r.out, "launch returned 1\ncudaGetLastError returned 1\ndone\n");
-  EXPECT_TRUE(contains(r.err,
-                       "[cuda-blockrun] first error: cudaErrorInvalidValue (invalid argument), returned by "
-                       "__cudaLaunchKernel (the launch itself failed)\n"
-                       "[cuda-blockrun]   in kernel fill(float*, int, float), launch #1, stream 0x0, grid (4096,1,1) "
-                       "block (2048,1,1)\n"))
+  EXPECT_TRUE(
+      contains(r.err,
+               "[cuda-blockrun] first error: cudaErrorInvalidValue (invalid argument), returned by "
+               "__cudaLaunchKernel (the launch itself failed)\n"
+               "[cuda-blockrun]   in kernel fill(float*, int, float), launch #1, stream 0x0, grid (4096,1,1) "
+               "block (2048,1,1)\n"))
       << r.err;
 }
 
 TEST(Shim, CublasCallIsNamedByItsArgumentsAndBlocked) {
   ProcessResult r = wrapped({"--block", "all"}, "cublas");
   EXPECT_TRUE(contains(r.out, "cublasSgemm returned 13\n")) << r.out;  // CUBLAS_STATUS_EXECUTION_FAILED
-  EXPECT_TRUE(contains(r.err, "[cuda-blockrun]   in cublasSgemm_v2 m=64 n=64 k=64 transa=N transb=N, launch #1, "
-                              "stream 0x0, blocked\n"))
+  EXPECT_TRUE(contains(r.err,
+                       "[cuda-blockrun]   in cublasSgemm_v2 m=64 n=64 k=64 transa=N transb=N, launch #1, "
+                       "stream 0x0, blocked\n"))
       << r.err;
-  EXPECT_TRUE(contains(r.err, "first error: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered), "
-                              "returned by cuStreamSynchronize (blocking synchronize after the launch)"))
+  EXPECT_TRUE(contains(r.err,
+                       "first error: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered), "
+                       "returned by cuStreamSynchronize (blocking synchronize after the launch)"))
       << r.err;
 }
 
@@ -146,7 +165,8 @@ TEST(Shim, WithoutPolicyTheProgramSeesExactlyTheSame) {
       ProcessResult with = app(scenario, env, true);
       EXPECT_EQ(with.out, without.out) << scenario << " " << fault;
       EXPECT_EQ(with.status, without.status) << scenario << " " << fault;
-      EXPECT_TRUE(contains(without.out, "done\n") || std::string(scenario) == "errno") << scenario << without.out;
+      EXPECT_TRUE(contains(without.out, "done\n") || std::string(scenario) == "errno")
+          << scenario << without.out;
     }
   }
 }
@@ -162,8 +182,11 @@ TEST(Shim, NeverSynchronizesACapturingStream) {
   ProcessResult r = wrapped({"--block", "all"}, "capture", {{"CUDA_SIM_STATS", stats}});
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_EQ(r.out, "graph captured\ndone\n");
-  EXPECT_TRUE(contains(r.err, "[cuda-blockrun] blocking skipped for kernel fill(float*, int, float), launch #1")) << r.err;
-  EXPECT_TRUE(contains(r.err, "summary: 3 launches, 0 blocked, 3 not blocked during stream capture; no CUDA errors"))
+  EXPECT_TRUE(
+      contains(r.err, "[cuda-blockrun] blocking skipped for kernel fill(float*, int, float), launch #1"))
+      << r.err;
+  EXPECT_TRUE(
+      contains(r.err, "summary: 3 launches, 0 blocked, 3 not blocked during stream capture; no CUDA errors"))
       << r.err;
   std::string counts = read_file(stats);
   EXPECT_TRUE(contains(counts, "synchronizes_during_capture=0\n")) << counts;
@@ -176,7 +199,8 @@ TEST(Shim, BlockingBesideAnotherThreadsCaptureKeepsItValid) {
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_EQ(r.out, "graph captured\ndone\n");
   // The launch on the other stream was blocked (synchronized in relaxed mode), the captured one skipped.
-  EXPECT_TRUE(contains(r.err, "summary: 2 launches, 1 blocked, 1 not blocked during stream capture")) << r.err;
+  EXPECT_TRUE(contains(r.err, "summary: 2 launches, 1 blocked, 1 not blocked during stream capture"))
+      << r.err;
   std::string counts = read_file(stats);
   EXPECT_TRUE(contains(counts, "captures_invalidated=0\n")) << counts;
 }
@@ -196,15 +220,18 @@ TEST(Shim, NonCudaProgramIsUnaffected) {
 }
 
 TEST(Shim, InvalidConfigurationStopsBeforeMain) {
-  ProcessResult r = run_process({"/bin/echo", "main ran"}, {{"LD_PRELOAD", kShim}, {"CUDA_BLOCKRUN_BLOCK", "a,,b"}});
+  ProcessResult r =
+      run_process({"/bin/echo", "main ran"}, {{"LD_PRELOAD", kShim}, {"CUDA_BLOCKRUN_BLOCK", "a,,b"}});
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.out, "");
-  EXPECT_EQ(r.err,
-            "cuda-blockrun: invalid CUDA_BLOCKRUN_BLOCK='a,,b': empty entry in the list; accepted: none | all | "
-            "comma-separated globs on the kernel name\n"
-            "cuda-blockrun: the program was not started (exit status 2); see `cuda-blockrun --help`\n");
+  EXPECT_EQ(
+      r.err,
+      "cuda-blockrun: invalid CUDA_BLOCKRUN_BLOCK='a,,b': empty entry in the list; accepted: none | all | "
+      "comma-separated globs on the kernel name\n"
+      "cuda-blockrun: the program was not started (exit status 2); see `cuda-blockrun --help`\n");
 
-  r = run_process({"/bin/echo", "main ran"}, {{"LD_PRELOAD", kShim}, {"CUDA_BLOCKRUN_LOG_LAUNCHES", "sometimes"}});
+  r = run_process({"/bin/echo", "main ran"},
+                  {{"LD_PRELOAD", kShim}, {"CUDA_BLOCKRUN_LOG_LAUNCHES", "sometimes"}});
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(contains(r.err, "invalid CUDA_BLOCKRUN_LOG_LAUNCHES='sometimes'; accepted: 0 or 1\n")) << r.err;
 
@@ -214,8 +241,9 @@ TEST(Shim, InvalidConfigurationStopsBeforeMain) {
 }
 
 TEST(Shim, DisabledShimIsInert) {
-  ProcessResult r = app("steps", {{"CUDA_BLOCKRUN", "0"}, {"CUDA_BLOCKRUN_BLOCK", "all"}, {"CUDA_SIM_FAULT", "stencil:13"}},
-                        true);
+  ProcessResult r =
+      app("steps", {{"CUDA_BLOCKRUN", "0"}, {"CUDA_BLOCKRUN_BLOCK", "all"}, {"CUDA_SIM_FAULT", "stencil:13"}},
+          true);
   EXPECT_EQ(r.err, "");
   EXPECT_TRUE(contains(r.out, "cudaMemcpy returned 700\n"));
   EXPECT_FALSE(contains(r.out, "launch 38 returned"));
@@ -240,13 +268,15 @@ TEST(Wrapper, ReturnsTheProgramsStatusAndRefusesBadInput) {
   EXPECT_EQ(run_process({kWrapper, "--", "/bin/sh", "-c", "exit 42"}, {}).status, 42);
   ProcessResult missing = run_process({kWrapper, "--block", "all", "--", "/nonexistent/program"}, {});
   EXPECT_EQ(missing.status, 2);
-  EXPECT_TRUE(contains(missing.err, "cuda-blockrun: program '/nonexistent/program' not found or not executable\n"));
+  EXPECT_TRUE(
+      contains(missing.err, "cuda-blockrun: program '/nonexistent/program' not found or not executable\n"));
   ProcessResult bad = run_process({kWrapper, "--blok", "all", "--", "/bin/true"}, {});
   EXPECT_EQ(bad.status, 2);
   EXPECT_TRUE(contains(bad.err, "cuda-blockrun: unknown option '--blok'\n")) << bad.err;
   ProcessResult bad_value = run_process({kWrapper, "--block", "x[", "--", "/bin/true"}, {});
   EXPECT_EQ(bad_value.status, 2);
-  EXPECT_TRUE(contains(bad_value.err, "invalid CUDA_BLOCKRUN_BLOCK='x[': unclosed '[' in 'x['")) << bad_value.err;
+  EXPECT_TRUE(contains(bad_value.err, "invalid CUDA_BLOCKRUN_BLOCK='x[': unclosed '[' in 'x['"))
+      << bad_value.err;
   ProcessResult none = run_process({kWrapper}, {});
   EXPECT_EQ(none.status, 2);
   EXPECT_TRUE(contains(none.err, "cuda-blockrun: no program given\n"));

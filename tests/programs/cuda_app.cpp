@@ -62,8 +62,8 @@ int steps(const std::string& how, cudaStream_t stream) {
   std::vector<float> host(16);
   float* device = nullptr;
   report("cudaMalloc", cudaMalloc(reinterpret_cast<void**>(&device), host.size() * sizeof(float)));
-  int copy = report("cudaMemcpy", cudaMemcpy(host.data(), device, host.size() * sizeof(float),
-                                              cudaMemcpyDeviceToHost));
+  int copy = report("cudaMemcpy",
+                    cudaMemcpy(host.data(), device, host.size() * sizeof(float), cudaMemcpyDeviceToHost));
   report("cudaGetLastError", cudaGetLastError());
   std::printf("done\n");
   return copy == 0 ? 0 : 1;
@@ -167,8 +167,8 @@ void not_a_kernel() {}
 
 int unknown_stub() {
   void* args[1] = {nullptr};
-  report("cudaLaunchKernel", cudaLaunchKernel(reinterpret_cast<const void*>(not_a_kernel), kGrid, kBlock, args, 0,
-                                              nullptr));
+  report("cudaLaunchKernel",
+         cudaLaunchKernel(reinterpret_cast<const void*>(not_a_kernel), kGrid, kBlock, args, 0, nullptr));
   report("cudaGetLastError", cudaGetLastError());
   report("cudaGetLastError again", cudaGetLastError());
   report("launch", sim::launch(fill, kGrid, kBlock, nullptr));

@@ -50,9 +50,10 @@ TEST(Config, ReadsEveryOption) {
 TEST(Config, InvalidValueNamesVariableValueAndAcceptedForms) {
   ConfigResult result = parse({{"CUDA_BLOCKRUN_LOG_LAUNCHES", "maybe"}, {"CUDA_BLOCKRUN_BLOCK", "a,,b"}});
   ASSERT_EQ(result.errors.size(), 2u);
-  EXPECT_EQ(result.errors[0].message(),
-            "invalid CUDA_BLOCKRUN_BLOCK='a,,b': empty entry in the list; accepted: none | all | comma-separated "
-            "globs on the kernel name");
+  EXPECT_EQ(
+      result.errors[0].message(),
+      "invalid CUDA_BLOCKRUN_BLOCK='a,,b': empty entry in the list; accepted: none | all | comma-separated "
+      "globs on the kernel name");
   EXPECT_EQ(result.errors[1].message(), "invalid CUDA_BLOCKRUN_LOG_LAUNCHES='maybe'; accepted: 0 or 1");
 }
 
@@ -91,7 +92,8 @@ TEST(Config, ConfigurationReferenceIsCurrent) {
   readme << readme_file.rdbuf();
   std::string reference = configuration_reference_markdown();
   std::string table = reference.substr(reference.find("| variable |"));
-  EXPECT_NE(readme.str().find(table), std::string::npos) << "README.md's configuration table differs from:\n" << table;
+  EXPECT_NE(readme.str().find(table), std::string::npos) << "README.md's configuration table differs from:\n"
+                                                         << table;
 }
 
 }  // namespace

@@ -26,7 +26,8 @@ class EngineTest : public ::testing::Test {
     auto logger = std::make_shared<spdlog::logger>("test", sink);
     logger->set_pattern("%v");
     return std::make_unique<Engine>(config, logger, [](ErrorCode code) {
-      if (code.code == 700) return ErrorText{"cudaErrorIllegalAddress", "an illegal memory access was encountered"};
+      if (code.code == 700)
+        return ErrorText{"cudaErrorIllegalAddress", "an illegal memory access was encountered"};
       if (code.code == 1) return ErrorText{"cudaErrorInvalidValue", "invalid argument"};
       return ErrorText{"error " + std::to_string(code.code), "?"};
     });
@@ -87,11 +88,12 @@ TEST_F(EngineTest, BlockedLaunchThatFailsIsTheExactCulprit) {
   Launch second = launch(*engine, stencil, nullptr);
   engine->end_launch(second, ErrorCode{}, BlockOutcome::Synchronized, ErrorCode{Family::Runtime, 700},
                      "cudaStreamSynchronize");
-  EXPECT_EQ(log(),
-            "first error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
-            "cudaStreamSynchronize (blocking synchronize after the launch)\n"
-            "  in kernel stencil(float*, int, long long), launch #2, stream 0x0, grid (4096,1,1) block (256,1,1), "
-            "blocked\n");
+  EXPECT_EQ(
+      log(),
+      "first error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
+      "cudaStreamSynchronize (blocking synchronize after the launch)\n"
+      "  in kernel stencil(float*, int, long long), launch #2, stream 0x0, grid (4096,1,1) block (256,1,1), "
+      "blocked\n");
   EXPECT_TRUE(engine->has_first_error());
   EXPECT_EQ(engine->blocked_launches(), 2u);
 }
@@ -100,22 +102,24 @@ TEST_F(EngineTest, UnblockedFaultListsUnsynchronizedLaunchesOfTheStreamAsSuspect
   auto engine = make("none");
   const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
   const KernelInfo* stencil = kernel(*engine, 0x20, "_Z7stencilPfix");
-  run(*engine, fill, kStreamA);                                      // #1: completed by the sync below
+  run(*engine, fill, kStreamA);  // #1: completed by the sync below
   engine->end_sync("cudaStreamSynchronize", false, kStreamA, false, engine->begin_sync(), ErrorCode{});
-  run(*engine, stencil, kStreamA);                                   // #2
-  run(*engine, fill, kStreamB);                                      // #3: another stream
-  run(*engine, fill, kStreamA);                                      // #4
+  run(*engine, stencil, kStreamA);  // #2
+  run(*engine, fill, kStreamB);     // #3: another stream
+  run(*engine, fill, kStreamA);     // #4
   uint64_t mark = engine->begin_sync();
   engine->end_sync("cudaStreamSynchronize", false, kStreamA, false, mark, ErrorCode{Family::Runtime, 700});
-  EXPECT_EQ(log(),
-            "first error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
-            "cudaStreamSynchronize\n"
-            "  culprit unknown (no blocked launch failed); suspects: launches not known to have completed, newest "
-            "last:\n"
-            "    kernel stencil(float*, int, long long), launch #2, stream 0xa000, grid (4096,1,1) block (256,1,1)\n"
-            "    kernel fill(float*, int, float), launch #4, stream 0xa000, grid (4096,1,1) block (256,1,1)\n"
-            "  to pin it: run again with --block 'stencil,fill' (or CUDA_BLOCKRUN_BLOCK='stencil,fill'), or "
-            "--block all\n");
+  EXPECT_EQ(
+      log(),
+      "first error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
+      "cudaStreamSynchronize\n"
+      "  culprit unknown (no blocked launch failed); suspects: launches not known to have completed, newest "
+      "last:\n"
+      "    kernel stencil(float*, int, long long), launch #2, stream 0xa000, grid (4096,1,1) block "
+      "(256,1,1)\n"
+      "    kernel fill(float*, int, float), launch #4, stream 0xa000, grid (4096,1,1) block (256,1,1)\n"
+      "  to pin it: run again with --block 'stencil,fill' (or CUDA_BLOCKRUN_BLOCK='stencil,fill'), or "
+      "--block all\n");
 }
 
 TEST_F(EngineTest, SuspectsAreTheNewestEightAcrossStreamsForDeviceWideCalls) {
@@ -152,7 +156,8 @@ TEST_F(EngineTest, LaunchErrorReturnedAtOnceNamesTheLaunch) {
   Launch l = launch(*engine, fill, nullptr);
   engine->end_launch(l, ErrorCode{Family::Runtime, 1}, BlockOutcome::NotBlocked, ErrorCode{}, nullptr);
   EXPECT_EQ(log(),
-            "first error: cudaErrorInvalidValue (invalid argument), returned by cudaLaunchKernel (the launch itself "
+            "first error: cudaErrorInvalidValue (invalid argument), returned by cudaLaunchKernel (the launch "
+            "itself "
             "failed)\n"
             "  in kernel fill(float*, int, float), launch #2, stream 0x0, grid (4096,1,1) block (256,1,1)\n");
 }
@@ -179,16 +184,18 @@ TEST_F(EngineTest, BlockedFailureWithUnfinishedEarlierWorkIsNotExact) {
   Launch l = launch(*engine, stencil, nullptr);
   engine->end_launch(l, ErrorCode{}, BlockOutcome::Synchronized, ErrorCode{Family::Runtime, 700},
                      "cudaStreamSynchronize");
-  EXPECT_EQ(log(),
-            "first error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
-            "cudaStreamSynchronize (blocking synchronize after the launch)\n"
-            "  in kernel stencil(float*, int, long long), launch #2, stream 0x0, grid (4096,1,1) block (256,1,1), "
-            "blocked\n"
-            "  not exact: these earlier launches on its stream were not synchronized and may have faulted instead, "
-            "newest last:\n"
-            "    kernel fill(float*, int, float), launch #1, stream 0x0, grid (4096,1,1) block (256,1,1)\n"
-            "  to pin it: run again with --block 'stencil,fill' (or CUDA_BLOCKRUN_BLOCK='stencil,fill'), or --block "
-            "all\n");
+  EXPECT_EQ(
+      log(),
+      "first error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
+      "cudaStreamSynchronize (blocking synchronize after the launch)\n"
+      "  in kernel stencil(float*, int, long long), launch #2, stream 0x0, grid (4096,1,1) block (256,1,1), "
+      "blocked\n"
+      "  not exact: these earlier launches on its stream were not synchronized and may have faulted instead, "
+      "newest last:\n"
+      "    kernel fill(float*, int, float), launch #1, stream 0x0, grid (4096,1,1) block (256,1,1)\n"
+      "  to pin it: run again with --block 'stencil,fill' (or CUDA_BLOCKRUN_BLOCK='stencil,fill'), or "
+      "--block "
+      "all\n");
 }
 
 TEST_F(EngineTest, CaptureSkipIsLoggedOnceAndCounted) {

@@ -40,22 +40,23 @@ constexpr const char* kShimFile = "libcuda_blockrun.so";
 constexpr int kUsageError = 2;
 
 void print_usage(FILE* out) {
-  std::fprintf(out,
-               "usage: cuda-blockrun [options] [--] program [args...]\n"
-               "\n"
-               "Runs program with the cuda-blockrun shim preloaded: it names every CUDA kernel launch, makes the\n"
-               "launches the policy selects blocking, and pins the first CUDA error to the launch that caused it.\n"
-               "\n"
-               "options:\n"
-               "%s"
-               "  --help           this text\n"
-               "  --version        the version, and the CUDA version the shim was built against\n"
-               "  --list-hooks     the CUDA entry points the shim intercepts\n"
-               "\n"
-               "Every option is also an environment variable, read by the shim in each process it is loaded into;\n"
-               "flags given here override the environment. See docs/configuration.md.\n"
-               "exit status: the program's own; 2 for an invalid option or a program that cannot be found.\n",
-               blockrun::configuration_help_text().c_str());
+  std::fprintf(
+      out,
+      "usage: cuda-blockrun [options] [--] program [args...]\n"
+      "\n"
+      "Runs program with the cuda-blockrun shim preloaded: it names every CUDA kernel launch, makes the\n"
+      "launches the policy selects blocking, and pins the first CUDA error to the launch that caused it.\n"
+      "\n"
+      "options:\n"
+      "%s"
+      "  --help           this text\n"
+      "  --version        the version, and the CUDA version the shim was built against\n"
+      "  --list-hooks     the CUDA entry points the shim intercepts\n"
+      "\n"
+      "Every option is also an environment variable, read by the shim in each process it is loaded into;\n"
+      "flags given here override the environment. See docs/configuration.md.\n"
+      "exit status: the program's own; 2 for an invalid option or a program that cannot be found.\n",
+      blockrun::configuration_help_text().c_str());
 }
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -81,7 +82,8 @@ bool is_file(const std::string& path) {
 std::optional<std::string> find_shim() {
   std::string bin = directory_of_executable();
   for (const std::string& candidate :
-       {bin + "/../lib/" + kShimFile, bin + "/../" CUDA_BLOCKRUN_INSTALL_LIBDIR "/" + kShimFile, bin + "/" + kShimFile}) {
+       {bin + "/../lib/" + kShimFile, bin + "/../" CUDA_BLOCKRUN_INSTALL_LIBDIR "/" + kShimFile,
+        bin + "/" + kShimFile}) {
     if (is_file(candidate)) {
       char resolved[PATH_MAX];
       if (realpath(candidate.c_str(), resolved)) return std::string(resolved);
@@ -93,7 +95,8 @@ std::optional<std::string> find_shim() {
 // The program as execvp would find it, or nullopt.
 std::optional<std::string> find_program(const std::string& name) {
   auto runnable = [](const std::string& path) { return is_file(path) && access(path.c_str(), X_OK) == 0; };
-  if (name.find('/') != std::string::npos) return runnable(name) ? std::optional<std::string>(name) : std::nullopt;
+  if (name.find('/') != std::string::npos)
+    return runnable(name) ? std::optional<std::string>(name) : std::nullopt;
   const char* path_variable = std::getenv("PATH");
   std::string search = path_variable ? path_variable : "/usr/local/bin:/usr/bin:/bin";
   size_t start = 0;
@@ -113,7 +116,8 @@ void list_hooks() {
   for (const blockrun::HookEntry& hook : blockrun::kHookList) {
     std::printf("%-36s %-8s %-8s %s\n", hook.name, hook.family, hook.kind, hook.stream);
   }
-  std::printf("\n%zu symbols, each reachable as an exported symbol of the preloaded shim.\n", blockrun::kHookCount);
+  std::printf("\n%zu symbols, each reachable as an exported symbol of the preloaded shim.\n",
+              blockrun::kHookCount);
 }
 
 }  // namespace
@@ -133,7 +137,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (argument == "--version") {
-      std::printf("cuda-blockrun %s (built against CUDA %s)\n", CUDA_BLOCKRUN_VERSION, CUDA_BLOCKRUN_CUDA_VERSION);
+      std::printf("cuda-blockrun %s (built against CUDA %s)\n", CUDA_BLOCKRUN_VERSION,
+                  CUDA_BLOCKRUN_CUDA_VERSION);
       return 0;
     }
     if (argument == "--list-hooks") {
