@@ -71,6 +71,7 @@ auto handle_launch(Engine& engine, Function real_function, Args... args) {
   bool recorded = false;
   LaunchFacts facts = launch_facts(args...);
   {
+    ErrnoKeeper keep_errno;  // naming a new kernel may call into CUDA and the C library
     ReentryGuard guard;
     try {
       LaunchRequest request;
@@ -161,6 +162,7 @@ auto handle_library(Engine& engine, Function real_function, Args... args) {
   bool recorded = false;
   cudaStream_t stream = nullptr;
   {
+    ErrnoKeeper keep_errno;  // asking cuBLAS for the handle's stream may touch errno
     ReentryGuard guard;
     try {
       LibraryFacts facts = library_facts(args...);
