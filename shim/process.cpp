@@ -130,10 +130,6 @@ __attribute__((destructor)) void on_unload() {
 
 }  // namespace
 
-Engine* existing_engine() {
-  return g_engine.load(std::memory_order_acquire);
-}
-
 Engine* active_engine() {
   if (ReentryGuard::inside()) return nullptr;
   State state = g_state.load(std::memory_order_acquire);

@@ -42,7 +42,7 @@ cublasStatus_t not_initialized<cublasStatus_t>() {
 
 template <Hook id>
 typename HookTraits<id>::Result missing_real() {
-  if (Engine* engine = existing_engine()) {
+  if (Engine* engine = active_engine()) {
     ReentryGuard guard;
     try {
       engine->report_shim_problem(std::string("the real ") + HookTraits<id>::name +

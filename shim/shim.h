@@ -84,9 +84,6 @@ typename HelperTraits<id>::Function helper() {
 // code; nullptr otherwise (then a wrapper only forwards).
 Engine* active_engine();
 
-// The engine if it exists (for reporting the shim's own problems), without creating it.
-Engine* existing_engine();
-
 // The calling thread's CUDA runtime "last error" around a runtime call the shim makes for itself:
 // clean() says whether no error was pending before; clear_own_error() removes the error that call
 // left, only when none was pending before, so the program never reads an error of the shim's.

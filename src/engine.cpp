@@ -324,7 +324,7 @@ void Engine::first_error(const char* api, ErrorCode result, const LaunchRecord* 
 void Engine::report_shim_problem(const std::string& text) {
   std::lock_guard<std::mutex> guard(report_mutex_);
   if (!reported_problems_.insert(text).second) return;
-  logger_->warn("shim problem (the program is not affected): {}", text);
+  logger_->warn("shim problem: {}", text);
   logger_->flush();
 }
 

@@ -219,6 +219,20 @@ TEST(Shim, NonCudaProgramIsUnaffected) {
   }
 }
 
+TEST(Shim, MissingRealFunctionReturnsNotInitializedAndIsReportedOnce) {
+  const std::string program = CUDA_BLOCKRUN_NO_CUDA_CALLER;
+  EXPECT_EQ(run_process({program}, {}).out, "cudaDeviceSynchronize absent\ncublasSgemm_v2 absent\n");
+  ProcessResult r = run_process({program}, {{"LD_PRELOAD", kShim}});
+  EXPECT_EQ(r.status, 0);
+  // cudaErrorInitializationError (3), CUBLAS_STATUS_NOT_INITIALIZED (1)
+  EXPECT_EQ(r.out, "cudaDeviceSynchronize returned 3\ncublasSgemm_v2 returned 1\n");
+  EXPECT_TRUE(contains(r.err, "[cuda-blockrun] shim problem: the real "
+                              "cudaDeviceSynchronize was not found in any loaded library; returning its library's "
+                              "'not initialized' status\n"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "the real cublasSgemm_v2 was not found")) << r.err;
+}
+
 TEST(Shim, InvalidConfigurationStopsBeforeMain) {
   ProcessResult r =
       run_process({"/bin/echo", "main ran"}, {{"LD_PRELOAD", kShim}, {"CUDA_BLOCKRUN_BLOCK", "a,,b"}});
