@@ -1,13 +1,16 @@
-// Simulated CUDA driver (libcuda.so.1): a test double that models streams, device faults, sticky errors and stream capture.
+// Simulated CUDA driver (libcuda.so.1): a test double that models streams, device faults, sticky errors and
+// stream capture.
 //
-// Everything here exists so that cuda-blockrun can be tested on a machine without a GPU. The behaviour follows
-// /work/shared/reference/cuda-interposition.md (measured on an H200) and the CUDA 13.0 headers; where the
-// hardware's behaviour has a time component (a kernel "still running") the sim makes it deterministic:
+// Everything here exists so that cuda-blockrun can be tested on a machine without a GPU. The behaviour
+// follows /work/shared/reference/cuda-interposition.md (measured on an H200) and the CUDA 13.0 headers; where
+// the hardware's behaviour has a time component (a kernel "still running") the sim makes it deterministic:
 // work completes at once, but a fault stays "in flight" on its stream until a call that waits on that stream.
 //
-// Exported names are exactly those the CUDA 13 cuda.h compiles calls to (cuMemAlloc_v2, cuStreamBeginCapture_v2,
-// ...), plus the _ptsz/_ptds flavours the real driver exports, plus the legacy entry points the runtime can ask for.
-// All definitions below use those final names explicitly, so the renaming macros of cuda.h do not matter.
+// Exported names are exactly those the CUDA 13 cuda.h compiles calls to (cuMemAlloc_v2,
+// cuStreamBeginCapture_v2,
+// ...), plus the _ptsz/_ptds flavours the real driver exports, plus the legacy entry points the runtime can
+// ask for. All definitions below use those final names explicitly, so the renaming macros of cuda.h do not
+// matter.
 
 #include <cuda.h>
 
@@ -40,40 +43,41 @@
 namespace {
 
 // ---------------------------------------------------------------------------------------------------------------
-// Object model. Every handle given out is a pointer to one of these; g_objects tells its kind, so that a handle of
-// the wrong kind (a CUkernel passed to cuFuncGetName, a freed stream) is rejected instead of dereferenced.
+// Object model. Every handle given out is a pointer to one of these; g_objects tells its kind, so that a
+// handle of the wrong kind (a CUkernel passed to cuFuncGetName, a freed stream) is rejected instead of
+// dereferenced.
 // ---------------------------------------------------------------------------------------------------------------
 enum class Kind { Stream, Event, Library, Kernel, Module, Function, Graph, GraphExec };
 
 // A device fault that happened on a stream but has not been observed by the host yet.
 struct Fault {
-    CUresult err = CUDA_SUCCESS;
-    uint64_t seq = 0;  // global order, so a device-wide sync reports the earliest fault
-    explicit operator bool() const { return err != CUDA_SUCCESS; }
+  CUresult err = CUDA_SUCCESS;
+  uint64_t seq = 0;  // global order, so a device-wide sync reports the earliest fault
+  explicit operator bool() const { return err != CUDA_SUCCESS; }
 };
 
 struct Graph;
 
 struct Capture {
-    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
-    std::thread::id thread;   // the thread that began the capture
-    Graph* graph = nullptr;   // receives the captured work
-    uint64_t id = 0;
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  std::thread::id thread;  // the thread that began the capture
+  Graph* graph = nullptr;  // receives the captured work
+  uint64_t id = 0;
 };
 
 struct Stream {
-    unsigned flags = 0;
-    bool legacy = false;      // the legacy default stream (handle 0 / CU_STREAM_LEGACY)
-    bool per_thread = false;  // a thread's per-thread default stream
-    Fault fault;
-    Capture cap;
+  unsigned flags = 0;
+  bool legacy = false;      // the legacy default stream (handle 0 / CU_STREAM_LEGACY)
+  bool per_thread = false;  // a thread's per-thread default stream
+  Fault fault;
+  Capture cap;
 };
 
 struct Event {
-    unsigned flags = 0;
-    bool captured = false;  // last recorded into a capturing stream
-    Fault fault;            // a fault that precedes the event in its stream: waiting on the event reveals it
+  unsigned flags = 0;
+  bool captured = false;  // last recorded into a capturing stream
+  Fault fault;            // a fault that precedes the event in its stream: waiting on the event reveals it
 };
 
 // Which kernel parameters are device pointers the kernel dereferences. Only images written by the sim itself
@@ -82,730 +86,768 @@ using PtrParams = std::vector<int>;
 
 struct Function;
 struct Kernel {
-    std::string name;  // mangled
-    PtrParams ptr_params;
-    Function* func = nullptr;  // created by cuKernelGetFunction
+  std::string name;  // mangled
+  PtrParams ptr_params;
+  Function* func = nullptr;  // created by cuKernelGetFunction
 };
 struct Library {
-    PtrParams ptr_params;
-    std::map<std::string, Kernel*> kernels;
+  PtrParams ptr_params;
+  std::map<std::string, Kernel*> kernels;
 };
 struct Function {
-    std::string name;  // mangled
-    PtrParams ptr_params;
+  std::string name;  // mangled
+  PtrParams ptr_params;
 };
 struct Module {
-    PtrParams ptr_params;
-    std::map<std::string, Function*> funcs;
+  PtrParams ptr_params;
+  std::map<std::string, Function*> funcs;
 };
 
 // One recorded operation of a captured stream; replayed by cuGraphLaunch.
 struct Node {
-    enum Type { KernelLaunch, WriteValue64, Memset, Memcpy, HostFunc } type = KernelLaunch;
-    // KernelLaunch
-    std::string name;
-    std::vector<uint64_t> ptrs;  // values of the checked pointer parameters, copied at capture time as CUDA does
-    // WriteValue64 / Memset / Memcpy
-    CUdeviceptr dst = 0, src = 0;
-    uint64_t value = 0;
-    size_t bytes = 0;
-    unsigned elem = 1;
-    // HostFunc
-    CUhostFn fn = nullptr;
-    void* user = nullptr;
+  enum Type { KernelLaunch, WriteValue64, Memset, Memcpy, HostFunc } type = KernelLaunch;
+  // KernelLaunch
+  std::string name;
+  std::vector<uint64_t>
+      ptrs;  // values of the checked pointer parameters, copied at capture time as CUDA does
+  // WriteValue64 / Memset / Memcpy
+  CUdeviceptr dst = 0, src = 0;
+  uint64_t value = 0;
+  size_t bytes = 0;
+  unsigned elem = 1;
+  // HostFunc
+  CUhostFn fn = nullptr;
+  void* user = nullptr;
 };
 
 struct Graph {
-    std::vector<std::unique_ptr<Node>> nodes;
+  std::vector<std::unique_ptr<Node>> nodes;
 };
 struct GraphExec {
-    std::vector<Node> nodes;
+  std::vector<Node> nodes;
 };
 
 struct FaultSpec {
-    std::string pattern;  // fnmatch pattern on the mangled name or the demangled base name
-    unsigned long ordinal = 1;
-    CUresult err = CUDA_ERROR_ILLEGAL_ADDRESS;
+  std::string pattern;  // fnmatch pattern on the mangled name or the demangled base name
+  unsigned long ordinal = 1;
+  CUresult err = CUDA_ERROR_ILLEGAL_ADDRESS;
 };
 
 struct Alloc {
-    size_t size;
-    bool host;  // page-locked host memory (cuMemHostAlloc); its device address equals the host address (UVA)
+  size_t size;
+  bool host;  // page-locked host memory (cuMemHostAlloc); its device address equals the host address (UVA)
 };
 
 struct Stats {
-    unsigned long launches = 0, synchronizes = 0, synchronizes_during_capture = 0, captures_invalidated = 0,
-                  faults_injected = 0, faults_surfaced = 0;
+  unsigned long launches = 0, synchronizes = 0, synchronizes_during_capture = 0, captures_invalidated = 0,
+                faults_injected = 0, faults_surfaced = 0;
 };
 
 struct State {
-    std::mutex mu;
-    bool initialized = false;  // cuInit was called
-    CUresult sticky = CUDA_SUCCESS;
-    uint64_t fault_seq = 0;
-    uint64_t capture_ids = 0;
-    Fault orphan;  // fault of a stream destroyed before anyone waited on it: still reported device-wide
-    Stream legacy;
-    std::set<Stream*> streams;  // every live stream, the legacy and per-thread ones included
-    std::unordered_map<const void*, Kind> objects;
-    std::map<uintptr_t, Alloc> allocs;
-    std::unordered_map<std::string, unsigned long> launch_counts;
-    std::vector<FaultSpec> fault_specs;
-    bool fault_specs_parsed = false;
-    Stats stats;
-    int primary_ctx_refs = 0;
+  std::mutex mu;
+  bool initialized = false;  // cuInit was called
+  CUresult sticky = CUDA_SUCCESS;
+  uint64_t fault_seq = 0;
+  uint64_t capture_ids = 0;
+  Fault orphan;  // fault of a stream destroyed before anyone waited on it: still reported device-wide
+  Stream legacy;
+  std::set<Stream*> streams;  // every live stream, the legacy and per-thread ones included
+  std::unordered_map<const void*, Kind> objects;
+  std::map<uintptr_t, Alloc> allocs;
+  std::unordered_map<std::string, unsigned long> launch_counts;
+  std::vector<FaultSpec> fault_specs;
+  bool fault_specs_parsed = false;
+  Stats stats;
+  int primary_ctx_refs = 0;
 };
 
 // Heap-allocated and never freed: the state must outlive every static destructor, because programs call the
 // driver (and the stats are written) during exit.
 State& S() {
-    static State* s = [] {
-        State* st = new State;
-        st->legacy.legacy = true;
-        st->streams.insert(&st->legacy);
-        return st;
-    }();
-    return *s;
+  static State* s = [] {
+    State* st = new State;
+    st->legacy.legacy = true;
+    st->streams.insert(&st->legacy);
+    return st;
+  }();
+  return *s;
 }
 
 // The one simulated context; its address is the CUcontext handle.
 struct Ctx {
-    int dummy;
+  int dummy;
 } g_primary_ctx;
 
 thread_local CUcontext t_current_ctx = nullptr;
 thread_local CUstreamCaptureMode t_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
-thread_local Stream* t_per_thread_stream = nullptr;  // leaked on thread exit on purpose: a fault may outlive it
+thread_local Stream* t_per_thread_stream =
+    nullptr;  // leaked on thread exit on purpose: a fault may outlive it
 
 // ---------------------------------------------------------------------------------------------------------------
 // Helpers; all of them expect S().mu to be held.
 // ---------------------------------------------------------------------------------------------------------------
 template <class T>
 T* lookup(const void* h, Kind k) {
-    auto it = S().objects.find(h);
-    return (it != S().objects.end() && it->second == k) ? static_cast<T*>(const_cast<void*>(h)) : nullptr;
+  auto it = S().objects.find(h);
+  return (it != S().objects.end() && it->second == k) ? static_cast<T*>(const_cast<void*>(h)) : nullptr;
 }
 
 Stream* per_thread_stream() {
-    if (!t_per_thread_stream) {
-        t_per_thread_stream = new Stream;
-        t_per_thread_stream->per_thread = true;
-        S().streams.insert(t_per_thread_stream);
-    }
-    return t_per_thread_stream;
+  if (!t_per_thread_stream) {
+    t_per_thread_stream = new Stream;
+    t_per_thread_stream->per_thread = true;
+    S().streams.insert(t_per_thread_stream);
+  }
+  return t_per_thread_stream;
 }
 
-// Stream handle -> stream. 0 means the legacy stream, except in a _ptsz entry point where it means the calling
-// thread's per-thread default stream; CU_STREAM_LEGACY and CU_STREAM_PER_THREAD are explicit either way.
+// Stream handle -> stream. 0 means the legacy stream, except in a _ptsz entry point where it means the
+// calling thread's per-thread default stream; CU_STREAM_LEGACY and CU_STREAM_PER_THREAD are explicit either
+// way.
 Stream* resolve_stream(CUstream h, bool ptsz) {
-    if (h == nullptr) return ptsz ? per_thread_stream() : &S().legacy;
-    if (h == CU_STREAM_LEGACY) return &S().legacy;
-    if (h == CU_STREAM_PER_THREAD) return per_thread_stream();
-    return lookup<Stream>(h, Kind::Stream);
+  if (h == nullptr) return ptsz ? per_thread_stream() : &S().legacy;
+  if (h == CU_STREAM_LEGACY) return &S().legacy;
+  if (h == CU_STREAM_PER_THREAD) return per_thread_stream();
+  return lookup<Stream>(h, Kind::Stream);
 }
 
-bool capturing(const Stream* s) { return s->cap.status != CU_STREAM_CAPTURE_STATUS_NONE; }
+bool capturing(const Stream* s) {
+  return s->cap.status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
 
 void invalidate(Stream* s) {
-    if (s->cap.status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
-        s->cap.status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
-        S().stats.captures_invalidated++;
-    }
+  if (s->cap.status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+    s->cap.status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+    S().stats.captures_invalidated++;
+  }
 }
 
 // The context dies: the fault becomes the sticky error of the context and every pending fault is moot.
 CUresult make_sticky(const Fault& f) {
-    State& st = S();
-    st.sticky = f.err;
-    st.stats.faults_surfaced++;
-    for (Stream* s : st.streams) s->fault = Fault{};
-    st.orphan = Fault{};
-    return f.err;
+  State& st = S();
+  st.sticky = f.err;
+  st.stats.faults_surfaced++;
+  for (Stream* s : st.streams) s->fault = Fault{};
+  st.orphan = Fault{};
+  return f.err;
 }
 
 // Earliest pending fault anywhere on the device (what a device-wide wait runs into first).
 Fault earliest_fault() {
-    State& st = S();
-    Fault best = st.orphan;
-    for (Stream* s : st.streams)
-        if (s->fault && (!best || s->fault.seq < best.seq)) best = s->fault;
-    return best;
+  State& st = S();
+  Fault best = st.orphan;
+  for (Stream* s : st.streams)
+    if (s->fault && (!best || s->fault.seq < best.seq)) best = s->fault;
+  return best;
 }
 
 // A wait on the given streams (nullptr entries ignored) reveals their pending faults.
 CUresult surface(std::initializer_list<Stream*> list) {
-    Fault best;
-    for (Stream* s : list)
-        if (s && s->fault && (!best || s->fault.seq < best.seq)) best = s->fault;
-    return best ? make_sticky(best) : CUDA_SUCCESS;
+  Fault best;
+  for (Stream* s : list)
+    if (s && s->fault && (!best || s->fault.seq < best.seq)) best = s->fault;
+  return best ? make_sticky(best) : CUDA_SUCCESS;
 }
 
 // A wait that covers the whole device (legacy stream, context synchronize, synchronous copies).
 CUresult surface_all() {
-    Fault f = earliest_fault();
-    return f ? make_sticky(f) : CUDA_SUCCESS;
+  Fault f = earliest_fault();
+  return f ? make_sticky(f) : CUDA_SUCCESS;
 }
 
 // The fault a new operation on s would wait behind: s's own, or (legacy stream) any on the device.
-Fault preceding_fault(Stream* s) { return s->legacy ? earliest_fault() : s->fault; }
+Fault preceding_fault(Stream* s) {
+  return s->legacy ? earliest_fault() : s->fault;
+}
 
-// CUDA's rules for "potentially unsafe" calls while stream captures are in progress (cudaStreamBeginCapture docs):
-// a thread in GLOBAL interaction mode may not make them while it has a non-relaxed capture of its own or while any
-// other thread has a GLOBAL-mode capture; THREAD_LOCAL only looks at the thread's own non-relaxed captures;
-// RELAXED is never stopped. The call fails with 900 and the captures that forbade it are invalidated.
+// CUDA's rules for "potentially unsafe" calls while stream captures are in progress (cudaStreamBeginCapture
+// docs): a thread in GLOBAL interaction mode may not make them while it has a non-relaxed capture of its own
+// or while any other thread has a GLOBAL-mode capture; THREAD_LOCAL only looks at the thread's own
+// non-relaxed captures; RELAXED is never stopped. The call fails with 900 and the captures that forbade it
+// are invalidated.
 CUresult check_unsafe_call() {
-    State& st = S();
-    if (t_capture_mode == CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_SUCCESS;
-    const std::thread::id me = std::this_thread::get_id();
-    bool hit = false;
-    for (Stream* s : st.streams) {
-        if (!capturing(s)) continue;
-        const bool own = s->cap.thread == me;
-        const bool forbids = (own && s->cap.mode != CU_STREAM_CAPTURE_MODE_RELAXED) ||
-                             (!own && t_capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL &&
-                              s->cap.mode == CU_STREAM_CAPTURE_MODE_GLOBAL);
-        if (forbids) {
-            hit = true;
-            invalidate(s);
-        }
+  State& st = S();
+  if (t_capture_mode == CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_SUCCESS;
+  const std::thread::id me = std::this_thread::get_id();
+  bool hit = false;
+  for (Stream* s : st.streams) {
+    if (!capturing(s)) continue;
+    const bool own = s->cap.thread == me;
+    const bool forbids = (own && s->cap.mode != CU_STREAM_CAPTURE_MODE_RELAXED) ||
+                         (!own && t_capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL &&
+                          s->cap.mode == CU_STREAM_CAPTURE_MODE_GLOBAL);
+    if (forbids) {
+      hit = true;
+      invalidate(s);
     }
-    if (!hit) return CUDA_SUCCESS;
-    st.stats.synchronizes_during_capture++;
-    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
+  if (!hit) return CUDA_SUCCESS;
+  st.stats.synchronizes_during_capture++;
+  return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 }
 
-// Work queued on the legacy stream would wait for every blocking stream; if one of them is capturing that is an
-// implicit dependency on the capture, which CUDA refuses (906) and which invalidates the capture.
+// Work queued on the legacy stream would wait for every blocking stream; if one of them is capturing that is
+// an implicit dependency on the capture, which CUDA refuses (906) and which invalidates the capture.
 CUresult check_legacy_implicit(Stream* s, bool invalidate_captures) {
-    if (!s->legacy) return CUDA_SUCCESS;
-    bool hit = false;
-    for (Stream* o : S().streams) {
-        if (o == s || !capturing(o) || (o->flags & CU_STREAM_NON_BLOCKING)) continue;
-        if (o->cap.mode != CU_STREAM_CAPTURE_MODE_GLOBAL) continue;
-        hit = true;
-        if (invalidate_captures) invalidate(o);
-    }
-    return hit ? CUDA_ERROR_STREAM_CAPTURE_IMPLICIT : CUDA_SUCCESS;
+  if (!s->legacy) return CUDA_SUCCESS;
+  bool hit = false;
+  for (Stream* o : S().streams) {
+    if (o == s || !capturing(o) || (o->flags & CU_STREAM_NON_BLOCKING)) continue;
+    if (o->cap.mode != CU_STREAM_CAPTURE_MODE_GLOBAL) continue;
+    hit = true;
+    if (invalidate_captures) invalidate(o);
+  }
+  return hit ? CUDA_ERROR_STREAM_CAPTURE_IMPLICIT : CUDA_SUCCESS;
 }
 
-// Where asynchronous work goes. Returns SUCCESS with *rec set when the work must be recorded into a capture graph,
-// SUCCESS with *rec null when it must execute, or an error.
+// Where asynchronous work goes. Returns SUCCESS with *rec set when the work must be recorded into a capture
+// graph, SUCCESS with *rec null when it must execute, or an error.
 CUresult route_async(Stream* s, Graph** rec) {
-    *rec = nullptr;
-    if (s->cap.status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
-        *rec = s->cap.graph;
-        return CUDA_SUCCESS;
-    }
-    if (s->cap.status == CU_STREAM_CAPTURE_STATUS_INVALIDATED) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-    if (CUresult r = check_legacy_implicit(s, true)) return r;
-    return S().sticky;
+  *rec = nullptr;
+  if (s->cap.status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+    *rec = s->cap.graph;
+    return CUDA_SUCCESS;
+  }
+  if (s->cap.status == CU_STREAM_CAPTURE_STATUS_INVALIDATED) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  if (CUresult r = check_legacy_implicit(s, true)) return r;
+  return S().sticky;
 }
 
 const Alloc* find_alloc(uintptr_t p, size_t n) {
-    auto& a = S().allocs;
-    auto it = a.upper_bound(p);
-    if (it == a.begin()) return nullptr;
-    --it;
-    if (p < it->first || p + n > it->first + it->second.size) return nullptr;
-    return &it->second;
+  auto& a = S().allocs;
+  auto it = a.upper_bound(p);
+  if (it == a.begin()) return nullptr;
+  --it;
+  if (p < it->first || p + n > it->first + it->second.size) return nullptr;
+  return &it->second;
 }
 
-bool is_device_accessible(uint64_t p, size_t n) { return find_alloc(static_cast<uintptr_t>(p), n ? n : 1) != nullptr; }
+bool is_device_accessible(uint64_t p, size_t n) {
+  return find_alloc(static_cast<uintptr_t>(p), n ? n : 1) != nullptr;
+}
 
-// --- fault injection (CUDA_SIM_FAULT) ---------------------------------------------------------------------------
+// --- fault injection (CUDA_SIM_FAULT)
+// ---------------------------------------------------------------------------
 
 // Splits "ns::kern:2:assert" on the single colons only, so C++ qualified names survive.
 std::vector<std::string> split_fields(const std::string& s) {
-    std::vector<std::string> out(1);
-    for (size_t i = 0; i < s.size(); ++i) {
-        if (s[i] == ':' && i + 1 < s.size() && s[i + 1] == ':') {
-            out.back() += "::";
-            ++i;
-        } else if (s[i] == ':') {
-            out.emplace_back();
-        } else {
-            out.back() += s[i];
-        }
+  std::vector<std::string> out(1);
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == ':' && i + 1 < s.size() && s[i + 1] == ':') {
+      out.back() += "::";
+      ++i;
+    } else if (s[i] == ':') {
+      out.emplace_back();
+    } else {
+      out.back() += s[i];
     }
-    return out;
+  }
+  return out;
 }
 
 CUresult parse_error_kind(const std::string& e) {
-    if (e.empty() || e == "illegal-address") return CUDA_ERROR_ILLEGAL_ADDRESS;
-    if (e == "assert") return CUDA_ERROR_ASSERT;
-    if (e == "launch-failure") return CUDA_ERROR_LAUNCH_FAILED;
-    if (e == "misaligned-address") return CUDA_ERROR_MISALIGNED_ADDRESS;
-    if (e == "illegal-instruction") return CUDA_ERROR_ILLEGAL_INSTRUCTION;
-    char* end = nullptr;
-    long v = std::strtol(e.c_str(), &end, 10);
-    if (end && *end == '\0' && v > 0) return static_cast<CUresult>(v);
-    std::fprintf(stderr, "[cuda-sim] CUDA_SIM_FAULT: unknown error kind '%s', using illegal-address\n", e.c_str());
-    return CUDA_ERROR_ILLEGAL_ADDRESS;
+  if (e.empty() || e == "illegal-address") return CUDA_ERROR_ILLEGAL_ADDRESS;
+  if (e == "assert") return CUDA_ERROR_ASSERT;
+  if (e == "launch-failure") return CUDA_ERROR_LAUNCH_FAILED;
+  if (e == "misaligned-address") return CUDA_ERROR_MISALIGNED_ADDRESS;
+  if (e == "illegal-instruction") return CUDA_ERROR_ILLEGAL_INSTRUCTION;
+  char* end = nullptr;
+  long v = std::strtol(e.c_str(), &end, 10);
+  if (end && *end == '\0' && v > 0) return static_cast<CUresult>(v);
+  std::fprintf(stderr, "[cuda-sim] CUDA_SIM_FAULT: unknown error kind '%s', using illegal-address\n",
+               e.c_str());
+  return CUDA_ERROR_ILLEGAL_ADDRESS;
 }
 
 void parse_fault_specs() {
-    State& st = S();
-    if (st.fault_specs_parsed) return;
-    st.fault_specs_parsed = true;
-    const char* env = std::getenv("CUDA_SIM_FAULT");
-    if (!env) return;
-    std::string all(env);
-    size_t start = 0;
-    while (start <= all.size()) {
-        size_t comma = all.find(',', start);
-        std::string item = all.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        start = comma == std::string::npos ? all.size() + 1 : comma + 1;
-        if (item.empty()) continue;
-        std::vector<std::string> f = split_fields(item);
-        FaultSpec spec;
-        spec.pattern = f[0];
-        if (f.size() > 1 && !f[1].empty()) spec.ordinal = std::strtoul(f[1].c_str(), nullptr, 10);
-        if (f.size() > 2) spec.err = parse_error_kind(f[2]);
-        if (!spec.pattern.empty() && spec.ordinal > 0) st.fault_specs.push_back(spec);
-    }
+  State& st = S();
+  if (st.fault_specs_parsed) return;
+  st.fault_specs_parsed = true;
+  const char* env = std::getenv("CUDA_SIM_FAULT");
+  if (!env) return;
+  std::string all(env);
+  size_t start = 0;
+  while (start <= all.size()) {
+    size_t comma = all.find(',', start);
+    std::string item = all.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? all.size() + 1 : comma + 1;
+    if (item.empty()) continue;
+    std::vector<std::string> f = split_fields(item);
+    FaultSpec spec;
+    spec.pattern = f[0];
+    if (f.size() > 1 && !f[1].empty()) spec.ordinal = std::strtoul(f[1].c_str(), nullptr, 10);
+    if (f.size() > 2) spec.err = parse_error_kind(f[2]);
+    if (!spec.pattern.empty() && spec.ordinal > 0) st.fault_specs.push_back(spec);
+  }
 }
 
 // "_Z7stencilPfix" -> "stencil"; "_ZN2ns4kernIiEEvPT_" -> "ns::kern<int>" (and "ns::kern" below).
 // Non-C++ names (cuBLAS kernels, extern "C") are their own base name.
 std::string demangled_base(const std::string& mangled) {
-    int status = 0;
-    char* d = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
-    if (status != 0 || !d) return mangled;
-    std::string s(d);
-    std::free(d);
-    // Cut the parameter list: the '(' that matches the last ')'.
-    if (!s.empty() && s.back() == ')') {
-        int depth = 0;
-        for (size_t i = s.size(); i-- > 0;) {
-            if (s[i] == ')') depth++;
-            else if (s[i] == '(' && --depth == 0) {
-                s.resize(i);
-                break;
-            }
-        }
-    }
-    // Template functions demangle with their return type first ("void ns::kern<int>"): keep the last top-level word.
-    int angle = 0;
+  int status = 0;
+  char* d = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+  if (status != 0 || !d) return mangled;
+  std::string s(d);
+  std::free(d);
+  // Cut the parameter list: the '(' that matches the last ')'.
+  if (!s.empty() && s.back() == ')') {
+    int depth = 0;
     for (size_t i = s.size(); i-- > 0;) {
-        if (s[i] == '>') angle++;
-        else if (s[i] == '<') angle--;
-        else if (s[i] == ' ' && angle == 0 && s.compare(0, 8, "operator") != 0) {
-            s = s.substr(i + 1);
-            break;
-        }
+      if (s[i] == ')')
+        depth++;
+      else if (s[i] == '(' && --depth == 0) {
+        s.resize(i);
+        break;
+      }
     }
-    return s;
+  }
+  // Template functions demangle with their return type first ("void ns::kern<int>"): keep the last top-level
+  // word.
+  int angle = 0;
+  for (size_t i = s.size(); i-- > 0;) {
+    if (s[i] == '>')
+      angle++;
+    else if (s[i] == '<')
+      angle--;
+    else if (s[i] == ' ' && angle == 0 && s.compare(0, 8, "operator") != 0) {
+      s = s.substr(i + 1);
+      break;
+    }
+  }
+  return s;
 }
 
 std::string strip_template_args(const std::string& s) {
-    if (s.empty() || s.back() != '>') return s;
-    int depth = 0;
-    for (size_t i = s.size(); i-- > 0;) {
-        if (s[i] == '>') depth++;
-        else if (s[i] == '<' && --depth == 0) return s.substr(0, i);
-    }
-    return s;
+  if (s.empty() || s.back() != '>') return s;
+  int depth = 0;
+  for (size_t i = s.size(); i-- > 0;) {
+    if (s[i] == '>')
+      depth++;
+    else if (s[i] == '<' && --depth == 0)
+      return s.substr(0, i);
+  }
+  return s;
 }
 
 CUresult injected_fault(const std::string& name, unsigned long ordinal) {
-    parse_fault_specs();
-    if (S().fault_specs.empty()) return CUDA_SUCCESS;
-    const std::string base = demangled_base(name);
-    const std::string bare = strip_template_args(base);
-    for (const FaultSpec& f : S().fault_specs) {
-        if (f.ordinal != ordinal) continue;
-        for (const std::string* cand : {&name, &base, &bare})
-            if (fnmatch(f.pattern.c_str(), cand->c_str(), 0) == 0) return f.err;
-    }
-    return CUDA_SUCCESS;
+  parse_fault_specs();
+  if (S().fault_specs.empty()) return CUDA_SUCCESS;
+  const std::string base = demangled_base(name);
+  const std::string bare = strip_template_args(base);
+  for (const FaultSpec& f : S().fault_specs) {
+    if (f.ordinal != ordinal) continue;
+    for (const std::string* cand : {&name, &base, &bare})
+      if (fnmatch(f.pattern.c_str(), cand->c_str(), 0) == 0) return f.err;
+  }
+  return CUDA_SUCCESS;
 }
 
-// A kernel "runs" on s: count it, decide whether it faults (fault injection, or a checked pointer parameter outside
-// device memory), and leave the fault pending on the stream; the host only learns of it when it waits.
+// A kernel "runs" on s: count it, decide whether it faults (fault injection, or a checked pointer parameter
+// outside device memory), and leave the fault pending on the stream; the host only learns of it when it
+// waits.
 void execute_kernel(Stream* s, const std::string& name, const std::vector<uint64_t>& ptrs) {
-    State& st = S();
-    st.stats.launches++;
-    const unsigned long n = ++st.launch_counts[name];
-    CUresult err = injected_fault(name, n);
-    if (!err)
-        for (uint64_t p : ptrs)
-            if (!is_device_accessible(p, 1)) err = CUDA_ERROR_ILLEGAL_ADDRESS;
-    if (!err) return;
-    st.stats.faults_injected++;
-    if (!s->fault) s->fault = Fault{err, ++st.fault_seq};  // the first fault kills the stream; later work never runs
+  State& st = S();
+  st.stats.launches++;
+  const unsigned long n = ++st.launch_counts[name];
+  CUresult err = injected_fault(name, n);
+  if (!err)
+    for (uint64_t p : ptrs)
+      if (!is_device_accessible(p, 1)) err = CUDA_ERROR_ILLEGAL_ADDRESS;
+  if (!err) return;
+  st.stats.faults_injected++;
+  if (!s->fault)
+    s->fault = Fault{err, ++st.fault_seq};  // the first fault kills the stream; later work never runs
 }
 
 void record_fault(Stream* s, CUresult err) {
-    State& st = S();
-    st.stats.faults_injected++;
-    if (!s->fault) s->fault = Fault{err, ++st.fault_seq};
+  State& st = S();
+  st.stats.faults_injected++;
+  if (!s->fault) s->fault = Fault{err, ++st.fault_seq};
 }
 
 // Executes one non-kernel node (also used directly for uncaptured async operations).
 void execute_node(Stream* s, const Node& n) {
-    switch (n.type) {
-        case Node::KernelLaunch:
-            execute_kernel(s, n.name, n.ptrs);
-            break;
-        case Node::WriteValue64:
-            if (preceding_fault(s)) break;  // the preceding work never completes, so the value is never written
-            if (!is_device_accessible(n.dst, 8)) {
-                record_fault(s, CUDA_ERROR_ILLEGAL_ADDRESS);
-                break;
-            }
-            __atomic_store_n(reinterpret_cast<uint64_t*>(n.dst), n.value, __ATOMIC_SEQ_CST);
-            break;
-        case Node::Memset:
-            if (preceding_fault(s)) break;
-            if (n.elem == 1) std::memset(reinterpret_cast<void*>(n.dst), static_cast<int>(n.value), n.bytes);
-            else
-                for (size_t i = 0; i < n.bytes / 4; ++i)
-                    reinterpret_cast<uint32_t*>(n.dst)[i] = static_cast<uint32_t>(n.value);
-            break;
-        case Node::Memcpy:
-            if (preceding_fault(s)) break;
-            std::memmove(reinterpret_cast<void*>(n.dst), reinterpret_cast<const void*>(n.src), n.bytes);
-            break;
-        case Node::HostFunc:
-            break;  // run by the caller with the lock released
-    }
+  switch (n.type) {
+    case Node::KernelLaunch:
+      execute_kernel(s, n.name, n.ptrs);
+      break;
+    case Node::WriteValue64:
+      if (preceding_fault(s)) break;  // the preceding work never completes, so the value is never written
+      if (!is_device_accessible(n.dst, 8)) {
+        record_fault(s, CUDA_ERROR_ILLEGAL_ADDRESS);
+        break;
+      }
+      __atomic_store_n(reinterpret_cast<uint64_t*>(n.dst), n.value, __ATOMIC_SEQ_CST);
+      break;
+    case Node::Memset:
+      if (preceding_fault(s)) break;
+      if (n.elem == 1)
+        std::memset(reinterpret_cast<void*>(n.dst), static_cast<int>(n.value), n.bytes);
+      else
+        for (size_t i = 0; i < n.bytes / 4; ++i)
+          reinterpret_cast<uint32_t*>(n.dst)[i] = static_cast<uint32_t>(n.value);
+      break;
+    case Node::Memcpy:
+      if (preceding_fault(s)) break;
+      std::memmove(reinterpret_cast<void*>(n.dst), reinterpret_cast<const void*>(n.src), n.bytes);
+      break;
+    case Node::HostFunc:
+      break;  // run by the caller with the lock released
+  }
 }
 
-// Resolves a launchable handle: a CUkernel (runtime) or a CUfunction (module API) are both accepted by cuLaunch*.
+// Resolves a launchable handle: a CUkernel (runtime) or a CUfunction (module API) are both accepted by
+// cuLaunch*.
 bool resolve_launchable(CUfunction f, std::string* name, const PtrParams** pp) {
-    if (Kernel* k = lookup<Kernel>(f, Kind::Kernel)) {
-        *name = k->name;
-        *pp = &k->ptr_params;
-        return true;
-    }
-    if (Function* fn = lookup<Function>(f, Kind::Function)) {
-        *name = fn->name;
-        *pp = &fn->ptr_params;
-        return true;
-    }
-    return false;
+  if (Kernel* k = lookup<Kernel>(f, Kind::Kernel)) {
+    *name = k->name;
+    *pp = &k->ptr_params;
+    return true;
+  }
+  if (Function* fn = lookup<Function>(f, Kind::Function)) {
+    *name = fn->name;
+    *pp = &fn->ptr_params;
+    return true;
+  }
+  return false;
 }
 
-CUresult check_dims(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shmem) {
-    if (!gx || !gy || !gz || !bx || !by || !bz) return CUDA_ERROR_INVALID_VALUE;
-    if (bx > 1024 || by > 1024 || bz > 64) return CUDA_ERROR_INVALID_VALUE;
-    if (static_cast<uint64_t>(bx) * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
-    if (gx > 2147483647u || gy > 65535 || gz > 65535) return CUDA_ERROR_INVALID_VALUE;
-    if (shmem > 232448) return CUDA_ERROR_INVALID_VALUE;  // 227 KiB, the H200 opt-in maximum
-    return CUDA_SUCCESS;
+CUresult check_dims(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                    unsigned shmem) {
+  if (!gx || !gy || !gz || !bx || !by || !bz) return CUDA_ERROR_INVALID_VALUE;
+  if (bx > 1024 || by > 1024 || bz > 64) return CUDA_ERROR_INVALID_VALUE;
+  if (static_cast<uint64_t>(bx) * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
+  if (gx > 2147483647u || gy > 65535 || gz > 65535) return CUDA_ERROR_INVALID_VALUE;
+  if (shmem > 232448) return CUDA_ERROR_INVALID_VALUE;  // 227 KiB, the H200 opt-in maximum
+  return CUDA_SUCCESS;
 }
 
-CUresult require_init() { return S().initialized ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED; }
+CUresult require_init() {
+  return S().initialized ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+}
 
-// Common launch path of cuLaunchKernel / cuLaunchKernelEx / cuLaunchCooperativeKernel (and their _ptsz forms).
+// Common launch path of cuLaunchKernel / cuLaunchKernelEx / cuLaunchCooperativeKernel (and their _ptsz
+// forms).
 CUresult do_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                    unsigned shmem, CUstream hs, void** params, bool ptsz, bool cooperative) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    std::string name;
-    const PtrParams* pp = nullptr;
-    if (!resolve_launchable(f, &name, &pp)) return CUDA_ERROR_INVALID_HANDLE;
-    Stream* s = resolve_stream(hs, ptsz);
-    if (!s) return CUDA_ERROR_INVALID_HANDLE;
-    if (S().sticky) return S().sticky;
-    if (CUresult r = check_dims(gx, gy, gz, bx, by, bz, shmem)) return r;
-    if (cooperative) {
-        // All blocks must be co-resident: 132 SMs x 2048 threads.
-        const uint64_t per_sm = 2048 / (static_cast<uint64_t>(bx) * by * bz);
-        if (static_cast<uint64_t>(gx) * gy * gz > 132 * std::max<uint64_t>(per_sm, 1))
-            return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
-    }
-    std::vector<uint64_t> ptrs;
-    if (params)
-        for (int i : *pp) ptrs.push_back(*static_cast<const uint64_t*>(params[i]));
-    Graph* rec = nullptr;
-    if (CUresult r = route_async(s, &rec)) return r;
-    if (rec) {
-        auto n = std::make_unique<Node>();
-        n->type = Node::KernelLaunch;
-        n->name = name;
-        n->ptrs = ptrs;
-        rec->nodes.push_back(std::move(n));
-        return CUDA_SUCCESS;
-    }
-    execute_kernel(s, name, ptrs);
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  std::string name;
+  const PtrParams* pp = nullptr;
+  if (!resolve_launchable(f, &name, &pp)) return CUDA_ERROR_INVALID_HANDLE;
+  Stream* s = resolve_stream(hs, ptsz);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (S().sticky) return S().sticky;
+  if (CUresult r = check_dims(gx, gy, gz, bx, by, bz, shmem)) return r;
+  if (cooperative) {
+    // All blocks must be co-resident: 132 SMs x 2048 threads.
+    const uint64_t per_sm = 2048 / (static_cast<uint64_t>(bx) * by * bz);
+    if (static_cast<uint64_t>(gx) * gy * gz > 132 * std::max<uint64_t>(per_sm, 1))
+      return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+  }
+  std::vector<uint64_t> ptrs;
+  if (params)
+    for (int i : *pp) ptrs.push_back(*static_cast<const uint64_t*>(params[i]));
+  Graph* rec = nullptr;
+  if (CUresult r = route_async(s, &rec)) return r;
+  if (rec) {
+    auto n = std::make_unique<Node>();
+    n->type = Node::KernelLaunch;
+    n->name = name;
+    n->ptrs = ptrs;
+    rec->nodes.push_back(std::move(n));
     return CUDA_SUCCESS;
+  }
+  execute_kernel(s, name, ptrs);
+  return CUDA_SUCCESS;
 }
 
 // Synchronous memcpy/memset: wait for the device (all streams; with _ptds the thread's default stream and the
 // legacy stream), then run. Argument errors come first and wait for nothing.
 CUresult sync_copy_prologue() {
-    if (CUresult r = require_init()) return r;
-    if (CUresult r = check_unsafe_call()) return r;
-    return S().sticky;
+  if (CUresult r = require_init()) return r;
+  if (CUresult r = check_unsafe_call()) return r;
+  return S().sticky;
 }
-CUresult sync_copy_wait(bool ptds) { return ptds ? surface({per_thread_stream(), &S().legacy}) : surface_all(); }
+CUresult sync_copy_wait(bool ptds) {
+  return ptds ? surface({per_thread_stream(), &S().legacy}) : surface_all();
+}
 
 CUresult copy_sync(CUdeviceptr dst, CUdeviceptr src, size_t n, bool dst_dev, bool src_dev, bool ptds) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = sync_copy_prologue()) return r;
-    if (n == 0) return CUDA_SUCCESS;
-    if (dst_dev && !is_device_accessible(dst, n)) return CUDA_ERROR_INVALID_VALUE;
-    if (src_dev && !is_device_accessible(src, n)) return CUDA_ERROR_INVALID_VALUE;
-    if (CUresult r = sync_copy_wait(ptds)) return r;
-    std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = sync_copy_prologue()) return r;
+  if (n == 0) return CUDA_SUCCESS;
+  if (dst_dev && !is_device_accessible(dst, n)) return CUDA_ERROR_INVALID_VALUE;
+  if (src_dev && !is_device_accessible(src, n)) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = sync_copy_wait(ptds)) return r;
+  std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
+  return CUDA_SUCCESS;
 }
 
-// cuMemcpy / cuMemcpyAsync infer the direction from the addresses (UVA): a pointer inside a known allocation must
-// fit in it; any other pointer is taken as pageable host memory.
+// cuMemcpy / cuMemcpyAsync infer the direction from the addresses (UVA): a pointer inside a known allocation
+// must fit in it; any other pointer is taken as pageable host memory.
 bool unified_ok(CUdeviceptr p, size_t n) {
-    auto& a = S().allocs;
-    auto it = a.upper_bound(static_cast<uintptr_t>(p));
-    if (it == a.begin()) return true;
-    --it;
-    if (p >= it->first + it->second.size) return true;
-    return p + n <= it->first + it->second.size;
+  auto& a = S().allocs;
+  auto it = a.upper_bound(static_cast<uintptr_t>(p));
+  if (it == a.begin()) return true;
+  --it;
+  if (p >= it->first + it->second.size) return true;
+  return p + n <= it->first + it->second.size;
 }
 
-CUresult copy_async(CUdeviceptr dst, CUdeviceptr src, size_t n, bool dst_dev, bool src_dev, CUstream hs, bool ptsz) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    Stream* s = resolve_stream(hs, ptsz);
-    if (!s) return CUDA_ERROR_INVALID_HANDLE;
-    if (S().sticky) return S().sticky;
-    if (n && dst_dev && !is_device_accessible(dst, n)) return CUDA_ERROR_INVALID_VALUE;
-    if (n && src_dev && !is_device_accessible(src, n)) return CUDA_ERROR_INVALID_VALUE;
-    if (!dst_dev && !src_dev && (!unified_ok(dst, n) || !unified_ok(src, n))) return CUDA_ERROR_INVALID_VALUE;
-    Graph* rec = nullptr;
-    if (CUresult r = route_async(s, &rec)) return r;
-    Node node;
-    node.type = Node::Memcpy;
-    node.dst = dst;
-    node.src = src;
-    node.bytes = n;
-    if (rec) rec->nodes.push_back(std::make_unique<Node>(node));
-    else if (n) execute_node(s, node);
-    return CUDA_SUCCESS;
+CUresult copy_async(CUdeviceptr dst, CUdeviceptr src, size_t n, bool dst_dev, bool src_dev, CUstream hs,
+                    bool ptsz) {
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  Stream* s = resolve_stream(hs, ptsz);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (S().sticky) return S().sticky;
+  if (n && dst_dev && !is_device_accessible(dst, n)) return CUDA_ERROR_INVALID_VALUE;
+  if (n && src_dev && !is_device_accessible(src, n)) return CUDA_ERROR_INVALID_VALUE;
+  if (!dst_dev && !src_dev && (!unified_ok(dst, n) || !unified_ok(src, n))) return CUDA_ERROR_INVALID_VALUE;
+  Graph* rec = nullptr;
+  if (CUresult r = route_async(s, &rec)) return r;
+  Node node;
+  node.type = Node::Memcpy;
+  node.dst = dst;
+  node.src = src;
+  node.bytes = n;
+  if (rec)
+    rec->nodes.push_back(std::make_unique<Node>(node));
+  else if (n)
+    execute_node(s, node);
+  return CUDA_SUCCESS;
 }
 
 CUresult memset_sync(CUdeviceptr dst, uint32_t value, size_t count, unsigned elem, bool ptds) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = sync_copy_prologue()) return r;
-    if (count == 0) return CUDA_SUCCESS;
-    if (!is_device_accessible(dst, count * elem) || (elem == 4 && dst % 4)) return CUDA_ERROR_INVALID_VALUE;
-    if (CUresult r = sync_copy_wait(ptds)) return r;
-    Node node;
-    node.type = Node::Memset;
-    node.dst = dst;
-    node.value = value;
-    node.bytes = count * elem;
-    node.elem = elem;
-    execute_node(&S().legacy, node);
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = sync_copy_prologue()) return r;
+  if (count == 0) return CUDA_SUCCESS;
+  if (!is_device_accessible(dst, count * elem) || (elem == 4 && dst % 4)) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = sync_copy_wait(ptds)) return r;
+  Node node;
+  node.type = Node::Memset;
+  node.dst = dst;
+  node.value = value;
+  node.bytes = count * elem;
+  node.elem = elem;
+  execute_node(&S().legacy, node);
+  return CUDA_SUCCESS;
 }
 
 CUresult memset_async(CUdeviceptr dst, uint32_t value, size_t count, unsigned elem, CUstream hs, bool ptsz) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    Stream* s = resolve_stream(hs, ptsz);
-    if (!s) return CUDA_ERROR_INVALID_HANDLE;
-    if (S().sticky) return S().sticky;
-    if (count && (!is_device_accessible(dst, count * elem) || (elem == 4 && dst % 4))) return CUDA_ERROR_INVALID_VALUE;
-    Graph* rec = nullptr;
-    if (CUresult r = route_async(s, &rec)) return r;
-    Node node;
-    node.type = Node::Memset;
-    node.dst = dst;
-    node.value = value;
-    node.bytes = count * elem;
-    node.elem = elem;
-    if (rec) rec->nodes.push_back(std::make_unique<Node>(node));
-    else if (count) execute_node(s, node);
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  Stream* s = resolve_stream(hs, ptsz);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (S().sticky) return S().sticky;
+  if (count && (!is_device_accessible(dst, count * elem) || (elem == 4 && dst % 4)))
+    return CUDA_ERROR_INVALID_VALUE;
+  Graph* rec = nullptr;
+  if (CUresult r = route_async(s, &rec)) return r;
+  Node node;
+  node.type = Node::Memset;
+  node.dst = dst;
+  node.value = value;
+  node.bytes = count * elem;
+  node.elem = elem;
+  if (rec)
+    rec->nodes.push_back(std::make_unique<Node>(node));
+  else if (count)
+    execute_node(s, node);
+  return CUDA_SUCCESS;
 }
 
 CUresult stream_sync(CUstream hs, bool ptsz, bool is_query) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    State& st = S();
-    if (!is_query) st.stats.synchronizes++;
-    if (CUresult r = require_init()) return r;
-    Stream* s = resolve_stream(hs, ptsz);
-    if (!s) return CUDA_ERROR_INVALID_HANDLE;
-    if (capturing(s)) {  // waiting on a capturing stream is never allowed, whatever the mode
-        invalidate(s);
-        st.stats.synchronizes_during_capture++;
-        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    }
-    if (CUresult r = check_unsafe_call()) return r;
-    if (s->legacy) {
-        // The legacy stream cannot wait on a capturing blocking stream.
-        if (CUresult r = check_legacy_implicit(s, true)) return r;
-    }
-    if (st.sticky) return st.sticky;
-    return s->legacy ? surface_all() : surface({s});  // work "completes" at once: never CUDA_ERROR_NOT_READY
+  std::lock_guard<std::mutex> lk(S().mu);
+  State& st = S();
+  if (!is_query) st.stats.synchronizes++;
+  if (CUresult r = require_init()) return r;
+  Stream* s = resolve_stream(hs, ptsz);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (capturing(s)) {  // waiting on a capturing stream is never allowed, whatever the mode
+    invalidate(s);
+    st.stats.synchronizes_during_capture++;
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
+  if (CUresult r = check_unsafe_call()) return r;
+  if (s->legacy) {
+    // The legacy stream cannot wait on a capturing blocking stream.
+    if (CUresult r = check_legacy_implicit(s, true)) return r;
+  }
+  if (st.sticky) return st.sticky;
+  return s->legacy ? surface_all() : surface({s});  // work "completes" at once: never CUDA_ERROR_NOT_READY
 }
 
 CUresult write_value64(CUstream hs, CUdeviceptr addr, cuuint64_t value, unsigned flags, bool ptsz) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    Stream* s = resolve_stream(hs, ptsz);
-    if (!s) return CUDA_ERROR_INVALID_HANDLE;
-    if (flags & ~static_cast<unsigned>(CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER)) return CUDA_ERROR_INVALID_VALUE;
-    if (addr % 8) return CUDA_ERROR_INVALID_VALUE;
-    Graph* rec = nullptr;
-    if (CUresult r = route_async(s, &rec)) return r;
-    Node node;
-    node.type = Node::WriteValue64;
-    node.dst = addr;
-    node.value = value;
-    if (rec) rec->nodes.push_back(std::make_unique<Node>(node));
-    else execute_node(s, node);
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  Stream* s = resolve_stream(hs, ptsz);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (flags & ~static_cast<unsigned>(CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (addr % 8) return CUDA_ERROR_INVALID_VALUE;
+  Graph* rec = nullptr;
+  if (CUresult r = route_async(s, &rec)) return r;
+  Node node;
+  node.type = Node::WriteValue64;
+  node.dst = addr;
+  node.value = value;
+  if (rec)
+    rec->nodes.push_back(std::make_unique<Node>(node));
+  else
+    execute_node(s, node);
+  return CUDA_SUCCESS;
 }
 
 CUresult launch_host_func(CUstream hs, CUhostFn fn, void* user, bool ptsz) {
-    std::unique_lock<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    if (!fn) return CUDA_ERROR_INVALID_VALUE;
-    Stream* s = resolve_stream(hs, ptsz);
-    if (!s) return CUDA_ERROR_INVALID_HANDLE;
-    Graph* rec = nullptr;
-    if (CUresult r = route_async(s, &rec)) return r;
-    if (rec) {
-        auto n = std::make_unique<Node>();
-        n->type = Node::HostFunc;
-        n->fn = fn;
-        n->user = user;
-        rec->nodes.push_back(std::move(n));
-        return CUDA_SUCCESS;
-    }
-    if (preceding_fault(s)) return CUDA_SUCCESS;  // the stream is broken: the callback never runs
-    lk.unlock();  // the callback may not call CUDA, but must not deadlock the sim if it does
-    fn(user);
+  std::unique_lock<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  if (!fn) return CUDA_ERROR_INVALID_VALUE;
+  Stream* s = resolve_stream(hs, ptsz);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  Graph* rec = nullptr;
+  if (CUresult r = route_async(s, &rec)) return r;
+  if (rec) {
+    auto n = std::make_unique<Node>();
+    n->type = Node::HostFunc;
+    n->fn = fn;
+    n->user = user;
+    rec->nodes.push_back(std::move(n));
     return CUDA_SUCCESS;
+  }
+  if (preceding_fault(s)) return CUDA_SUCCESS;  // the stream is broken: the callback never runs
+  lk.unlock();  // the callback may not call CUDA, but must not deadlock the sim if it does
+  fn(user);
+  return CUDA_SUCCESS;
 }
 
 CUresult event_record(CUevent he, CUstream hs, bool ptsz) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    Event* e = lookup<Event>(he, Kind::Event);
-    Stream* s = resolve_stream(hs, ptsz);
-    if (!e || !s) return CUDA_ERROR_INVALID_HANDLE;
-    if (s->cap.status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
-        e->captured = true;  // becomes an event-record node; we do not replay it
-        return CUDA_SUCCESS;
-    }
-    if (s->cap.status == CU_STREAM_CAPTURE_STATUS_INVALIDATED) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-    if (CUresult r = check_legacy_implicit(s, true)) return r;
-    if (S().sticky) return S().sticky;
-    e->captured = false;
-    e->fault = preceding_fault(s);
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  Event* e = lookup<Event>(he, Kind::Event);
+  Stream* s = resolve_stream(hs, ptsz);
+  if (!e || !s) return CUDA_ERROR_INVALID_HANDLE;
+  if (s->cap.status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+    e->captured = true;  // becomes an event-record node; we do not replay it
     return CUDA_SUCCESS;
+  }
+  if (s->cap.status == CU_STREAM_CAPTURE_STATUS_INVALIDATED) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  if (CUresult r = check_legacy_implicit(s, true)) return r;
+  if (S().sticky) return S().sticky;
+  e->captured = false;
+  e->fault = preceding_fault(s);
+  return CUDA_SUCCESS;
 }
 
 CUresult begin_capture(CUstream hs, CUstreamCaptureMode mode, bool ptsz) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    Stream* s = resolve_stream(hs, ptsz);
-    if (!s) return CUDA_ERROR_INVALID_HANDLE;
-    if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
-        mode != CU_STREAM_CAPTURE_MODE_RELAXED)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (S().sticky) return S().sticky;
-    if (s->legacy) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // the legacy stream cannot be captured
-    if (capturing(s)) return CUDA_ERROR_ILLEGAL_STATE;
-    auto* g = new Graph;
-    S().objects[g] = Kind::Graph;
-    s->cap.status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
-    s->cap.mode = mode;
-    s->cap.thread = std::this_thread::get_id();
-    s->cap.graph = g;
-    s->cap.id = ++S().capture_ids;
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  Stream* s = resolve_stream(hs, ptsz);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+      mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (S().sticky) return S().sticky;
+  if (s->legacy) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // the legacy stream cannot be captured
+  if (capturing(s)) return CUDA_ERROR_ILLEGAL_STATE;
+  auto* g = new Graph;
+  S().objects[g] = Kind::Graph;
+  s->cap.status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  s->cap.mode = mode;
+  s->cap.thread = std::this_thread::get_id();
+  s->cap.graph = g;
+  s->cap.id = ++S().capture_ids;
+  return CUDA_SUCCESS;
 }
 
 CUresult end_capture(CUstream hs, CUgraph* out, bool ptsz) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    if (!out) return CUDA_ERROR_INVALID_VALUE;
-    Stream* s = resolve_stream(hs, ptsz);
-    if (!s) return CUDA_ERROR_INVALID_HANDLE;
-    if (!capturing(s)) return CUDA_ERROR_ILLEGAL_STATE;
-    if (s->cap.mode != CU_STREAM_CAPTURE_MODE_RELAXED && s->cap.thread != std::this_thread::get_id())
-        return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
-    Graph* g = s->cap.graph;
-    const bool invalid = s->cap.status == CU_STREAM_CAPTURE_STATUS_INVALIDATED;
-    s->cap = Capture{};
-    if (invalid) {
-        S().objects.erase(g);
-        delete g;
-        *out = nullptr;
-        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-    }
-    *out = reinterpret_cast<CUgraph>(g);
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  Stream* s = resolve_stream(hs, ptsz);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (!capturing(s)) return CUDA_ERROR_ILLEGAL_STATE;
+  if (s->cap.mode != CU_STREAM_CAPTURE_MODE_RELAXED && s->cap.thread != std::this_thread::get_id())
+    return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+  Graph* g = s->cap.graph;
+  const bool invalid = s->cap.status == CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+  s->cap = Capture{};
+  if (invalid) {
+    S().objects.erase(g);
+    delete g;
+    *out = nullptr;
+    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  }
+  *out = reinterpret_cast<CUgraph>(g);
+  return CUDA_SUCCESS;
 }
 
 CUresult is_capturing(CUstream hs, CUstreamCaptureStatus* st, bool ptsz) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    if (!st) return CUDA_ERROR_INVALID_VALUE;
-    Stream* s = resolve_stream(hs, ptsz);
-    if (!s) return CUDA_ERROR_INVALID_HANDLE;
-    if (S().sticky) return S().sticky;
-    if (CUresult r = check_legacy_implicit(s, false)) return r;  // asking about the legacy stream is itself implicit
-    *st = s->cap.status;
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  if (!st) return CUDA_ERROR_INVALID_VALUE;
+  Stream* s = resolve_stream(hs, ptsz);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (S().sticky) return S().sticky;
+  if (CUresult r = check_legacy_implicit(s, false))
+    return r;  // asking about the legacy stream is itself implicit
+  *st = s->cap.status;
+  return CUDA_SUCCESS;
 }
 
 CUresult capture_info(CUstream hs, CUstreamCaptureStatus* st, cuuint64_t* id, CUgraph* graph,
                       const CUgraphNode** deps, const CUgraphEdgeData** edges, size_t* ndeps, bool ptsz) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    if (!st) return CUDA_ERROR_INVALID_VALUE;
-    Stream* s = resolve_stream(hs, ptsz);
-    if (!s) return CUDA_ERROR_INVALID_HANDLE;
-    if (S().sticky) return S().sticky;
-    if (CUresult r = check_legacy_implicit(s, false)) return r;
-    *st = s->cap.status;
-    const bool active = capturing(s);
-    if (id && active) *id = s->cap.id;
-    if (graph) *graph = active ? reinterpret_cast<CUgraph>(s->cap.graph) : nullptr;
-    if (deps) *deps = nullptr;  // dependency tracking is not modelled
-    if (edges) *edges = nullptr;
-    if (ndeps) *ndeps = 0;
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  if (!st) return CUDA_ERROR_INVALID_VALUE;
+  Stream* s = resolve_stream(hs, ptsz);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (S().sticky) return S().sticky;
+  if (CUresult r = check_legacy_implicit(s, false)) return r;
+  *st = s->cap.status;
+  const bool active = capturing(s);
+  if (id && active) *id = s->cap.id;
+  if (graph) *graph = active ? reinterpret_cast<CUgraph>(s->cap.graph) : nullptr;
+  if (deps) *deps = nullptr;  // dependency tracking is not modelled
+  if (edges) *edges = nullptr;
+  if (ndeps) *ndeps = 0;
+  return CUDA_SUCCESS;
 }
 
 CUresult graph_launch(CUgraphExec he, CUstream hs, bool ptsz) {
-    std::unique_lock<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    GraphExec* ge = lookup<GraphExec>(he, Kind::GraphExec);
-    Stream* s = resolve_stream(hs, ptsz);
-    if (!ge || !s) return CUDA_ERROR_INVALID_HANDLE;
-    Graph* rec = nullptr;
-    if (CUresult r = route_async(s, &rec)) return r;
-    if (rec) {  // launching a graph into a capture: the nodes become part of the new graph
-        for (const Node& n : ge->nodes) rec->nodes.push_back(std::make_unique<Node>(n));
-        return CUDA_SUCCESS;
-    }
-    for (const Node& n : ge->nodes) {
-        if (n.type == Node::HostFunc) {
-            if (preceding_fault(s)) continue;
-            // Run host nodes in order without the lock.
-            lk.unlock();
-            n.fn(n.user);
-            lk.lock();
-            continue;
-        }
-        execute_node(s, n);
-    }
+  std::unique_lock<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  GraphExec* ge = lookup<GraphExec>(he, Kind::GraphExec);
+  Stream* s = resolve_stream(hs, ptsz);
+  if (!ge || !s) return CUDA_ERROR_INVALID_HANDLE;
+  Graph* rec = nullptr;
+  if (CUresult r = route_async(s, &rec)) return r;
+  if (rec) {  // launching a graph into a capture: the nodes become part of the new graph
+    for (const Node& n : ge->nodes) rec->nodes.push_back(std::make_unique<Node>(n));
     return CUDA_SUCCESS;
+  }
+  for (const Node& n : ge->nodes) {
+    if (n.type == Node::HostFunc) {
+      if (preceding_fault(s)) continue;
+      // Run host nodes in order without the lock.
+      lk.unlock();
+      n.fn(n.user);
+      lk.lock();
+      continue;
+    }
+    execute_node(s, n);
+  }
+  return CUDA_SUCCESS;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 // Error strings: the driver's own texts (cuGetErrorName / cuGetErrorString).
 // ---------------------------------------------------------------------------------------------------------------
 struct ErrText {
-    CUresult code;
-    const char* name;
-    const char* text;
+  CUresult code;
+  const char* name;
+  const char* text;
 };
 const ErrText kErrors[] = {
     {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
@@ -820,7 +862,8 @@ const ErrText kErrors[] = {
     {CUDA_ERROR_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU",
      "no kernel image is available for execution on the device"},
     {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
-    {CUDA_ERROR_ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE", "the operation cannot be performed in the present state"},
+    {CUDA_ERROR_ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE",
+     "the operation cannot be performed in the present state"},
     {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
     {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
     {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
@@ -829,7 +872,8 @@ const ErrText kErrors[] = {
     {CUDA_ERROR_LAUNCH_TIMEOUT, "CUDA_ERROR_LAUNCH_TIMEOUT", "the launch timed out and was terminated"},
     {CUDA_ERROR_ASSERT, "CUDA_ERROR_ASSERT", "device-side assert triggered"},
     {CUDA_ERROR_HARDWARE_STACK_ERROR, "CUDA_ERROR_HARDWARE_STACK_ERROR", "hardware stack error"},
-    {CUDA_ERROR_ILLEGAL_INSTRUCTION, "CUDA_ERROR_ILLEGAL_INSTRUCTION", "an illegal instruction was encountered"},
+    {CUDA_ERROR_ILLEGAL_INSTRUCTION, "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+     "an illegal instruction was encountered"},
     {CUDA_ERROR_MISALIGNED_ADDRESS, "CUDA_ERROR_MISALIGNED_ADDRESS", "misaligned address"},
     {CUDA_ERROR_INVALID_ADDRESS_SPACE, "CUDA_ERROR_INVALID_ADDRESS_SPACE",
      "operation not supported on global/shared address space"},
@@ -847,7 +891,8 @@ const ErrText kErrors[] = {
      "operation would result in a merge of separate capture sequences"},
     {CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED",
      "capture was not ended in the same stream as it began"},
-    {CUDA_ERROR_STREAM_CAPTURE_UNJOINED, "CUDA_ERROR_STREAM_CAPTURE_UNJOINED", "capturing stream has unjoined work"},
+    {CUDA_ERROR_STREAM_CAPTURE_UNJOINED, "CUDA_ERROR_STREAM_CAPTURE_UNJOINED",
+     "capturing stream has unjoined work"},
     {CUDA_ERROR_STREAM_CAPTURE_ISOLATION, "CUDA_ERROR_STREAM_CAPTURE_ISOLATION",
      "dependency created on uncaptured work in another stream"},
     {CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT",
@@ -860,41 +905,43 @@ const ErrText kErrors[] = {
 };
 
 void write_stats_file() {
-    const char* path = std::getenv("CUDA_SIM_STATS");
-    if (!path || !*path) return;
-    Stats st;
-    CUresult sticky;
-    {
-        std::lock_guard<std::mutex> lk(S().mu);
-        st = S().stats;
-        sticky = S().sticky;
-    }
-    FILE* f = std::fopen(path, "w");
-    if (!f) return;
-    std::fprintf(f,
-                 "launches=%lu\nsynchronizes=%lu\nsynchronizes_during_capture=%lu\ncaptures_invalidated=%lu\n"
-                 "faults_injected=%lu\nfaults_surfaced=%lu\nsticky_error=%d\n",
-                 st.launches, st.synchronizes, st.synchronizes_during_capture, st.captures_invalidated,
-                 st.faults_injected, st.faults_surfaced, static_cast<int>(sticky));
-    std::fclose(f);
+  const char* path = std::getenv("CUDA_SIM_STATS");
+  if (!path || !*path) return;
+  Stats st;
+  CUresult sticky;
+  {
+    std::lock_guard<std::mutex> lk(S().mu);
+    st = S().stats;
+    sticky = S().sticky;
+  }
+  FILE* f = std::fopen(path, "w");
+  if (!f) return;
+  std::fprintf(f,
+               "launches=%lu\nsynchronizes=%lu\nsynchronizes_during_capture=%lu\ncaptures_invalidated=%lu\n"
+               "faults_injected=%lu\nfaults_surfaced=%lu\nsticky_error=%d\n",
+               st.launches, st.synchronizes, st.synchronizes_during_capture, st.captures_invalidated,
+               st.faults_injected, st.faults_surfaced, static_cast<int>(sticky));
+  std::fclose(f);
 }
 
-__attribute__((destructor)) void write_stats_at_exit() { write_stats_file(); }
+__attribute__((destructor)) void write_stats_at_exit() {
+  write_stats_file();
+}
 
-// Parses the sim's own image format: "SIMIMG1 ptrparams=0,1,2". Any other image (a real fatbin from nvcc, a test's
-// dummy) is accepted as is, with no parameter checking; the sim cannot run real device code anyway.
+// Parses the sim's own image format: "SIMIMG1 ptrparams=0,1,2". Any other image (a real fatbin from nvcc, a
+// test's dummy) is accepted as is, with no parameter checking; the sim cannot run real device code anyway.
 PtrParams parse_image(const void* image) {
-    PtrParams pp;
-    const char* s = static_cast<const char*>(image);
-    if (std::strncmp(s, "SIMIMG1", 7) != 0) return pp;
-    const char* p = std::strstr(s, "ptrparams=");
-    if (!p) return pp;
-    p += 10;
-    while (*p >= '0' && *p <= '9') {
-        pp.push_back(static_cast<int>(std::strtol(p, const_cast<char**>(&p), 10)));
-        if (*p == ',') ++p;
-    }
-    return pp;
+  PtrParams pp;
+  const char* s = static_cast<const char*>(image);
+  if (std::strncmp(s, "SIMIMG1", 7) != 0) return pp;
+  const char* p = std::strstr(s, "ptrparams=");
+  if (!p) return pp;
+  p += 10;
+  while (*p >= '0' && *p <= '9') {
+    pp.push_back(static_cast<int>(std::strtol(p, const_cast<char**>(&p), 10)));
+    if (*p == ',') ++p;
+  }
+  return pp;
 }
 
 }  // namespace
@@ -903,644 +950,768 @@ PtrParams parse_image(const void* image) {
 // Exported driver API
 // =================================================================================================================
 
-SIM_API void simWriteStats(void) { write_stats_file(); }
+SIM_API void simWriteStats(void) {
+  write_stats_file();
+}
 
 SIM_API CUresult cuInit(unsigned int flags) {
-    if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
-    std::lock_guard<std::mutex> lk(S().mu);
-    S().initialized = true;
-    parse_fault_specs();
-    return CUDA_SUCCESS;
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lk(S().mu);
+  S().initialized = true;
+  parse_fault_specs();
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuDriverGetVersion(int* v) {
-    if (!v) return CUDA_ERROR_INVALID_VALUE;
-    *v = 13000;
-    return CUDA_SUCCESS;
+  if (!v) return CUDA_ERROR_INVALID_VALUE;
+  *v = 13000;
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuDeviceGetCount(int* n) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    if (!n) return CUDA_ERROR_INVALID_VALUE;
-    *n = 1;
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  if (!n) return CUDA_ERROR_INVALID_VALUE;
+  *n = 1;
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuDeviceGet(CUdevice* d, int ordinal) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    if (!d) return CUDA_ERROR_INVALID_VALUE;
-    if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
-    *d = 0;
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  if (!d) return CUDA_ERROR_INVALID_VALUE;
+  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *d = 0;
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-    std::snprintf(name, static_cast<size_t>(len), "%s", "Simulated CUDA device (cuda-blockrun test double)");
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  std::snprintf(name, static_cast<size_t>(len), "%s", "Simulated CUDA device (cuda-blockrun test double)");
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    if (!pi) return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-    if (attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
-    switch (attrib) {  // an H200 (sm_90, 132 SMs); unlisted attributes read 0
-        case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
-        case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: *pi = 1024; break;
-        case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: *pi = 1024; break;
-        case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: *pi = 64; break;
-        case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: *pi = 2147483647; break;
-        case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: *pi = 65535; break;
-        case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *pi = 65535; break;
-        case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *pi = 49152; break;
-        case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *pi = 232448; break;
-        case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: *pi = 65536; break;
-        case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *pi = 32; break;
-        case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: *pi = 65536; break;
-        case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: *pi = 1980000; break;
-        case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *pi = 132; break;
-        case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *pi = 2048; break;
-        case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *pi = 9; break;
-        case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *pi = 0; break;
-        case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *pi = 1; break;
-        case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: *pi = 1; break;
-        case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: *pi = 1; break;
-        case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: *pi = 1; break;
-        case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS: *pi = 1; break;
-        case CU_DEVICE_ATTRIBUTE_ECC_ENABLED: *pi = 1; break;
-        case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: *pi = 3; break;
-        default: *pi = 0; break;
-    }
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  if (!pi) return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
+  switch (attrib) {  // an H200 (sm_90, 132 SMs); unlisted attributes read 0
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+      *pi = 1024;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
+      *pi = 1024;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y:
+      *pi = 1024;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z:
+      *pi = 64;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X:
+      *pi = 2147483647;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y:
+      *pi = 65535;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z:
+      *pi = 65535;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
+      *pi = 49152;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+      *pi = 232448;
+      break;
+    case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY:
+      *pi = 65536;
+      break;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
+      *pi = 32;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK:
+      *pi = 65536;
+      break;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
+      *pi = 1980000;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+      *pi = 132;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
+      *pi = 2048;
+      break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+      *pi = 9;
+      break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+      *pi = 0;
+      break;
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
+      *pi = 1;
+      break;
+    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY:
+      *pi = 1;
+      break;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS:
+      *pi = 1;
+      break;
+    case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH:
+      *pi = 1;
+      break;
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:
+      *pi = 1;
+      break;
+    case CU_DEVICE_ATTRIBUTE_ECC_ENABLED:
+      *pi = 1;
+      break;
+    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT:
+      *pi = 3;
+      break;
+    default:
+      *pi = 0;
+      break;
+  }
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-    S().primary_ctx_refs++;
-    *pctx = reinterpret_cast<CUcontext>(&g_primary_ctx);
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  S().primary_ctx_refs++;
+  *pctx = reinterpret_cast<CUcontext>(&g_primary_ctx);
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-    if (S().primary_ctx_refs > 0) S().primary_ctx_refs--;
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (S().primary_ctx_refs > 0) S().primary_ctx_refs--;
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuCtxGetCurrent(CUcontext* pctx) {
-    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    *pctx = t_current_ctx;
-    return CUDA_SUCCESS;
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  *pctx = t_current_ctx;
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuCtxSetCurrent(CUcontext ctx) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    if (ctx && ctx != reinterpret_cast<CUcontext>(&g_primary_ctx)) return CUDA_ERROR_INVALID_CONTEXT;
-    t_current_ctx = ctx;
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  if (ctx && ctx != reinterpret_cast<CUcontext>(&g_primary_ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  t_current_ctx = ctx;
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuCtxGetDevice(CUdevice* d) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    if (!d) return CUDA_ERROR_INVALID_VALUE;
-    *d = 0;
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  if (!d) return CUDA_ERROR_INVALID_VALUE;
+  *d = 0;
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuCtxSynchronize(void) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    S().stats.synchronizes++;
-    if (CUresult r = require_init()) return r;
-    if (CUresult r = check_unsafe_call()) return r;
-    if (S().sticky) return S().sticky;
-    return surface_all();
+  std::lock_guard<std::mutex> lk(S().mu);
+  S().stats.synchronizes++;
+  if (CUresult r = require_init()) return r;
+  if (CUresult r = check_unsafe_call()) return r;
+  if (S().sticky) return S().sticky;
+  return surface_all();
 }
 
-// --- streams ------------------------------------------------------------------------------------------------------
+// --- streams
+// ------------------------------------------------------------------------------------------------------
 
 SIM_API CUresult cuStreamCreate(CUstream* ph, unsigned int flags) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    if (!ph || (flags & ~static_cast<unsigned>(CU_STREAM_NON_BLOCKING))) return CUDA_ERROR_INVALID_VALUE;
-    if (S().sticky) return S().sticky;
-    auto* s = new Stream;
-    s->flags = flags;
-    S().streams.insert(s);
-    S().objects[s] = Kind::Stream;
-    *ph = reinterpret_cast<CUstream>(s);
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  if (!ph || (flags & ~static_cast<unsigned>(CU_STREAM_NON_BLOCKING))) return CUDA_ERROR_INVALID_VALUE;
+  if (S().sticky) return S().sticky;
+  auto* s = new Stream;
+  s->flags = flags;
+  S().streams.insert(s);
+  S().objects[s] = Kind::Stream;
+  *ph = reinterpret_cast<CUstream>(s);
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuStreamCreateWithPriority(CUstream* ph, unsigned int flags, int /*priority*/) {
-    return cuStreamCreate(ph, flags);
+  return cuStreamCreate(ph, flags);
 }
 
 SIM_API CUresult cuStreamDestroy_v2(CUstream h) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    Stream* s = lookup<Stream>(h, Kind::Stream);
-    if (!s) return CUDA_ERROR_INVALID_HANDLE;
-    // A fault queued on the stream still happens on the device: keep it for device-wide waits.
-    if (s->fault && (!S().orphan || s->fault.seq < S().orphan.seq)) S().orphan = s->fault;
-    if (s->cap.graph) {
-        S().objects.erase(s->cap.graph);
-        delete s->cap.graph;
-    }
-    S().streams.erase(s);
-    S().objects.erase(s);
-    delete s;
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  Stream* s = lookup<Stream>(h, Kind::Stream);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  // A fault queued on the stream still happens on the device: keep it for device-wide waits.
+  if (s->fault && (!S().orphan || s->fault.seq < S().orphan.seq)) S().orphan = s->fault;
+  if (s->cap.graph) {
+    S().objects.erase(s->cap.graph);
+    delete s->cap.graph;
+  }
+  S().streams.erase(s);
+  S().objects.erase(s);
+  delete s;
+  return CUDA_SUCCESS;
 }
 
-SIM_API CUresult cuStreamSynchronize(CUstream h) { return stream_sync(h, false, false); }
-SIM_API CUresult cuStreamSynchronize_ptsz(CUstream h) { return stream_sync(h, true, false); }
-SIM_API CUresult cuStreamQuery(CUstream h) { return stream_sync(h, false, true); }
-SIM_API CUresult cuStreamQuery_ptsz(CUstream h) { return stream_sync(h, true, true); }
+SIM_API CUresult cuStreamSynchronize(CUstream h) {
+  return stream_sync(h, false, false);
+}
+SIM_API CUresult cuStreamSynchronize_ptsz(CUstream h) {
+  return stream_sync(h, true, false);
+}
+SIM_API CUresult cuStreamQuery(CUstream h) {
+  return stream_sync(h, false, true);
+}
+SIM_API CUresult cuStreamQuery_ptsz(CUstream h) {
+  return stream_sync(h, true, true);
+}
 
 SIM_API CUresult cuStreamGetFlags(CUstream h, unsigned int* flags) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    Stream* s = resolve_stream(h, false);
-    if (!s) return CUDA_ERROR_INVALID_HANDLE;
-    if (!flags) return CUDA_ERROR_INVALID_VALUE;
-    *flags = s->flags;
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  Stream* s = resolve_stream(h, false);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (!flags) return CUDA_ERROR_INVALID_VALUE;
+  *flags = s->flags;
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuStreamWriteValue64_v2(CUstream s, CUdeviceptr a, cuuint64_t v, unsigned int f) {
-    return write_value64(s, a, v, f, false);
+  return write_value64(s, a, v, f, false);
 }
 SIM_API CUresult cuStreamWriteValue64_v2_ptsz(CUstream s, CUdeviceptr a, cuuint64_t v, unsigned int f) {
-    return write_value64(s, a, v, f, true);
+  return write_value64(s, a, v, f, true);
 }
 SIM_API CUresult cuStreamWriteValue64(CUstream s, CUdeviceptr a, cuuint64_t v, unsigned int f) {
-    return write_value64(s, a, v, f, false);
+  return write_value64(s, a, v, f, false);
 }
 SIM_API CUresult cuStreamWriteValue64_ptsz(CUstream s, CUdeviceptr a, cuuint64_t v, unsigned int f) {
-    return write_value64(s, a, v, f, true);
+  return write_value64(s, a, v, f, true);
 }
 
-// --- events -------------------------------------------------------------------------------------------------------
+// --- events
+// -------------------------------------------------------------------------------------------------------
 
 SIM_API CUresult cuEventCreate(CUevent* ph, unsigned int flags) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    if (!ph) return CUDA_ERROR_INVALID_VALUE;
-    if (S().sticky) return S().sticky;
-    auto* e = new Event;
-    e->flags = flags;
-    S().objects[e] = Kind::Event;
-    *ph = reinterpret_cast<CUevent>(e);
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  if (!ph) return CUDA_ERROR_INVALID_VALUE;
+  if (S().sticky) return S().sticky;
+  auto* e = new Event;
+  e->flags = flags;
+  S().objects[e] = Kind::Event;
+  *ph = reinterpret_cast<CUevent>(e);
+  return CUDA_SUCCESS;
 }
 
-SIM_API CUresult cuEventRecord(CUevent e, CUstream s) { return event_record(e, s, false); }
-SIM_API CUresult cuEventRecord_ptsz(CUevent e, CUstream s) { return event_record(e, s, true); }
+SIM_API CUresult cuEventRecord(CUevent e, CUstream s) {
+  return event_record(e, s, false);
+}
+SIM_API CUresult cuEventRecord_ptsz(CUevent e, CUstream s) {
+  return event_record(e, s, true);
+}
 
 SIM_API CUresult cuEventSynchronize(CUevent he) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    S().stats.synchronizes++;
-    if (CUresult r = require_init()) return r;
-    Event* e = lookup<Event>(he, Kind::Event);
-    if (!e) return CUDA_ERROR_INVALID_HANDLE;
-    if (CUresult r = check_unsafe_call()) return r;
-    if (e->captured) return CUDA_ERROR_CAPTURED_EVENT;
-    if (S().sticky) return S().sticky;
-    return e->fault ? make_sticky(e->fault) : CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  S().stats.synchronizes++;
+  if (CUresult r = require_init()) return r;
+  Event* e = lookup<Event>(he, Kind::Event);
+  if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  if (CUresult r = check_unsafe_call()) return r;
+  if (e->captured) return CUDA_ERROR_CAPTURED_EVENT;
+  if (S().sticky) return S().sticky;
+  return e->fault ? make_sticky(e->fault) : CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuEventQuery(CUevent he) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    Event* e = lookup<Event>(he, Kind::Event);
-    if (!e) return CUDA_ERROR_INVALID_HANDLE;
-    if (e->captured) return CUDA_ERROR_CAPTURED_EVENT;
-    if (S().sticky) return S().sticky;
-    return e->fault ? make_sticky(e->fault) : CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  Event* e = lookup<Event>(he, Kind::Event);
+  if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  if (e->captured) return CUDA_ERROR_CAPTURED_EVENT;
+  if (S().sticky) return S().sticky;
+  return e->fault ? make_sticky(e->fault) : CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuEventDestroy_v2(CUevent he) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    Event* e = lookup<Event>(he, Kind::Event);
-    if (!e) return CUDA_ERROR_INVALID_HANDLE;
-    S().objects.erase(e);
-    delete e;
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  Event* e = lookup<Event>(he, Kind::Event);
+  if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  S().objects.erase(e);
+  delete e;
+  return CUDA_SUCCESS;
 }
 
-// --- memory -------------------------------------------------------------------------------------------------------
+// --- memory
+// -------------------------------------------------------------------------------------------------------
 
 SIM_API CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    if (CUresult r = check_unsafe_call()) return r;
-    if (S().sticky) return S().sticky;
-    if (!dptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-    const size_t rounded = (bytes + 255) / 256 * 256;  // device allocations are 256-byte aligned
-    void* p = std::aligned_alloc(256, rounded);
-    if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
-    std::memset(p, 0, rounded);
-    S().allocs[reinterpret_cast<uintptr_t>(p)] = Alloc{bytes, false};
-    *dptr = reinterpret_cast<CUdeviceptr>(p);
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  if (CUresult r = check_unsafe_call()) return r;
+  if (S().sticky) return S().sticky;
+  if (!dptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  const size_t rounded = (bytes + 255) / 256 * 256;  // device allocations are 256-byte aligned
+  void* p = std::aligned_alloc(256, rounded);
+  if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+  std::memset(p, 0, rounded);
+  S().allocs[reinterpret_cast<uintptr_t>(p)] = Alloc{bytes, false};
+  *dptr = reinterpret_cast<CUdeviceptr>(p);
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuMemFree_v2(CUdeviceptr dptr) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    if (S().sticky) return S().sticky;
-    auto it = S().allocs.find(static_cast<uintptr_t>(dptr));
-    if (it == S().allocs.end() || it->second.host) return CUDA_ERROR_INVALID_VALUE;
-    S().allocs.erase(it);
-    std::free(reinterpret_cast<void*>(dptr));
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  if (S().sticky) return S().sticky;
+  auto it = S().allocs.find(static_cast<uintptr_t>(dptr));
+  if (it == S().allocs.end() || it->second.host) return CUDA_ERROR_INVALID_VALUE;
+  S().allocs.erase(it);
+  std::free(reinterpret_cast<void*>(dptr));
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    if (S().sticky) return S().sticky;
-    if (!pp || bytes == 0 || (flags & ~0x7u)) return CUDA_ERROR_INVALID_VALUE;
-    void* p = std::calloc(1, bytes);
-    if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
-    S().allocs[reinterpret_cast<uintptr_t>(p)] = Alloc{bytes, true};
-    *pp = p;
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  if (S().sticky) return S().sticky;
+  if (!pp || bytes == 0 || (flags & ~0x7u)) return CUDA_ERROR_INVALID_VALUE;
+  void* p = std::calloc(1, bytes);
+  if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+  S().allocs[reinterpret_cast<uintptr_t>(p)] = Alloc{bytes, true};
+  *pp = p;
+  return CUDA_SUCCESS;
 }
 
-SIM_API CUresult cuMemAllocHost_v2(void** pp, size_t bytes) { return cuMemHostAlloc(pp, bytes, 0); }
+SIM_API CUresult cuMemAllocHost_v2(void** pp, size_t bytes) {
+  return cuMemHostAlloc(pp, bytes, 0);
+}
 
 SIM_API CUresult cuMemFreeHost(void* p) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    if (S().sticky) return S().sticky;
-    auto it = S().allocs.find(reinterpret_cast<uintptr_t>(p));
-    if (it == S().allocs.end() || !it->second.host) return CUDA_ERROR_INVALID_VALUE;
-    S().allocs.erase(it);
-    std::free(p);
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  if (S().sticky) return S().sticky;
+  auto it = S().allocs.find(reinterpret_cast<uintptr_t>(p));
+  if (it == S().allocs.end() || !it->second.host) return CUDA_ERROR_INVALID_VALUE;
+  S().allocs.erase(it);
+  std::free(p);
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* pd, void* p, unsigned int flags) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    if (!pd || flags != 0) return CUDA_ERROR_INVALID_VALUE;
-    const Alloc* a = find_alloc(reinterpret_cast<uintptr_t>(p), 1);
-    if (!a || !a->host) return CUDA_ERROR_INVALID_VALUE;
-    *pd = reinterpret_cast<CUdeviceptr>(p);  // unified addressing: the device sees the same address
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  if (!pd || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  const Alloc* a = find_alloc(reinterpret_cast<uintptr_t>(p), 1);
+  if (!a || !a->host) return CUDA_ERROR_INVALID_VALUE;
+  *pd = reinterpret_cast<CUdeviceptr>(p);  // unified addressing: the device sees the same address
+  return CUDA_SUCCESS;
 }
 
 #define SIM_HTOD(dst, src, n, ptds) copy_sync(dst, reinterpret_cast<CUdeviceptr>(src), n, true, false, ptds)
 #define SIM_DTOH(dst, src, n, ptds) copy_sync(reinterpret_cast<CUdeviceptr>(dst), src, n, false, true, ptds)
-SIM_API CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void* s, size_t n) { return SIM_HTOD(d, s, n, false); }
-SIM_API CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr d, const void* s, size_t n) { return SIM_HTOD(d, s, n, true); }
-SIM_API CUresult cuMemcpyDtoH_v2(void* d, CUdeviceptr s, size_t n) { return SIM_DTOH(d, s, n, false); }
-SIM_API CUresult cuMemcpyDtoH_v2_ptds(void* d, CUdeviceptr s, size_t n) { return SIM_DTOH(d, s, n, true); }
-SIM_API CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) { return copy_sync(d, s, n, true, true, false); }
+SIM_API CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void* s, size_t n) {
+  return SIM_HTOD(d, s, n, false);
+}
+SIM_API CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr d, const void* s, size_t n) {
+  return SIM_HTOD(d, s, n, true);
+}
+SIM_API CUresult cuMemcpyDtoH_v2(void* d, CUdeviceptr s, size_t n) {
+  return SIM_DTOH(d, s, n, false);
+}
+SIM_API CUresult cuMemcpyDtoH_v2_ptds(void* d, CUdeviceptr s, size_t n) {
+  return SIM_DTOH(d, s, n, true);
+}
+SIM_API CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  return copy_sync(d, s, n, true, true, false);
+}
 SIM_API CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) {
-    return copy_sync(d, s, n, true, true, true);
+  return copy_sync(d, s, n, true, true, true);
 }
 
 static CUresult memcpy_unified(CUdeviceptr d, CUdeviceptr s, size_t n, bool ptds) {
-    {
-        std::lock_guard<std::mutex> lk(S().mu);
-        if (n && S().initialized && (!unified_ok(d, n) || !unified_ok(s, n))) return CUDA_ERROR_INVALID_VALUE;
-    }
-    return copy_sync(d, s, n, false, false, ptds);
+  {
+    std::lock_guard<std::mutex> lk(S().mu);
+    if (n && S().initialized && (!unified_ok(d, n) || !unified_ok(s, n))) return CUDA_ERROR_INVALID_VALUE;
+  }
+  return copy_sync(d, s, n, false, false, ptds);
 }
-SIM_API CUresult cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n) { return memcpy_unified(d, s, n, false); }
-SIM_API CUresult cuMemcpy_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) { return memcpy_unified(d, s, n, true); }
+SIM_API CUresult cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  return memcpy_unified(d, s, n, false);
+}
+SIM_API CUresult cuMemcpy_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  return memcpy_unified(d, s, n, true);
+}
 
 SIM_API CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h) {
-    return copy_async(d, s, n, false, false, h, false);
+  return copy_async(d, s, n, false, false, h, false);
 }
 SIM_API CUresult cuMemcpyAsync_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h) {
-    return copy_async(d, s, n, false, false, h, true);
+  return copy_async(d, s, n, false, false, h, true);
 }
 SIM_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void* s, size_t n, CUstream h) {
-    return copy_async(d, reinterpret_cast<CUdeviceptr>(s), n, true, false, h, false);
+  return copy_async(d, reinterpret_cast<CUdeviceptr>(s), n, true, false, h, false);
 }
 SIM_API CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr d, const void* s, size_t n, CUstream h) {
-    return copy_async(d, reinterpret_cast<CUdeviceptr>(s), n, true, false, h, true);
+  return copy_async(d, reinterpret_cast<CUdeviceptr>(s), n, true, false, h, true);
 }
 SIM_API CUresult cuMemcpyDtoHAsync_v2(void* d, CUdeviceptr s, size_t n, CUstream h) {
-    return copy_async(reinterpret_cast<CUdeviceptr>(d), s, n, false, true, h, false);
+  return copy_async(reinterpret_cast<CUdeviceptr>(d), s, n, false, true, h, false);
 }
 SIM_API CUresult cuMemcpyDtoHAsync_v2_ptsz(void* d, CUdeviceptr s, size_t n, CUstream h) {
-    return copy_async(reinterpret_cast<CUdeviceptr>(d), s, n, false, true, h, true);
+  return copy_async(reinterpret_cast<CUdeviceptr>(d), s, n, false, true, h, true);
 }
 SIM_API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h) {
-    return copy_async(d, s, n, true, true, h, false);
+  return copy_async(d, s, n, true, true, h, false);
 }
 SIM_API CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h) {
-    return copy_async(d, s, n, true, true, h, true);
+  return copy_async(d, s, n, true, true, h, true);
 }
 
-SIM_API CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) { return memset_sync(d, v, n, 1, false); }
-SIM_API CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n) { return memset_sync(d, v, n, 1, true); }
-SIM_API CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n) { return memset_sync(d, v, n, 4, false); }
-SIM_API CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n) { return memset_sync(d, v, n, 4, true); }
+SIM_API CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) {
+  return memset_sync(d, v, n, 1, false);
+}
+SIM_API CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n) {
+  return memset_sync(d, v, n, 1, true);
+}
+SIM_API CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n) {
+  return memset_sync(d, v, n, 4, false);
+}
+SIM_API CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n) {
+  return memset_sync(d, v, n, 4, true);
+}
 SIM_API CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream h) {
-    return memset_async(d, v, n, 1, h, false);
+  return memset_async(d, v, n, 1, h, false);
 }
 SIM_API CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream h) {
-    return memset_async(d, v, n, 1, h, true);
+  return memset_async(d, v, n, 1, h, true);
 }
 SIM_API CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream h) {
-    return memset_async(d, v, n, 4, h, false);
+  return memset_async(d, v, n, 4, h, false);
 }
 SIM_API CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream h) {
-    return memset_async(d, v, n, 4, h, true);
+  return memset_async(d, v, n, 4, h, true);
 }
 
-// --- launches -----------------------------------------------------------------------------------------------------
+// --- launches
+// -----------------------------------------------------------------------------------------------------
 
 SIM_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                 unsigned bz, unsigned shmem, CUstream s, void** params, void** /*extra*/) {
-    return do_launch(f, gx, gy, gz, bx, by, bz, shmem, s, params, false, false);
+  return do_launch(f, gx, gy, gz, bx, by, bz, shmem, s, params, false, false);
 }
-SIM_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                                     unsigned bz, unsigned shmem, CUstream s, void** params, void** /*extra*/) {
-    return do_launch(f, gx, gy, gz, bx, by, bz, shmem, s, params, true, false);
+SIM_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                     unsigned by, unsigned bz, unsigned shmem, CUstream s, void** params,
+                                     void** /*extra*/) {
+  return do_launch(f, gx, gy, gz, bx, by, bz, shmem, s, params, true, false);
 }
 
 static CUresult launch_ex(const CUlaunchConfig* c, CUfunction f, void** params, bool ptsz) {
-    if (!c) return CUDA_ERROR_INVALID_VALUE;
-    bool cooperative = false;
-    for (unsigned i = 0; i < c->numAttrs; ++i)
-        if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && c->attrs[i].value.cooperative) cooperative = true;
-    return do_launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
-                     c->sharedMemBytes, c->hStream, params, ptsz, cooperative);
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  bool cooperative = false;
+  for (unsigned i = 0; i < c->numAttrs; ++i)
+    if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && c->attrs[i].value.cooperative)
+      cooperative = true;
+  return do_launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
+                   c->sharedMemBytes, c->hStream, params, ptsz, cooperative);
 }
 SIM_API CUresult cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, void** params, void** /*extra*/) {
-    return launch_ex(c, f, params, false);
+  return launch_ex(c, f, params, false);
 }
-SIM_API CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* c, CUfunction f, void** params, void** /*extra*/) {
-    return launch_ex(c, f, params, true);
+SIM_API CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* c, CUfunction f, void** params,
+                                       void** /*extra*/) {
+  return launch_ex(c, f, params, true);
 }
 
 SIM_API CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                                           unsigned by, unsigned bz, unsigned shmem, CUstream s, void** params) {
-    return do_launch(f, gx, gy, gz, bx, by, bz, shmem, s, params, false, true);
+                                           unsigned by, unsigned bz, unsigned shmem, CUstream s,
+                                           void** params) {
+  return do_launch(f, gx, gy, gz, bx, by, bz, shmem, s, params, false, true);
 }
-SIM_API CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                                                unsigned by, unsigned bz, unsigned shmem, CUstream s, void** params) {
-    return do_launch(f, gx, gy, gz, bx, by, bz, shmem, s, params, true, true);
+SIM_API CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                                unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                                                CUstream s, void** params) {
+  return do_launch(f, gx, gy, gz, bx, by, bz, shmem, s, params, true, true);
 }
 
-SIM_API CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void* u) { return launch_host_func(s, fn, u, false); }
-SIM_API CUresult cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void* u) { return launch_host_func(s, fn, u, true); }
+SIM_API CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void* u) {
+  return launch_host_func(s, fn, u, false);
+}
+SIM_API CUresult cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void* u) {
+  return launch_host_func(s, fn, u, true);
+}
 
-// --- stream capture and graphs --------------------------------------------------------------------------------------
+// --- stream capture and graphs
+// --------------------------------------------------------------------------------------
 
-SIM_API CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode m) { return begin_capture(s, m, false); }
-SIM_API CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode m) { return begin_capture(s, m, true); }
+SIM_API CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode m) {
+  return begin_capture(s, m, false);
+}
+SIM_API CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode m) {
+  return begin_capture(s, m, true);
+}
 // CUDA 10.0 form: no mode argument, global mode.
-SIM_API CUresult cuStreamBeginCapture(CUstream s) { return begin_capture(s, CU_STREAM_CAPTURE_MODE_GLOBAL, false); }
-SIM_API CUresult cuStreamBeginCapture_ptsz(CUstream s) {
-    return begin_capture(s, CU_STREAM_CAPTURE_MODE_GLOBAL, true);
+SIM_API CUresult cuStreamBeginCapture(CUstream s) {
+  return begin_capture(s, CU_STREAM_CAPTURE_MODE_GLOBAL, false);
 }
-SIM_API CUresult cuStreamEndCapture(CUstream s, CUgraph* g) { return end_capture(s, g, false); }
-SIM_API CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph* g) { return end_capture(s, g, true); }
-SIM_API CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) { return is_capturing(s, st, false); }
-SIM_API CUresult cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus* st) { return is_capturing(s, st, true); }
+SIM_API CUresult cuStreamBeginCapture_ptsz(CUstream s) {
+  return begin_capture(s, CU_STREAM_CAPTURE_MODE_GLOBAL, true);
+}
+SIM_API CUresult cuStreamEndCapture(CUstream s, CUgraph* g) {
+  return end_capture(s, g, false);
+}
+SIM_API CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph* g) {
+  return end_capture(s, g, true);
+}
+SIM_API CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) {
+  return is_capturing(s, st, false);
+}
+SIM_API CUresult cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus* st) {
+  return is_capturing(s, st, true);
+}
 SIM_API CUresult cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus* st, cuuint64_t* id, CUgraph* g,
                                            const CUgraphNode** d, const CUgraphEdgeData** e, size_t* n) {
-    return capture_info(s, st, id, g, d, e, n, false);
+  return capture_info(s, st, id, g, d, e, n, false);
 }
-SIM_API CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream s, CUstreamCaptureStatus* st, cuuint64_t* id, CUgraph* g,
-                                                const CUgraphNode** d, const CUgraphEdgeData** e, size_t* n) {
-    return capture_info(s, st, id, g, d, e, n, true);
+SIM_API CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream s, CUstreamCaptureStatus* st, cuuint64_t* id,
+                                                CUgraph* g, const CUgraphNode** d, const CUgraphEdgeData** e,
+                                                size_t* n) {
+  return capture_info(s, st, id, g, d, e, n, true);
 }
 
 SIM_API CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
-    if (!mode) return CUDA_ERROR_INVALID_VALUE;
-    const CUstreamCaptureMode m = *mode;
-    if (m != CU_STREAM_CAPTURE_MODE_GLOBAL && m != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
-        m != CU_STREAM_CAPTURE_MODE_RELAXED)
-        return CUDA_ERROR_INVALID_VALUE;
-    *mode = t_capture_mode;
-    t_capture_mode = m;
-    return CUDA_SUCCESS;
+  if (!mode) return CUDA_ERROR_INVALID_VALUE;
+  const CUstreamCaptureMode m = *mode;
+  if (m != CU_STREAM_CAPTURE_MODE_GLOBAL && m != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+      m != CU_STREAM_CAPTURE_MODE_RELAXED)
+    return CUDA_ERROR_INVALID_VALUE;
+  *mode = t_capture_mode;
+  t_capture_mode = m;
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuGraphInstantiateWithFlags(CUgraphExec* pe, CUgraph hg, unsigned long long /*flags*/) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    if (!pe) return CUDA_ERROR_INVALID_VALUE;
-    Graph* g = lookup<Graph>(hg, Kind::Graph);
-    if (!g) return CUDA_ERROR_INVALID_HANDLE;
-    if (S().sticky) return S().sticky;
-    auto* e = new GraphExec;
-    for (const auto& n : g->nodes) e->nodes.push_back(*n);
-    S().objects[e] = Kind::GraphExec;
-    *pe = reinterpret_cast<CUgraphExec>(e);
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  if (!pe) return CUDA_ERROR_INVALID_VALUE;
+  Graph* g = lookup<Graph>(hg, Kind::Graph);
+  if (!g) return CUDA_ERROR_INVALID_HANDLE;
+  if (S().sticky) return S().sticky;
+  auto* e = new GraphExec;
+  for (const auto& n : g->nodes) e->nodes.push_back(*n);
+  S().objects[e] = Kind::GraphExec;
+  *pe = reinterpret_cast<CUgraphExec>(e);
+  return CUDA_SUCCESS;
 }
 
-SIM_API CUresult cuGraphLaunch(CUgraphExec e, CUstream s) { return graph_launch(e, s, false); }
-SIM_API CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) { return graph_launch(e, s, true); }
+SIM_API CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
+  return graph_launch(e, s, false);
+}
+SIM_API CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) {
+  return graph_launch(e, s, true);
+}
 
 SIM_API CUresult cuGraphDestroy(CUgraph hg) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    Graph* g = lookup<Graph>(hg, Kind::Graph);
-    if (!g) return CUDA_ERROR_INVALID_VALUE;
-    S().objects.erase(g);
-    delete g;
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  Graph* g = lookup<Graph>(hg, Kind::Graph);
+  if (!g) return CUDA_ERROR_INVALID_VALUE;
+  S().objects.erase(g);
+  delete g;
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuGraphExecDestroy(CUgraphExec he) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    GraphExec* e = lookup<GraphExec>(he, Kind::GraphExec);
-    if (!e) return CUDA_ERROR_INVALID_VALUE;
-    S().objects.erase(e);
-    delete e;
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  GraphExec* e = lookup<GraphExec>(he, Kind::GraphExec);
+  if (!e) return CUDA_ERROR_INVALID_VALUE;
+  S().objects.erase(e);
+  delete e;
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuGraphGetNodes(CUgraph hg, CUgraphNode* nodes, size_t* num) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    Graph* g = lookup<Graph>(hg, Kind::Graph);
-    if (!g || !num) return CUDA_ERROR_INVALID_VALUE;
-    if (!nodes) {
-        *num = g->nodes.size();
-        return CUDA_SUCCESS;
-    }
-    const size_t n = std::min(*num, g->nodes.size());
-    for (size_t i = 0; i < n; ++i) nodes[i] = reinterpret_cast<CUgraphNode>(g->nodes[i].get());
-    *num = n;
+  std::lock_guard<std::mutex> lk(S().mu);
+  Graph* g = lookup<Graph>(hg, Kind::Graph);
+  if (!g || !num) return CUDA_ERROR_INVALID_VALUE;
+  if (!nodes) {
+    *num = g->nodes.size();
     return CUDA_SUCCESS;
+  }
+  const size_t n = std::min(*num, g->nodes.size());
+  for (size_t i = 0; i < n; ++i) nodes[i] = reinterpret_cast<CUgraphNode>(g->nodes[i].get());
+  *num = n;
+  return CUDA_SUCCESS;
 }
 
-// --- modules, libraries, kernels, names -----------------------------------------------------------------------------
+// --- modules, libraries, kernels, names
+// -----------------------------------------------------------------------------
 
 SIM_API CUresult cuLibraryLoadData(CUlibrary* lib, const void* code, CUjit_option*, void**, unsigned int,
                                    CUlibraryOption*, void**, unsigned int) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    if (!lib || !code) return CUDA_ERROR_INVALID_VALUE;
-    if (S().sticky) return S().sticky;
-    auto* l = new Library;
-    l->ptr_params = parse_image(code);
-    S().objects[l] = Kind::Library;
-    *lib = reinterpret_cast<CUlibrary>(l);
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  if (!lib || !code) return CUDA_ERROR_INVALID_VALUE;
+  if (S().sticky) return S().sticky;
+  auto* l = new Library;
+  l->ptr_params = parse_image(code);
+  S().objects[l] = Kind::Library;
+  *lib = reinterpret_cast<CUlibrary>(l);
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuLibraryUnload(CUlibrary hl) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    Library* l = lookup<Library>(hl, Kind::Library);
-    if (!l) return CUDA_ERROR_INVALID_HANDLE;
-    for (auto& kv : l->kernels) {
-        if (kv.second->func) {
-            S().objects.erase(kv.second->func);
-            delete kv.second->func;
-        }
-        S().objects.erase(kv.second);
-        delete kv.second;
+  std::lock_guard<std::mutex> lk(S().mu);
+  Library* l = lookup<Library>(hl, Kind::Library);
+  if (!l) return CUDA_ERROR_INVALID_HANDLE;
+  for (auto& kv : l->kernels) {
+    if (kv.second->func) {
+      S().objects.erase(kv.second->func);
+      delete kv.second->func;
     }
-    S().objects.erase(l);
-    delete l;
-    return CUDA_SUCCESS;
+    S().objects.erase(kv.second);
+    delete kv.second;
+  }
+  S().objects.erase(l);
+  delete l;
+  return CUDA_SUCCESS;
 }
 
-// Any name is found: the sim cannot read the real fatbin, so it trusts the caller (real: CUDA_ERROR_NOT_FOUND).
+// Any name is found: the sim cannot read the real fatbin, so it trusts the caller (real:
+// CUDA_ERROR_NOT_FOUND).
 SIM_API CUresult cuLibraryGetKernel(CUkernel* pk, CUlibrary hl, const char* name) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    if (!pk || !name) return CUDA_ERROR_INVALID_VALUE;
-    Library* l = lookup<Library>(hl, Kind::Library);
-    if (!l) return CUDA_ERROR_INVALID_HANDLE;
-    Kernel*& k = l->kernels[name];
-    if (!k) {
-        k = new Kernel;
-        k->name = name;
-        k->ptr_params = l->ptr_params;
-        S().objects[k] = Kind::Kernel;
-    }
-    *pk = reinterpret_cast<CUkernel>(k);
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  if (!pk || !name) return CUDA_ERROR_INVALID_VALUE;
+  Library* l = lookup<Library>(hl, Kind::Library);
+  if (!l) return CUDA_ERROR_INVALID_HANDLE;
+  Kernel*& k = l->kernels[name];
+  if (!k) {
+    k = new Kernel;
+    k->name = name;
+    k->ptr_params = l->ptr_params;
+    S().objects[k] = Kind::Kernel;
+  }
+  *pk = reinterpret_cast<CUkernel>(k);
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuKernelGetFunction(CUfunction* pf, CUkernel hk) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    if (!pf) return CUDA_ERROR_INVALID_VALUE;
-    Kernel* k = lookup<Kernel>(hk, Kind::Kernel);
-    if (!k) return CUDA_ERROR_INVALID_HANDLE;
-    if (!k->func) {
-        k->func = new Function;
-        k->func->name = k->name;
-        k->func->ptr_params = k->ptr_params;
-        S().objects[k->func] = Kind::Function;
-    }
-    *pf = reinterpret_cast<CUfunction>(k->func);
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  if (!pf) return CUDA_ERROR_INVALID_VALUE;
+  Kernel* k = lookup<Kernel>(hk, Kind::Kernel);
+  if (!k) return CUDA_ERROR_INVALID_HANDLE;
+  if (!k->func) {
+    k->func = new Function;
+    k->func->name = k->name;
+    k->func->ptr_params = k->ptr_params;
+    S().objects[k->func] = Kind::Function;
+  }
+  *pf = reinterpret_cast<CUfunction>(k->func);
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuModuleLoadData(CUmodule* mod, const void* image) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    if (!mod || !image) return CUDA_ERROR_INVALID_VALUE;
-    if (S().sticky) return S().sticky;
-    auto* m = new Module;
-    m->ptr_params = parse_image(image);
-    S().objects[m] = Kind::Module;
-    *mod = reinterpret_cast<CUmodule>(m);
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  if (!mod || !image) return CUDA_ERROR_INVALID_VALUE;
+  if (S().sticky) return S().sticky;
+  auto* m = new Module;
+  m->ptr_params = parse_image(image);
+  S().objects[m] = Kind::Module;
+  *mod = reinterpret_cast<CUmodule>(m);
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuModuleGetFunction(CUfunction* pf, CUmodule hm, const char* name) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (CUresult r = require_init()) return r;
-    if (!pf || !name) return CUDA_ERROR_INVALID_VALUE;
-    Module* m = lookup<Module>(hm, Kind::Module);
-    if (!m) return CUDA_ERROR_INVALID_HANDLE;
-    Function*& f = m->funcs[name];
-    if (!f) {
-        f = new Function;
-        f->name = name;
-        f->ptr_params = m->ptr_params;
-        S().objects[f] = Kind::Function;
-    }
-    *pf = reinterpret_cast<CUfunction>(f);
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  if (!pf || !name) return CUDA_ERROR_INVALID_VALUE;
+  Module* m = lookup<Module>(hm, Kind::Module);
+  if (!m) return CUDA_ERROR_INVALID_HANDLE;
+  Function*& f = m->funcs[name];
+  if (!f) {
+    f = new Function;
+    f->name = name;
+    f->ptr_params = m->ptr_params;
+    S().objects[f] = Kind::Function;
+  }
+  *pf = reinterpret_cast<CUfunction>(f);
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuModuleUnload(CUmodule hm) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    Module* m = lookup<Module>(hm, Kind::Module);
-    if (!m) return CUDA_ERROR_INVALID_HANDLE;
-    for (auto& kv : m->funcs) {
-        S().objects.erase(kv.second);
-        delete kv.second;
-    }
-    S().objects.erase(m);
-    delete m;
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  Module* m = lookup<Module>(hm, Kind::Module);
+  if (!m) return CUDA_ERROR_INVALID_HANDLE;
+  for (auto& kv : m->funcs) {
+    S().objects.erase(kv.second);
+    delete kv.second;
+  }
+  S().objects.erase(m);
+  delete m;
+  return CUDA_SUCCESS;
 }
 
 // Name queries keep working on a dead context, like on the hardware. Each accepts only its own handle kind.
 SIM_API CUresult cuKernelGetName(const char** name, CUkernel hk) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (!name) return CUDA_ERROR_INVALID_VALUE;
-    Kernel* k = lookup<Kernel>(hk, Kind::Kernel);
-    if (!k) return CUDA_ERROR_INVALID_HANDLE;
-    *name = k->name.c_str();
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (!name) return CUDA_ERROR_INVALID_VALUE;
+  Kernel* k = lookup<Kernel>(hk, Kind::Kernel);
+  if (!k) return CUDA_ERROR_INVALID_HANDLE;
+  *name = k->name.c_str();
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuFuncGetName(const char** name, CUfunction hf) {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (!name) return CUDA_ERROR_INVALID_VALUE;
-    Function* f = lookup<Function>(hf, Kind::Function);
-    if (!f) return CUDA_ERROR_INVALID_HANDLE;
-    *name = f->name.c_str();
-    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (!name) return CUDA_ERROR_INVALID_VALUE;
+  Function* f = lookup<Function>(hf, Kind::Function);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  *name = f->name.c_str();
+  return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuGetErrorName(CUresult error, const char** pStr) {
-    if (!pStr) return CUDA_ERROR_INVALID_VALUE;
-    for (const ErrText& e : kErrors)
-        if (e.code == error) {
-            *pStr = e.name;
-            return CUDA_SUCCESS;
-        }
-    *pStr = nullptr;
-    return CUDA_ERROR_INVALID_VALUE;
+  if (!pStr) return CUDA_ERROR_INVALID_VALUE;
+  for (const ErrText& e : kErrors)
+    if (e.code == error) {
+      *pStr = e.name;
+      return CUDA_SUCCESS;
+    }
+  *pStr = nullptr;
+  return CUDA_ERROR_INVALID_VALUE;
 }
 
 SIM_API CUresult cuGetErrorString(CUresult error, const char** pStr) {
-    if (!pStr) return CUDA_ERROR_INVALID_VALUE;
-    for (const ErrText& e : kErrors)
-        if (e.code == error) {
-            *pStr = e.text;
-            return CUDA_SUCCESS;
-        }
-    *pStr = nullptr;
-    return CUDA_ERROR_INVALID_VALUE;
+  if (!pStr) return CUDA_ERROR_INVALID_VALUE;
+  for (const ErrText& e : kErrors)
+    if (e.code == error) {
+      *pStr = e.text;
+      return CUDA_SUCCESS;
+    }
+  *pStr = nullptr;
+  return CUDA_ERROR_INVALID_VALUE;
 }
 
-// --- cuGetProcAddress -------------------------------------------------------------------------------------------------
+// --- cuGetProcAddress
+// -------------------------------------------------------------------------------------------------
 
 SIM_API CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
                                      CUdriverProcAddressQueryResult* status);
@@ -1548,13 +1719,14 @@ SIM_API CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersio
 
 namespace {
 
-// One row per (base name, version that introduced this flavour). A request gets the newest row whose version is
+// One row per (base name, version that introduced this flavour). A request gets the newest row whose version
+// is
 // <= cudaVersion; ptsz is handed out when the caller sets CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM.
 struct ProcEntry {
-    const char* name;
-    int version;
-    void* fn;
-    void* ptsz;
+  const char* name;
+  int version;
+  void* fn;
+  void* ptsz;
 };
 
 #define P(f) reinterpret_cast<void*>(&f)
@@ -1636,33 +1808,34 @@ const ProcEntry kProcs[] = {
 
 CUresult lookup_proc(const char* symbol, void** pfn, int version, cuuint64_t flags,
                      CUdriverProcAddressQueryResult* status) {
-    if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
-    *pfn = nullptr;
-    const ProcEntry* best = nullptr;
-    bool known = false;
-    for (const ProcEntry& e : kProcs) {
-        if (std::strcmp(e.name, symbol) != 0) continue;
-        known = true;
-        if (e.version <= version && (!best || e.version > best->version)) best = &e;
-    }
-    if (!best) {
-        if (status) *status = known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-        return CUDA_ERROR_NOT_FOUND;
-    }
-    const bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
-    *pfn = (per_thread && best->ptsz) ? best->ptsz : best->fn;
-    if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
-    return CUDA_SUCCESS;
+  if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
+  *pfn = nullptr;
+  const ProcEntry* best = nullptr;
+  bool known = false;
+  for (const ProcEntry& e : kProcs) {
+    if (std::strcmp(e.name, symbol) != 0) continue;
+    known = true;
+    if (e.version <= version && (!best || e.version > best->version)) best = &e;
+  }
+  if (!best) {
+    if (status)
+      *status = known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    return CUDA_ERROR_NOT_FOUND;
+  }
+  const bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+  *pfn = (per_thread && best->ptsz) ? best->ptsz : best->fn;
+  if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+  return CUDA_SUCCESS;
 }
 
 }  // namespace
 
 SIM_API CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
                                      CUdriverProcAddressQueryResult* status) {
-    return lookup_proc(symbol, pfn, cudaVersion, flags, status);
+  return lookup_proc(symbol, pfn, cudaVersion, flags, status);
 }
 
 // The CUDA 11.3 form, still exported by the driver (cuda.h's legacy section).
 SIM_API CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags) {
-    return lookup_proc(symbol, pfn, cudaVersion, flags, nullptr);
+  return lookup_proc(symbol, pfn, cudaVersion, flags, nullptr);
 }

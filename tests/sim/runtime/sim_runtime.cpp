@@ -1,11 +1,12 @@
-// Simulated CUDA runtime (libcudart.so.13 and libcudart_static.a): a test double that reaches the driver exactly as
-// the real runtime does, so cuda-blockrun can be tested without a GPU.
+// Simulated CUDA runtime (libcudart.so.13 and libcudart_static.a): a test double that reaches the driver
+// exactly as the real runtime does, so cuda-blockrun can be tested without a GPU.
 //
-// It keeps no device state of its own: every operation goes to the (simulated or, in principle, real) driver through
-// entry points fetched with cuGetProcAddress (see common/driver_loader.h). What it adds is what the real runtime
-// adds: the nvcc host-registration ABI (host stub -> mangled name -> CUkernel, created lazily with cuLibraryLoadData
-// + cuLibraryGetKernel), the <<<>>> call-configuration stack, the per-thread "last error" and the runtime error
-// names and strings.
+// It keeps no device state of its own: every operation goes to the (simulated or, in principle, real) driver
+// through entry points fetched with cuGetProcAddress (see common/driver_loader.h). What it adds is what the
+// real runtime adds: the nvcc host-registration ABI (host stub -> mangled name -> CUkernel, created lazily
+// with cuLibraryLoadData
+// + cuLibraryGetKernel), the <<<>>> call-configuration stack, the per-thread "last error" and the runtime
+// error names and strings.
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -23,88 +24,90 @@
 
 namespace {
 
-// --- driver entry points ------------------------------------------------------------------------------------------
-// X(member, name looked up, declared function giving the type, per-thread flavour?)
-#define SIM_DRIVER_FUNCS(X)                                                               \
-    X(Init, "cuInit", cuInit, false)                                                      \
-    X(DeviceGet, "cuDeviceGet", cuDeviceGet, false)                                       \
-    X(DeviceGetCount, "cuDeviceGetCount", cuDeviceGetCount, false)                        \
-    X(DeviceGetAttribute, "cuDeviceGetAttribute", cuDeviceGetAttribute, false)            \
-    X(DriverGetVersion, "cuDriverGetVersion", cuDriverGetVersion, false)                  \
-    X(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain, false)      \
-    X(CtxSetCurrent, "cuCtxSetCurrent", cuCtxSetCurrent, false)                           \
-    X(CtxSynchronize, "cuCtxSynchronize", cuCtxSynchronize, false)                        \
-    X(StreamCreate, "cuStreamCreate", cuStreamCreate, false)                              \
-    X(StreamDestroy, "cuStreamDestroy", cuStreamDestroy_v2, false)                        \
-    X(StreamSynchronize, "cuStreamSynchronize", cuStreamSynchronize, false)               \
-    X(StreamSynchronize_ptsz, "cuStreamSynchronize", cuStreamSynchronize, true)           \
-    X(StreamQuery, "cuStreamQuery", cuStreamQuery, false)                                 \
-    X(StreamQuery_ptsz, "cuStreamQuery", cuStreamQuery, true)                             \
-    X(EventCreate, "cuEventCreate", cuEventCreate, false)                                 \
-    X(EventRecord, "cuEventRecord", cuEventRecord, false)                                 \
-    X(EventRecord_ptsz, "cuEventRecord", cuEventRecord, true)                             \
-    X(EventSynchronize, "cuEventSynchronize", cuEventSynchronize, false)                  \
-    X(EventQuery, "cuEventQuery", cuEventQuery, false)                                    \
-    X(EventDestroy, "cuEventDestroy", cuEventDestroy_v2, false)                           \
-    X(MemAlloc, "cuMemAlloc", cuMemAlloc_v2, false)                                       \
-    X(MemFree, "cuMemFree", cuMemFree_v2, false)                                          \
-    X(MemHostAlloc, "cuMemHostAlloc", cuMemHostAlloc, false)                              \
-    X(MemFreeHost, "cuMemFreeHost", cuMemFreeHost, false)                                 \
-    X(MemHostGetDevicePointer, "cuMemHostGetDevicePointer", cuMemHostGetDevicePointer_v2, false) \
-    X(Memcpy, "cuMemcpy", cuMemcpy, false)                                                \
-    X(Memcpy_ptds, "cuMemcpy", cuMemcpy, true)                                            \
-    X(MemcpyHtoD, "cuMemcpyHtoD", cuMemcpyHtoD_v2, false)                                 \
-    X(MemcpyHtoD_ptds, "cuMemcpyHtoD", cuMemcpyHtoD_v2, true)                             \
-    X(MemcpyDtoH, "cuMemcpyDtoH", cuMemcpyDtoH_v2, false)                                 \
-    X(MemcpyDtoH_ptds, "cuMemcpyDtoH", cuMemcpyDtoH_v2, true)                             \
-    X(MemcpyDtoD, "cuMemcpyDtoD", cuMemcpyDtoD_v2, false)                                 \
-    X(MemcpyDtoD_ptds, "cuMemcpyDtoD", cuMemcpyDtoD_v2, true)                             \
-    X(MemcpyAsync, "cuMemcpyAsync", cuMemcpyAsync, false)                                 \
-    X(MemcpyAsync_ptsz, "cuMemcpyAsync", cuMemcpyAsync, true)                             \
-    X(MemcpyHtoDAsync, "cuMemcpyHtoDAsync", cuMemcpyHtoDAsync_v2, false)                  \
-    X(MemcpyHtoDAsync_ptsz, "cuMemcpyHtoDAsync", cuMemcpyHtoDAsync_v2, true)              \
-    X(MemcpyDtoHAsync, "cuMemcpyDtoHAsync", cuMemcpyDtoHAsync_v2, false)                  \
-    X(MemcpyDtoHAsync_ptsz, "cuMemcpyDtoHAsync", cuMemcpyDtoHAsync_v2, true)              \
-    X(MemsetD8, "cuMemsetD8", cuMemsetD8_v2, false)                                       \
-    X(MemsetD8_ptds, "cuMemsetD8", cuMemsetD8_v2, true)                                   \
-    X(MemsetD8Async, "cuMemsetD8Async", cuMemsetD8Async, false)                           \
-    X(MemsetD8Async_ptsz, "cuMemsetD8Async", cuMemsetD8Async, true)                       \
-    X(LaunchKernel, "cuLaunchKernel", cuLaunchKernel, false)                              \
-    X(LaunchKernel_ptsz, "cuLaunchKernel", cuLaunchKernel, true)                          \
-    X(LaunchKernelEx, "cuLaunchKernelEx", cuLaunchKernelEx, false)                        \
-    X(LaunchKernelEx_ptsz, "cuLaunchKernelEx", cuLaunchKernelEx, true)                    \
-    X(LaunchCooperativeKernel, "cuLaunchCooperativeKernel", cuLaunchCooperativeKernel, false)     \
-    X(LaunchCooperativeKernel_ptsz, "cuLaunchCooperativeKernel", cuLaunchCooperativeKernel, true) \
-    X(LaunchHostFunc, "cuLaunchHostFunc", cuLaunchHostFunc, false)                        \
-    X(LaunchHostFunc_ptsz, "cuLaunchHostFunc", cuLaunchHostFunc, true)                    \
-    X(StreamBeginCapture, "cuStreamBeginCapture", cuStreamBeginCapture_v2, false)         \
-    X(StreamBeginCapture_ptsz, "cuStreamBeginCapture", cuStreamBeginCapture_v2, true)     \
-    X(StreamEndCapture, "cuStreamEndCapture", cuStreamEndCapture, false)                  \
-    X(StreamEndCapture_ptsz, "cuStreamEndCapture", cuStreamEndCapture, true)              \
-    X(StreamIsCapturing, "cuStreamIsCapturing", cuStreamIsCapturing, false)               \
-    X(StreamIsCapturing_ptsz, "cuStreamIsCapturing", cuStreamIsCapturing, true)           \
-    X(StreamGetCaptureInfo, "cuStreamGetCaptureInfo", cuStreamGetCaptureInfo_v3, false)   \
-    X(StreamGetCaptureInfo_ptsz, "cuStreamGetCaptureInfo", cuStreamGetCaptureInfo_v3, true) \
-    X(ThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode", cuThreadExchangeStreamCaptureMode, false) \
-    X(GraphInstantiate, "cuGraphInstantiateWithFlags", cuGraphInstantiateWithFlags, false) \
-    X(GraphLaunch, "cuGraphLaunch", cuGraphLaunch, false)                                 \
-    X(GraphLaunch_ptsz, "cuGraphLaunch", cuGraphLaunch, true)                             \
-    X(GraphDestroy, "cuGraphDestroy", cuGraphDestroy, false)                              \
-    X(GraphExecDestroy, "cuGraphExecDestroy", cuGraphExecDestroy, false)                  \
-    X(LibraryLoadData, "cuLibraryLoadData", cuLibraryLoadData, false)                     \
-    X(LibraryGetKernel, "cuLibraryGetKernel", cuLibraryGetKernel, false)                  \
-    X(KernelGetName, "cuKernelGetName", cuKernelGetName, false)                           \
-    X(KernelGetFunction, "cuKernelGetFunction", cuKernelGetFunction, false)
+// --- driver entry points
+// ------------------------------------------------------------------------------------------ X(member, name
+// looked up, declared function giving the type, per-thread flavour?)
+#define SIM_DRIVER_FUNCS(X)                                                                                  \
+  X(Init, "cuInit", cuInit, false)                                                                           \
+  X(DeviceGet, "cuDeviceGet", cuDeviceGet, false)                                                            \
+  X(DeviceGetCount, "cuDeviceGetCount", cuDeviceGetCount, false)                                             \
+  X(DeviceGetAttribute, "cuDeviceGetAttribute", cuDeviceGetAttribute, false)                                 \
+  X(DriverGetVersion, "cuDriverGetVersion", cuDriverGetVersion, false)                                       \
+  X(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain, false)                           \
+  X(CtxSetCurrent, "cuCtxSetCurrent", cuCtxSetCurrent, false)                                                \
+  X(CtxSynchronize, "cuCtxSynchronize", cuCtxSynchronize, false)                                             \
+  X(StreamCreate, "cuStreamCreate", cuStreamCreate, false)                                                   \
+  X(StreamDestroy, "cuStreamDestroy", cuStreamDestroy_v2, false)                                             \
+  X(StreamSynchronize, "cuStreamSynchronize", cuStreamSynchronize, false)                                    \
+  X(StreamSynchronize_ptsz, "cuStreamSynchronize", cuStreamSynchronize, true)                                \
+  X(StreamQuery, "cuStreamQuery", cuStreamQuery, false)                                                      \
+  X(StreamQuery_ptsz, "cuStreamQuery", cuStreamQuery, true)                                                  \
+  X(EventCreate, "cuEventCreate", cuEventCreate, false)                                                      \
+  X(EventRecord, "cuEventRecord", cuEventRecord, false)                                                      \
+  X(EventRecord_ptsz, "cuEventRecord", cuEventRecord, true)                                                  \
+  X(EventSynchronize, "cuEventSynchronize", cuEventSynchronize, false)                                       \
+  X(EventQuery, "cuEventQuery", cuEventQuery, false)                                                         \
+  X(EventDestroy, "cuEventDestroy", cuEventDestroy_v2, false)                                                \
+  X(MemAlloc, "cuMemAlloc", cuMemAlloc_v2, false)                                                            \
+  X(MemFree, "cuMemFree", cuMemFree_v2, false)                                                               \
+  X(MemHostAlloc, "cuMemHostAlloc", cuMemHostAlloc, false)                                                   \
+  X(MemFreeHost, "cuMemFreeHost", cuMemFreeHost, false)                                                      \
+  X(MemHostGetDevicePointer, "cuMemHostGetDevicePointer", cuMemHostGetDevicePointer_v2, false)               \
+  X(Memcpy, "cuMemcpy", cuMemcpy, false)                                                                     \
+  X(Memcpy_ptds, "cuMemcpy", cuMemcpy, true)                                                                 \
+  X(MemcpyHtoD, "cuMemcpyHtoD", cuMemcpyHtoD_v2, false)                                                      \
+  X(MemcpyHtoD_ptds, "cuMemcpyHtoD", cuMemcpyHtoD_v2, true)                                                  \
+  X(MemcpyDtoH, "cuMemcpyDtoH", cuMemcpyDtoH_v2, false)                                                      \
+  X(MemcpyDtoH_ptds, "cuMemcpyDtoH", cuMemcpyDtoH_v2, true)                                                  \
+  X(MemcpyDtoD, "cuMemcpyDtoD", cuMemcpyDtoD_v2, false)                                                      \
+  X(MemcpyDtoD_ptds, "cuMemcpyDtoD", cuMemcpyDtoD_v2, true)                                                  \
+  X(MemcpyAsync, "cuMemcpyAsync", cuMemcpyAsync, false)                                                      \
+  X(MemcpyAsync_ptsz, "cuMemcpyAsync", cuMemcpyAsync, true)                                                  \
+  X(MemcpyHtoDAsync, "cuMemcpyHtoDAsync", cuMemcpyHtoDAsync_v2, false)                                       \
+  X(MemcpyHtoDAsync_ptsz, "cuMemcpyHtoDAsync", cuMemcpyHtoDAsync_v2, true)                                   \
+  X(MemcpyDtoHAsync, "cuMemcpyDtoHAsync", cuMemcpyDtoHAsync_v2, false)                                       \
+  X(MemcpyDtoHAsync_ptsz, "cuMemcpyDtoHAsync", cuMemcpyDtoHAsync_v2, true)                                   \
+  X(MemsetD8, "cuMemsetD8", cuMemsetD8_v2, false)                                                            \
+  X(MemsetD8_ptds, "cuMemsetD8", cuMemsetD8_v2, true)                                                        \
+  X(MemsetD8Async, "cuMemsetD8Async", cuMemsetD8Async, false)                                                \
+  X(MemsetD8Async_ptsz, "cuMemsetD8Async", cuMemsetD8Async, true)                                            \
+  X(LaunchKernel, "cuLaunchKernel", cuLaunchKernel, false)                                                   \
+  X(LaunchKernel_ptsz, "cuLaunchKernel", cuLaunchKernel, true)                                               \
+  X(LaunchKernelEx, "cuLaunchKernelEx", cuLaunchKernelEx, false)                                             \
+  X(LaunchKernelEx_ptsz, "cuLaunchKernelEx", cuLaunchKernelEx, true)                                         \
+  X(LaunchCooperativeKernel, "cuLaunchCooperativeKernel", cuLaunchCooperativeKernel, false)                  \
+  X(LaunchCooperativeKernel_ptsz, "cuLaunchCooperativeKernel", cuLaunchCooperativeKernel, true)              \
+  X(LaunchHostFunc, "cuLaunchHostFunc", cuLaunchHostFunc, false)                                             \
+  X(LaunchHostFunc_ptsz, "cuLaunchHostFunc", cuLaunchHostFunc, true)                                         \
+  X(StreamBeginCapture, "cuStreamBeginCapture", cuStreamBeginCapture_v2, false)                              \
+  X(StreamBeginCapture_ptsz, "cuStreamBeginCapture", cuStreamBeginCapture_v2, true)                          \
+  X(StreamEndCapture, "cuStreamEndCapture", cuStreamEndCapture, false)                                       \
+  X(StreamEndCapture_ptsz, "cuStreamEndCapture", cuStreamEndCapture, true)                                   \
+  X(StreamIsCapturing, "cuStreamIsCapturing", cuStreamIsCapturing, false)                                    \
+  X(StreamIsCapturing_ptsz, "cuStreamIsCapturing", cuStreamIsCapturing, true)                                \
+  X(StreamGetCaptureInfo, "cuStreamGetCaptureInfo", cuStreamGetCaptureInfo_v3, false)                        \
+  X(StreamGetCaptureInfo_ptsz, "cuStreamGetCaptureInfo", cuStreamGetCaptureInfo_v3, true)                    \
+  X(ThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode", cuThreadExchangeStreamCaptureMode, \
+    false)                                                                                                   \
+  X(GraphInstantiate, "cuGraphInstantiateWithFlags", cuGraphInstantiateWithFlags, false)                     \
+  X(GraphLaunch, "cuGraphLaunch", cuGraphLaunch, false)                                                      \
+  X(GraphLaunch_ptsz, "cuGraphLaunch", cuGraphLaunch, true)                                                  \
+  X(GraphDestroy, "cuGraphDestroy", cuGraphDestroy, false)                                                   \
+  X(GraphExecDestroy, "cuGraphExecDestroy", cuGraphExecDestroy, false)                                       \
+  X(LibraryLoadData, "cuLibraryLoadData", cuLibraryLoadData, false)                                          \
+  X(LibraryGetKernel, "cuLibraryGetKernel", cuLibraryGetKernel, false)                                       \
+  X(KernelGetName, "cuKernelGetName", cuKernelGetName, false)                                                \
+  X(KernelGetFunction, "cuKernelGetFunction", cuKernelGetFunction, false)
 
 struct Driver {
 #define SIM_MEMBER(m, name, decl, pt) decltype(&decl) m = nullptr;
-    SIM_DRIVER_FUNCS(SIM_MEMBER)
+  SIM_DRIVER_FUNCS(SIM_MEMBER)
 #undef SIM_MEMBER
-    // Looked up with plain dlsym as well, as the real runtime does at start-up (the reference documents it); the
-    // runtime itself launches through the cuGetProcAddress pointers above.
-    void* dlsym_cuLaunchKernel = nullptr;
-    void* dlsym_cuLaunchKernelEx = nullptr;
-    CUcontext primary = nullptr;
+  // Looked up with plain dlsym as well, as the real runtime does at start-up (the reference documents it);
+  // the runtime itself launches through the cuGetProcAddress pointers above.
+  void* dlsym_cuLaunchKernel = nullptr;
+  void* dlsym_cuLaunchKernelEx = nullptr;
+  CUcontext primary = nullptr;
 };
 
 Driver g_drv;
@@ -112,154 +115,166 @@ cudaError_t g_init_error = cudaSuccess;
 std::once_flag g_init_once;
 thread_local bool t_ctx_current = false;
 
-// Process-wide: once a runtime call has seen a sticky (context-killing) error, cudaGetLastError keeps reporting it.
+// Process-wide: once a runtime call has seen a sticky (context-killing) error, cudaGetLastError keeps
+// reporting it.
 std::atomic<int> g_sticky{0};
 thread_local cudaError_t t_last_error = cudaSuccess;
 
 bool is_sticky_error(int e) {
-    switch (e) {
-        case cudaErrorECCUncorrectable: case cudaErrorLaunchTimeout: case cudaErrorIllegalAddress:
-        case cudaErrorAssert: case cudaErrorHardwareStackError: case cudaErrorIllegalInstruction:
-        case cudaErrorMisalignedAddress: case cudaErrorInvalidAddressSpace: case cudaErrorInvalidPc:
-        case cudaErrorLaunchFailure:
-            return true;
-        default:
-            return false;
-    }
+  switch (e) {
+    case cudaErrorECCUncorrectable:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorIllegalAddress:
+    case cudaErrorAssert:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorLaunchFailure:
+      return true;
+    default:
+      return false;
+  }
 }
 
 // Every failing runtime call records its error as the thread's last error.
 cudaError_t fail(cudaError_t e) {
-    if (e != cudaSuccess) {
-        t_last_error = e;
-        int expected = 0;
-        if (is_sticky_error(e)) g_sticky.compare_exchange_strong(expected, e);
-    }
-    return e;
+  if (e != cudaSuccess) {
+    t_last_error = e;
+    int expected = 0;
+    if (is_sticky_error(e)) g_sticky.compare_exchange_strong(expected, e);
+  }
+  return e;
 }
 
-// CUresult -> cudaError_t. Since CUDA 10.1 the two enumerations share their values for every error a driver call
-// can return here (1 invalid argument, 2 out of memory, 3 initialization error, 400 invalid resource handle,
-// 500 named symbol not found, 600 not ready, 700 illegal address, 710 assert, 719 launch failure, 900/901/906...),
-// which is also what the real runtime reports; so the conversion is the identity.
-cudaError_t ret(CUresult r) { return fail(static_cast<cudaError_t>(r)); }
+// CUresult -> cudaError_t. Since CUDA 10.1 the two enumerations share their values for every error a driver
+// call can return here (1 invalid argument, 2 out of memory, 3 initialization error, 400 invalid resource
+// handle, 500 named symbol not found, 600 not ready, 700 illegal address, 710 assert, 719 launch failure,
+// 900/901/906...), which is also what the real runtime reports; so the conversion is the identity.
+cudaError_t ret(CUresult r) {
+  return fail(static_cast<cudaError_t>(r));
+}
 
 void init_driver() {
-    DriverLoader loader;
-    if (!loader.open()) {
-        g_init_error = cudaErrorInsufficientDriver;
-        return;
-    }
-    g_drv.dlsym_cuLaunchKernel = dlsym(loader.handle(), "cuLaunchKernel");
-    g_drv.dlsym_cuLaunchKernelEx = dlsym(loader.handle(), "cuLaunchKernelEx");
-    bool ok = true;
+  DriverLoader loader;
+  if (!loader.open()) {
+    g_init_error = cudaErrorInsufficientDriver;
+    return;
+  }
+  g_drv.dlsym_cuLaunchKernel = dlsym(loader.handle(), "cuLaunchKernel");
+  g_drv.dlsym_cuLaunchKernelEx = dlsym(loader.handle(), "cuLaunchKernelEx");
+  bool ok = true;
 #define SIM_FETCH(m, name, decl, pt) ok = loader.get(name, &g_drv.m, pt) && ok;
-    SIM_DRIVER_FUNCS(SIM_FETCH)
+  SIM_DRIVER_FUNCS(SIM_FETCH)
 #undef SIM_FETCH
-    if (!ok) {
-        g_init_error = cudaErrorInsufficientDriver;
-        return;
-    }
-    CUdevice dev = 0;
-    CUresult r = g_drv.Init(0);
-    if (r == CUDA_SUCCESS) r = g_drv.DeviceGet(&dev, 0);
-    if (r == CUDA_SUCCESS) r = g_drv.PrimaryCtxRetain(&g_drv.primary, dev);
-    if (r != CUDA_SUCCESS) g_init_error = static_cast<cudaError_t>(r);
+  if (!ok) {
+    g_init_error = cudaErrorInsufficientDriver;
+    return;
+  }
+  CUdevice dev = 0;
+  CUresult r = g_drv.Init(0);
+  if (r == CUDA_SUCCESS) r = g_drv.DeviceGet(&dev, 0);
+  if (r == CUDA_SUCCESS) r = g_drv.PrimaryCtxRetain(&g_drv.primary, dev);
+  if (r != CUDA_SUCCESS) g_init_error = static_cast<cudaError_t>(r);
 }
 
-// Lazy initialisation on the first call that needs the device, and the primary context made current per thread.
+// Lazy initialisation on the first call that needs the device, and the primary context made current per
+// thread.
 cudaError_t ensure() {
-    std::call_once(g_init_once, init_driver);
-    if (g_init_error != cudaSuccess) return fail(g_init_error);
-    if (!t_ctx_current) {
-        if (CUresult r = g_drv.CtxSetCurrent(g_drv.primary)) return ret(r);
-        t_ctx_current = true;
-    }
-    return cudaSuccess;
+  std::call_once(g_init_once, init_driver);
+  if (g_init_error != cudaSuccess) return fail(g_init_error);
+  if (!t_ctx_current) {
+    if (CUresult r = g_drv.CtxSetCurrent(g_drv.primary)) return ret(r);
+    t_ctx_current = true;
+  }
+  return cudaSuccess;
 }
 
-#define ENSURE()                                   \
-    do {                                           \
-        if (cudaError_t e_ = ensure()) return e_;  \
-    } while (0)
+#define ENSURE()                              \
+  do {                                        \
+    if (cudaError_t e_ = ensure()) return e_; \
+  } while (0)
 
-// --- host registration -----------------------------------------------------------------------------------------------
+// --- host registration
+// -----------------------------------------------------------------------------------------------
 
 // What __cudaRegisterFatBinary hands out; its first member makes it usable as the void** the ABI expects.
 struct FatBinary {
-    const void* image;
-    CUlibrary library = nullptr;  // loaded on first use of one of its kernels
+  const void* image;
+  CUlibrary library = nullptr;  // loaded on first use of one of its kernels
 };
 
 struct KernelReg {
-    FatBinary* fatbin;
-    std::string name;  // mangled
-    CUkernel kernel = nullptr;
+  FatBinary* fatbin;
+  std::string name;  // mangled
+  CUkernel kernel = nullptr;
 };
 
 std::mutex& reg_mu() {
-    static std::mutex* m = new std::mutex;  // never destroyed: registration and launches may run during exit
-    return *m;
+  static std::mutex* m = new std::mutex;  // never destroyed: registration and launches may run during exit
+  return *m;
 }
 std::unordered_map<const void*, KernelReg>& kernels() {
-    static auto* k = new std::unordered_map<const void*, KernelReg>;
-    return *k;
+  static auto* k = new std::unordered_map<const void*, KernelReg>;
+  return *k;
 }
 
 struct LaunchConfig {
-    dim3 grid, block;
-    size_t shmem;
-    cudaStream_t stream;
+  dim3 grid, block;
+  size_t shmem;
+  cudaStream_t stream;
 };
 thread_local std::vector<LaunchConfig> t_config_stack;
 
 // Host stub -> CUkernel, creating the library and kernel in the driver the first time.
 cudaError_t kernel_for_stub(const void* stub, CUkernel* out) {
-    std::lock_guard<std::mutex> lk(reg_mu());
-    auto it = kernels().find(stub);
-    if (it == kernels().end()) return cudaErrorInvalidDeviceFunction;
-    KernelReg& k = it->second;
-    if (!k.kernel) {
-        ENSURE();
-        if (!k.fatbin->library) {
-            if (CUresult r = g_drv.LibraryLoadData(&k.fatbin->library, k.fatbin->image, nullptr, nullptr, 0, nullptr,
-                                                   nullptr, 0))
-                return ret(r);
-        }
-        if (CUresult r = g_drv.LibraryGetKernel(&k.kernel, k.fatbin->library, k.name.c_str())) return ret(r);
+  std::lock_guard<std::mutex> lk(reg_mu());
+  auto it = kernels().find(stub);
+  if (it == kernels().end()) return cudaErrorInvalidDeviceFunction;
+  KernelReg& k = it->second;
+  if (!k.kernel) {
+    ENSURE();
+    if (!k.fatbin->library) {
+      if (CUresult r = g_drv.LibraryLoadData(&k.fatbin->library, k.fatbin->image, nullptr, nullptr, 0,
+                                             nullptr, nullptr, 0))
+        return ret(r);
     }
-    *out = k.kernel;
-    return cudaSuccess;
+    if (CUresult r = g_drv.LibraryGetKernel(&k.kernel, k.fatbin->library, k.name.c_str())) return ret(r);
+  }
+  *out = k.kernel;
+  return cudaSuccess;
 }
 
 bool is_registered_stub(const void* p) {
-    std::lock_guard<std::mutex> lk(reg_mu());
-    return kernels().count(p) != 0;
+  std::lock_guard<std::mutex> lk(reg_mu());
+  return kernels().count(p) != 0;
 }
 
 // The launch APIs take a host stub or (CUDA 12.1+) a cudaKernel_t.
 cudaError_t resolve_launch_target(const void* func, CUfunction* out) {
-    if (!func) return fail(cudaErrorInvalidDeviceFunction);
-    ENSURE();
-    if (is_registered_stub(func)) {
-        CUkernel k = nullptr;
-        if (cudaError_t e = kernel_for_stub(func, &k)) return fail(e);
-        *out = reinterpret_cast<CUfunction>(k);
-        return cudaSuccess;
-    }
-    const char* name = nullptr;
-    if (g_drv.KernelGetName(&name, reinterpret_cast<CUkernel>(const_cast<void*>(func))) == CUDA_SUCCESS) {
-        *out = reinterpret_cast<CUfunction>(const_cast<void*>(func));
-        return cudaSuccess;
-    }
-    return fail(cudaErrorInvalidDeviceFunction);
+  if (!func) return fail(cudaErrorInvalidDeviceFunction);
+  ENSURE();
+  if (is_registered_stub(func)) {
+    CUkernel k = nullptr;
+    if (cudaError_t e = kernel_for_stub(func, &k)) return fail(e);
+    *out = reinterpret_cast<CUfunction>(k);
+    return cudaSuccess;
+  }
+  const char* name = nullptr;
+  if (g_drv.KernelGetName(&name, reinterpret_cast<CUkernel>(const_cast<void*>(func))) == CUDA_SUCCESS) {
+    *out = reinterpret_cast<CUfunction>(const_cast<void*>(func));
+    return cudaSuccess;
+  }
+  return fail(cudaErrorInvalidDeviceFunction);
 }
 
-// --- error texts ---------------------------------------------------------------------------------------------------------
+// --- error texts
+// ---------------------------------------------------------------------------------------------------------
 struct ErrText {
-    cudaError_t code;
-    const char* name;
-    const char* text;
+  cudaError_t code;
+  const char* name;
+  const char* text;
 };
 const ErrText kErrors[] = {
     {cudaSuccess, "cudaSuccess", "no error"},
@@ -279,11 +294,13 @@ const ErrText kErrors[] = {
     {cudaErrorNoKernelImageForDevice, "cudaErrorNoKernelImageForDevice",
      "no kernel image is available for execution on the device"},
     {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
-    {cudaErrorIllegalState, "cudaErrorIllegalState", "the operation cannot be performed in the present state"},
+    {cudaErrorIllegalState, "cudaErrorIllegalState",
+     "the operation cannot be performed in the present state"},
     {cudaErrorSymbolNotFound, "cudaErrorSymbolNotFound", "named symbol not found"},
     {cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
     {cudaErrorIllegalAddress, "cudaErrorIllegalAddress", "an illegal memory access was encountered"},
-    {cudaErrorLaunchOutOfResources, "cudaErrorLaunchOutOfResources", "too many resources requested for launch"},
+    {cudaErrorLaunchOutOfResources, "cudaErrorLaunchOutOfResources",
+     "too many resources requested for launch"},
     {cudaErrorLaunchTimeout, "cudaErrorLaunchTimeout", "the launch timed out and was terminated"},
     {cudaErrorAssert, "cudaErrorAssert", "device-side assert triggered"},
     {cudaErrorHardwareStackError, "cudaErrorHardwareStackError", "hardware stack error"},
@@ -293,7 +310,8 @@ const ErrText kErrors[] = {
      "operation not supported on global/shared address space"},
     {cudaErrorInvalidPc, "cudaErrorInvalidPc", "invalid program counter"},
     {cudaErrorLaunchFailure, "cudaErrorLaunchFailure", "unspecified launch failure"},
-    {cudaErrorCooperativeLaunchTooLarge, "cudaErrorCooperativeLaunchTooLarge", "too many blocks in cooperative launch"},
+    {cudaErrorCooperativeLaunchTooLarge, "cudaErrorCooperativeLaunchTooLarge",
+     "too many blocks in cooperative launch"},
     {cudaErrorNotPermitted, "cudaErrorNotPermitted", "operation not permitted"},
     {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
     {cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported",
@@ -317,12 +335,14 @@ const ErrText kErrors[] = {
 };
 
 const ErrText* find_error(cudaError_t e) {
-    for (const ErrText& t : kErrors)
-        if (t.code == e) return &t;
-    return nullptr;
+  for (const ErrText& t : kErrors)
+    if (t.code == e) return &t;
+  return nullptr;
 }
 
-CUdeviceptr dp(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
+CUdeviceptr dp(const void* p) {
+  return reinterpret_cast<CUdeviceptr>(p);
+}
 
 }  // namespace
 
@@ -331,8 +351,8 @@ CUdeviceptr dp(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 // =====================================================================================================================
 
 SIM_RT void** __cudaRegisterFatBinary(void* fatCubin) {
-    auto* fb = new FatBinary{fatCubin};
-    return reinterpret_cast<void**>(fb);
+  auto* fb = new FatBinary{fatCubin};
+  return reinterpret_cast<void**>(fb);
 }
 
 SIM_RT void __cudaRegisterFatBinaryEnd(void** /*handle*/) {}
@@ -340,52 +360,55 @@ SIM_RT void __cudaRegisterFatBinaryEnd(void** /*handle*/) {}
 // Called through atexit; kernels stay registered because other threads (or destructors) may still launch.
 SIM_RT void __cudaUnregisterFatBinary(void** /*handle*/) {}
 
-SIM_RT void __cudaRegisterFunction(void** handle, const char* hostFun, char* deviceFun, const char* /*deviceName*/,
-                                   int, uint3*, uint3*, dim3*, dim3*, int*) {
-    std::lock_guard<std::mutex> lk(reg_mu());
-    kernels()[hostFun] = KernelReg{reinterpret_cast<FatBinary*>(handle), deviceFun};
+SIM_RT void __cudaRegisterFunction(void** handle, const char* hostFun, char* deviceFun,
+                                   const char* /*deviceName*/, int, uint3*, uint3*, dim3*, dim3*, int*) {
+  std::lock_guard<std::mutex> lk(reg_mu());
+  kernels()[hostFun] = KernelReg{reinterpret_cast<FatBinary*>(handle), deviceFun};
 }
 
 SIM_RT void __cudaRegisterVar(void**, char*, char*, const char*, int, size_t, int, int) {}
 SIM_RT void __cudaRegisterManagedVar(void**, void**, char*, const char*, int, size_t, int, int) {}
-SIM_RT char __cudaInitModule(void** /*handle*/) { return 1; }
+SIM_RT char __cudaInitModule(void** /*handle*/) {
+  return 1;
+}
 
 SIM_RT unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shmem, struct CUstream_st* stream) {
-    t_config_stack.push_back(LaunchConfig{grid, block, shmem, stream});
-    return 0;
+  t_config_stack.push_back(LaunchConfig{grid, block, shmem, stream});
+  return 0;
 }
 
 SIM_RT cudaError_t __cudaPopCallConfiguration(dim3* grid, dim3* block, size_t* shmem, void* stream) {
-    if (t_config_stack.empty()) return fail(cudaErrorMissingConfiguration);
-    const LaunchConfig c = t_config_stack.back();
-    t_config_stack.pop_back();
-    *grid = c.grid;
-    *block = c.block;
-    *shmem = c.shmem;
-    *static_cast<cudaStream_t*>(stream) = c.stream;
-    return cudaSuccess;
+  if (t_config_stack.empty()) return fail(cudaErrorMissingConfiguration);
+  const LaunchConfig c = t_config_stack.back();
+  t_config_stack.pop_back();
+  *grid = c.grid;
+  *block = c.block;
+  *shmem = c.shmem;
+  *static_cast<cudaStream_t*>(stream) = c.stream;
+  return cudaSuccess;
 }
 
 SIM_RT cudaError_t __cudaGetKernel(cudaKernel_t* out, const void* hostFun) {
-    if (!out) return fail(cudaErrorInvalidValue);
-    CUkernel k = nullptr;
-    if (cudaError_t e = kernel_for_stub(hostFun, &k)) return fail(e);
-    *out = reinterpret_cast<cudaKernel_t>(k);
-    return cudaSuccess;
+  if (!out) return fail(cudaErrorInvalidValue);
+  CUkernel k = nullptr;
+  if (cudaError_t e = kernel_for_stub(hostFun, &k)) return fail(e);
+  *out = reinterpret_cast<cudaKernel_t>(k);
+  return cudaSuccess;
 }
 
 // CUDA 13 passes the CUkernel to cuLaunchKernel cast to CUfunction.
-SIM_RT cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void** args, size_t shmem, cudaStream_t s) {
-    ENSURE();
-    return ret(g_drv.LaunchKernel(reinterpret_cast<CUfunction>(k), g.x, g.y, g.z, b.x, b.y, b.z,
-                                  static_cast<unsigned>(shmem), s, args, nullptr));
+SIM_RT cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void** args, size_t shmem,
+                                      cudaStream_t s) {
+  ENSURE();
+  return ret(g_drv.LaunchKernel(reinterpret_cast<CUfunction>(k), g.x, g.y, g.z, b.x, b.y, b.z,
+                                static_cast<unsigned>(shmem), s, args, nullptr));
 }
 
 SIM_RT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t k, dim3 g, dim3 b, void** args, size_t shmem,
                                            cudaStream_t s) {
-    ENSURE();
-    return ret(g_drv.LaunchKernel_ptsz(reinterpret_cast<CUfunction>(k), g.x, g.y, g.z, b.x, b.y, b.z,
-                                       static_cast<unsigned>(shmem), s, args, nullptr));
+  ENSURE();
+  return ret(g_drv.LaunchKernel_ptsz(reinterpret_cast<CUfunction>(k), g.x, g.y, g.z, b.x, b.y, b.z,
+                                     static_cast<unsigned>(shmem), s, args, nullptr));
 }
 
 // =====================================================================================================================
@@ -394,94 +417,98 @@ SIM_RT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t k, dim3 g, dim3 b, void*
 
 namespace {
 cudaError_t launch(const void* func, dim3 g, dim3 b, void** args, size_t shmem, cudaStream_t s, bool ptsz) {
-    CUfunction f = nullptr;
-    if (cudaError_t e = resolve_launch_target(func, &f)) return e;
-    auto fn = ptsz ? g_drv.LaunchKernel_ptsz : g_drv.LaunchKernel;
-    return ret(fn(f, g.x, g.y, g.z, b.x, b.y, b.z, static_cast<unsigned>(shmem), s, args, nullptr));
+  CUfunction f = nullptr;
+  if (cudaError_t e = resolve_launch_target(func, &f)) return e;
+  auto fn = ptsz ? g_drv.LaunchKernel_ptsz : g_drv.LaunchKernel;
+  return ret(fn(f, g.x, g.y, g.z, b.x, b.y, b.z, static_cast<unsigned>(shmem), s, args, nullptr));
 }
 
 cudaError_t launch_ex(const cudaLaunchConfig_t* c, const void* func, void** args, bool ptsz) {
-    if (!c) return fail(cudaErrorInvalidValue);
-    CUfunction f = nullptr;
-    if (cudaError_t e = resolve_launch_target(func, &f)) return e;
-    static_assert(sizeof(cudaLaunchAttribute) == sizeof(CUlaunchAttribute), "launch attribute layouts differ");
-    CUlaunchConfig cfg{};
-    cfg.gridDimX = c->gridDim.x;
-    cfg.gridDimY = c->gridDim.y;
-    cfg.gridDimZ = c->gridDim.z;
-    cfg.blockDimX = c->blockDim.x;
-    cfg.blockDimY = c->blockDim.y;
-    cfg.blockDimZ = c->blockDim.z;
-    cfg.sharedMemBytes = static_cast<unsigned>(c->dynamicSmemBytes);
-    cfg.hStream = c->stream;
-    cfg.attrs = reinterpret_cast<CUlaunchAttribute*>(c->attrs);
-    cfg.numAttrs = c->numAttrs;
-    return ret((ptsz ? g_drv.LaunchKernelEx_ptsz : g_drv.LaunchKernelEx)(&cfg, f, args, nullptr));
+  if (!c) return fail(cudaErrorInvalidValue);
+  CUfunction f = nullptr;
+  if (cudaError_t e = resolve_launch_target(func, &f)) return e;
+  static_assert(sizeof(cudaLaunchAttribute) == sizeof(CUlaunchAttribute), "launch attribute layouts differ");
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = c->gridDim.x;
+  cfg.gridDimY = c->gridDim.y;
+  cfg.gridDimZ = c->gridDim.z;
+  cfg.blockDimX = c->blockDim.x;
+  cfg.blockDimY = c->blockDim.y;
+  cfg.blockDimZ = c->blockDim.z;
+  cfg.sharedMemBytes = static_cast<unsigned>(c->dynamicSmemBytes);
+  cfg.hStream = c->stream;
+  cfg.attrs = reinterpret_cast<CUlaunchAttribute*>(c->attrs);
+  cfg.numAttrs = c->numAttrs;
+  return ret((ptsz ? g_drv.LaunchKernelEx_ptsz : g_drv.LaunchKernelEx)(&cfg, f, args, nullptr));
 }
 
-cudaError_t launch_coop(const void* func, dim3 g, dim3 b, void** args, size_t shmem, cudaStream_t s, bool ptsz) {
-    CUfunction f = nullptr;
-    if (cudaError_t e = resolve_launch_target(func, &f)) return e;
-    auto fn = ptsz ? g_drv.LaunchCooperativeKernel_ptsz : g_drv.LaunchCooperativeKernel;
-    return ret(fn(f, g.x, g.y, g.z, b.x, b.y, b.z, static_cast<unsigned>(shmem), s, args));
+cudaError_t launch_coop(const void* func, dim3 g, dim3 b, void** args, size_t shmem, cudaStream_t s,
+                        bool ptsz) {
+  CUfunction f = nullptr;
+  if (cudaError_t e = resolve_launch_target(func, &f)) return e;
+  auto fn = ptsz ? g_drv.LaunchCooperativeKernel_ptsz : g_drv.LaunchCooperativeKernel;
+  return ret(fn(f, g.x, g.y, g.z, b.x, b.y, b.z, static_cast<unsigned>(shmem), s, args));
 }
 }  // namespace
 
 SIM_RT cudaError_t cudaLaunchKernel(const void* f, dim3 g, dim3 b, void** a, size_t sm, cudaStream_t s) {
-    return launch(f, g, b, a, sm, s, false);
+  return launch(f, g, b, a, sm, s, false);
 }
 SIM_RT cudaError_t cudaLaunchKernel_ptsz(const void* f, dim3 g, dim3 b, void** a, size_t sm, cudaStream_t s) {
-    return launch(f, g, b, a, sm, s, true);
+  return launch(f, g, b, a, sm, s, true);
 }
 SIM_RT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* c, const void* f, void** a) {
-    return launch_ex(c, f, a, false);
+  return launch_ex(c, f, a, false);
 }
 SIM_RT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* c, const void* f, void** a) {
-    return launch_ex(c, f, a, true);
+  return launch_ex(c, f, a, true);
 }
-SIM_RT cudaError_t cudaLaunchCooperativeKernel(const void* f, dim3 g, dim3 b, void** a, size_t sm, cudaStream_t s) {
-    return launch_coop(f, g, b, a, sm, s, false);
+SIM_RT cudaError_t cudaLaunchCooperativeKernel(const void* f, dim3 g, dim3 b, void** a, size_t sm,
+                                               cudaStream_t s) {
+  return launch_coop(f, g, b, a, sm, s, false);
 }
 SIM_RT cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* f, dim3 g, dim3 b, void** a, size_t sm,
                                                     cudaStream_t s) {
-    return launch_coop(f, g, b, a, sm, s, true);
+  return launch_coop(f, g, b, a, sm, s, true);
 }
 
-SIM_RT cudaError_t cudaGetKernel(cudaKernel_t* out, const void* entry) { return __cudaGetKernel(out, entry); }
+SIM_RT cudaError_t cudaGetKernel(cudaKernel_t* out, const void* entry) {
+  return __cudaGetKernel(out, entry);
+}
 
 SIM_RT cudaError_t cudaFuncGetName(const char** name, const void* func) {
-    if (!name || !func) return fail(cudaErrorInvalidValue);
-    {
-        std::lock_guard<std::mutex> lk(reg_mu());
-        auto it = kernels().find(func);
-        if (it != kernels().end()) {
-            *name = it->second.name.c_str();
-            return cudaSuccess;
-        }
+  if (!name || !func) return fail(cudaErrorInvalidValue);
+  {
+    std::lock_guard<std::mutex> lk(reg_mu());
+    auto it = kernels().find(func);
+    if (it != kernels().end()) {
+      *name = it->second.name.c_str();
+      return cudaSuccess;
     }
-    ENSURE();
-    if (g_drv.KernelGetName(name, reinterpret_cast<CUkernel>(const_cast<void*>(func))) == CUDA_SUCCESS)
-        return cudaSuccess;
-    return fail(cudaErrorInvalidDeviceFunction);
+  }
+  ENSURE();
+  if (g_drv.KernelGetName(name, reinterpret_cast<CUkernel>(const_cast<void*>(func))) == CUDA_SUCCESS)
+    return cudaSuccess;
+  return fail(cudaErrorInvalidDeviceFunction);
 }
 
 SIM_RT cudaError_t cudaGetFuncBySymbol(cudaFunction_t* out, const void* symbol) {
-    if (!out) return fail(cudaErrorInvalidValue);
-    CUkernel k = nullptr;
-    if (cudaError_t e = kernel_for_stub(symbol, &k)) return fail(e);
-    CUfunction f = nullptr;
-    if (CUresult r = g_drv.KernelGetFunction(&f, k)) return ret(r);
-    *out = f;
-    return cudaSuccess;
+  if (!out) return fail(cudaErrorInvalidValue);
+  CUkernel k = nullptr;
+  if (cudaError_t e = kernel_for_stub(symbol, &k)) return fail(e);
+  CUfunction f = nullptr;
+  if (CUresult r = g_drv.KernelGetFunction(&f, k)) return ret(r);
+  *out = f;
+  return cudaSuccess;
 }
 
 SIM_RT cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void* user) {
-    ENSURE();
-    return ret(g_drv.LaunchHostFunc(s, fn, user));
+  ENSURE();
+  return ret(g_drv.LaunchHostFunc(s, fn, user));
 }
 SIM_RT cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t s, cudaHostFn_t fn, void* user) {
-    ENSURE();
-    return ret(g_drv.LaunchHostFunc_ptsz(s, fn, user));
+  ENSURE();
+  return ret(g_drv.LaunchHostFunc_ptsz(s, fn, user));
 }
 
 // =====================================================================================================================
@@ -489,127 +516,129 @@ SIM_RT cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t s, cudaHostFn_t fn, void
 // =====================================================================================================================
 
 SIM_RT cudaError_t cudaGetDeviceCount(int* n) {
-    if (!n) return fail(cudaErrorInvalidValue);
-    ENSURE();
-    return ret(g_drv.DeviceGetCount(n));
+  if (!n) return fail(cudaErrorInvalidValue);
+  ENSURE();
+  return ret(g_drv.DeviceGetCount(n));
 }
 SIM_RT cudaError_t cudaSetDevice(int d) {
-    ENSURE();
-    return d == 0 ? cudaSuccess : fail(cudaErrorInvalidDevice);
+  ENSURE();
+  return d == 0 ? cudaSuccess : fail(cudaErrorInvalidDevice);
 }
 SIM_RT cudaError_t cudaGetDevice(int* d) {
-    if (!d) return fail(cudaErrorInvalidValue);
-    ENSURE();
-    *d = 0;
-    return cudaSuccess;
+  if (!d) return fail(cudaErrorInvalidValue);
+  ENSURE();
+  *d = 0;
+  return cudaSuccess;
 }
 SIM_RT cudaError_t cudaDeviceGetAttribute(int* v, enum cudaDeviceAttr attr, int d) {
-    ENSURE();
-    return ret(g_drv.DeviceGetAttribute(v, static_cast<CUdevice_attribute>(attr), d));
+  ENSURE();
+  return ret(g_drv.DeviceGetAttribute(v, static_cast<CUdevice_attribute>(attr), d));
 }
 SIM_RT cudaError_t cudaDriverGetVersion(int* v) {
-    if (!v) return fail(cudaErrorInvalidValue);
-    std::call_once(g_init_once, init_driver);
-    if (g_init_error == cudaErrorInsufficientDriver) {
-        *v = 0;  // documented: 0 when no driver is installed
-        return cudaSuccess;
-    }
-    return ret(g_drv.DriverGetVersion(v));
+  if (!v) return fail(cudaErrorInvalidValue);
+  std::call_once(g_init_once, init_driver);
+  if (g_init_error == cudaErrorInsufficientDriver) {
+    *v = 0;  // documented: 0 when no driver is installed
+    return cudaSuccess;
+  }
+  return ret(g_drv.DriverGetVersion(v));
 }
 SIM_RT cudaError_t cudaRuntimeGetVersion(int* v) {
-    if (!v) return fail(cudaErrorInvalidValue);
-    *v = 13000;
-    return cudaSuccess;
+  if (!v) return fail(cudaErrorInvalidValue);
+  *v = 13000;
+  return cudaSuccess;
 }
 SIM_RT cudaError_t cudaDeviceSynchronize(void) {
-    ENSURE();
-    return ret(g_drv.CtxSynchronize());
+  ENSURE();
+  return ret(g_drv.CtxSynchronize());
 }
 // A real reset destroys the primary context; the sim keeps it (documented as not modelled).
-SIM_RT cudaError_t cudaDeviceReset(void) { return cudaSuccess; }
+SIM_RT cudaError_t cudaDeviceReset(void) {
+  return cudaSuccess;
+}
 
 SIM_RT cudaError_t cudaGetLastError(void) {
-    if (int s = g_sticky.load()) {
-        t_last_error = cudaSuccess;
-        return static_cast<cudaError_t>(s);
-    }
-    const cudaError_t e = t_last_error;
+  if (int s = g_sticky.load()) {
     t_last_error = cudaSuccess;
-    return e;
+    return static_cast<cudaError_t>(s);
+  }
+  const cudaError_t e = t_last_error;
+  t_last_error = cudaSuccess;
+  return e;
 }
 SIM_RT cudaError_t cudaPeekAtLastError(void) {
-    if (int s = g_sticky.load()) return static_cast<cudaError_t>(s);
-    return t_last_error;
+  if (int s = g_sticky.load()) return static_cast<cudaError_t>(s);
+  return t_last_error;
 }
 SIM_RT const char* cudaGetErrorName(cudaError_t e) {
-    const ErrText* t = find_error(e);
-    return t ? t->name : "unrecognized error code";
+  const ErrText* t = find_error(e);
+  return t ? t->name : "unrecognized error code";
 }
 SIM_RT const char* cudaGetErrorString(cudaError_t e) {
-    const ErrText* t = find_error(e);
-    return t ? t->text : "unrecognized error code";
+  const ErrText* t = find_error(e);
+  return t ? t->text : "unrecognized error code";
 }
 
 SIM_RT cudaError_t cudaStreamCreate(cudaStream_t* s) {
-    if (!s) return fail(cudaErrorInvalidValue);
-    ENSURE();
-    return ret(g_drv.StreamCreate(s, 0));
+  if (!s) return fail(cudaErrorInvalidValue);
+  ENSURE();
+  return ret(g_drv.StreamCreate(s, 0));
 }
 SIM_RT cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int flags) {
-    if (!s) return fail(cudaErrorInvalidValue);
-    ENSURE();
-    return ret(g_drv.StreamCreate(s, flags));
+  if (!s) return fail(cudaErrorInvalidValue);
+  ENSURE();
+  return ret(g_drv.StreamCreate(s, flags));
 }
 SIM_RT cudaError_t cudaStreamDestroy(cudaStream_t s) {
-    ENSURE();
-    return ret(g_drv.StreamDestroy(s));
+  ENSURE();
+  return ret(g_drv.StreamDestroy(s));
 }
 SIM_RT cudaError_t cudaStreamSynchronize(cudaStream_t s) {
-    ENSURE();
-    return ret(g_drv.StreamSynchronize(s));
+  ENSURE();
+  return ret(g_drv.StreamSynchronize(s));
 }
 SIM_RT cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t s) {
-    ENSURE();
-    return ret(g_drv.StreamSynchronize_ptsz(s));
+  ENSURE();
+  return ret(g_drv.StreamSynchronize_ptsz(s));
 }
 SIM_RT cudaError_t cudaStreamQuery(cudaStream_t s) {
-    ENSURE();
-    return ret(g_drv.StreamQuery(s));
+  ENSURE();
+  return ret(g_drv.StreamQuery(s));
 }
 SIM_RT cudaError_t cudaStreamQuery_ptsz(cudaStream_t s) {
-    ENSURE();
-    return ret(g_drv.StreamQuery_ptsz(s));
+  ENSURE();
+  return ret(g_drv.StreamQuery_ptsz(s));
 }
 
 SIM_RT cudaError_t cudaEventCreate(cudaEvent_t* e) {
-    if (!e) return fail(cudaErrorInvalidValue);
-    ENSURE();
-    return ret(g_drv.EventCreate(e, 0));
+  if (!e) return fail(cudaErrorInvalidValue);
+  ENSURE();
+  return ret(g_drv.EventCreate(e, 0));
 }
 SIM_RT cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int flags) {
-    if (!e) return fail(cudaErrorInvalidValue);
-    ENSURE();
-    return ret(g_drv.EventCreate(e, flags));
+  if (!e) return fail(cudaErrorInvalidValue);
+  ENSURE();
+  return ret(g_drv.EventCreate(e, flags));
 }
 SIM_RT cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
-    ENSURE();
-    return ret(g_drv.EventRecord(e, s));
+  ENSURE();
+  return ret(g_drv.EventRecord(e, s));
 }
 SIM_RT cudaError_t cudaEventRecord_ptsz(cudaEvent_t e, cudaStream_t s) {
-    ENSURE();
-    return ret(g_drv.EventRecord_ptsz(e, s));
+  ENSURE();
+  return ret(g_drv.EventRecord_ptsz(e, s));
 }
 SIM_RT cudaError_t cudaEventSynchronize(cudaEvent_t e) {
-    ENSURE();
-    return ret(g_drv.EventSynchronize(e));
+  ENSURE();
+  return ret(g_drv.EventSynchronize(e));
 }
 SIM_RT cudaError_t cudaEventQuery(cudaEvent_t e) {
-    ENSURE();
-    return ret(g_drv.EventQuery(e));
+  ENSURE();
+  return ret(g_drv.EventQuery(e));
 }
 SIM_RT cudaError_t cudaEventDestroy(cudaEvent_t e) {
-    ENSURE();
-    return ret(g_drv.EventDestroy(e));
+  ENSURE();
+  return ret(g_drv.EventDestroy(e));
 }
 
 // =====================================================================================================================
@@ -617,98 +646,103 @@ SIM_RT cudaError_t cudaEventDestroy(cudaEvent_t e) {
 // =====================================================================================================================
 
 SIM_RT cudaError_t cudaMalloc(void** p, size_t size) {
-    if (!p) return fail(cudaErrorInvalidValue);
-    ENSURE();
-    if (size == 0) {  // the runtime answers a zero-byte request itself
-        *p = nullptr;
-        return cudaSuccess;
-    }
-    CUdeviceptr d = 0;
-    if (CUresult r = g_drv.MemAlloc(&d, size)) return ret(r);
-    *p = reinterpret_cast<void*>(d);
+  if (!p) return fail(cudaErrorInvalidValue);
+  ENSURE();
+  if (size == 0) {  // the runtime answers a zero-byte request itself
+    *p = nullptr;
     return cudaSuccess;
+  }
+  CUdeviceptr d = 0;
+  if (CUresult r = g_drv.MemAlloc(&d, size)) return ret(r);
+  *p = reinterpret_cast<void*>(d);
+  return cudaSuccess;
 }
 SIM_RT cudaError_t cudaFree(void* p) {
-    ENSURE();
-    return p ? ret(g_drv.MemFree(dp(p))) : cudaSuccess;
+  ENSURE();
+  return p ? ret(g_drv.MemFree(dp(p))) : cudaSuccess;
 }
 SIM_RT cudaError_t cudaHostAlloc(void** p, size_t size, unsigned int flags) {
-    if (!p) return fail(cudaErrorInvalidValue);
-    ENSURE();
-    return ret(g_drv.MemHostAlloc(p, size, flags));  // cudaHostAlloc* flags equal CU_MEMHOSTALLOC_*
+  if (!p) return fail(cudaErrorInvalidValue);
+  ENSURE();
+  return ret(g_drv.MemHostAlloc(p, size, flags));  // cudaHostAlloc* flags equal CU_MEMHOSTALLOC_*
 }
-SIM_RT cudaError_t cudaMallocHost(void** p, size_t size) { return cudaHostAlloc(p, size, cudaHostAllocDefault); }
+SIM_RT cudaError_t cudaMallocHost(void** p, size_t size) {
+  return cudaHostAlloc(p, size, cudaHostAllocDefault);
+}
 SIM_RT cudaError_t cudaFreeHost(void* p) {
-    ENSURE();
-    return p ? ret(g_drv.MemFreeHost(p)) : cudaSuccess;
+  ENSURE();
+  return p ? ret(g_drv.MemFreeHost(p)) : cudaSuccess;
 }
 SIM_RT cudaError_t cudaHostGetDevicePointer(void** pd, void* ph, unsigned int flags) {
-    if (!pd) return fail(cudaErrorInvalidValue);
-    ENSURE();
-    CUdeviceptr d = 0;
-    if (CUresult r = g_drv.MemHostGetDevicePointer(&d, ph, flags)) return ret(r);
-    *pd = reinterpret_cast<void*>(d);
-    return cudaSuccess;
+  if (!pd) return fail(cudaErrorInvalidValue);
+  ENSURE();
+  CUdeviceptr d = 0;
+  if (CUresult r = g_drv.MemHostGetDevicePointer(&d, ph, flags)) return ret(r);
+  *pd = reinterpret_cast<void*>(d);
+  return cudaSuccess;
 }
 
 namespace {
 cudaError_t memcpy_sync(void* dst, const void* src, size_t n, cudaMemcpyKind kind, bool ptds) {
-    ENSURE();
-    switch (kind) {
-        case cudaMemcpyHostToDevice:
-            return ret((ptds ? g_drv.MemcpyHtoD_ptds : g_drv.MemcpyHtoD)(dp(dst), src, n));
-        case cudaMemcpyDeviceToHost:
-            return ret((ptds ? g_drv.MemcpyDtoH_ptds : g_drv.MemcpyDtoH)(dst, dp(src), n));
-        case cudaMemcpyDeviceToDevice:
-            return ret((ptds ? g_drv.MemcpyDtoD_ptds : g_drv.MemcpyDtoD)(dp(dst), dp(src), n));
-        case cudaMemcpyHostToHost:
-        case cudaMemcpyDefault:
-            return ret((ptds ? g_drv.Memcpy_ptds : g_drv.Memcpy)(dp(dst), dp(src), n));
-    }
-    return fail(cudaErrorInvalidMemcpyDirection);
+  ENSURE();
+  switch (kind) {
+    case cudaMemcpyHostToDevice:
+      return ret((ptds ? g_drv.MemcpyHtoD_ptds : g_drv.MemcpyHtoD)(dp(dst), src, n));
+    case cudaMemcpyDeviceToHost:
+      return ret((ptds ? g_drv.MemcpyDtoH_ptds : g_drv.MemcpyDtoH)(dst, dp(src), n));
+    case cudaMemcpyDeviceToDevice:
+      return ret((ptds ? g_drv.MemcpyDtoD_ptds : g_drv.MemcpyDtoD)(dp(dst), dp(src), n));
+    case cudaMemcpyHostToHost:
+    case cudaMemcpyDefault:
+      return ret((ptds ? g_drv.Memcpy_ptds : g_drv.Memcpy)(dp(dst), dp(src), n));
+  }
+  return fail(cudaErrorInvalidMemcpyDirection);
 }
 
-cudaError_t memcpy_async(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t s, bool ptsz) {
-    ENSURE();
-    switch (kind) {
-        case cudaMemcpyHostToDevice:
-            return ret((ptsz ? g_drv.MemcpyHtoDAsync_ptsz : g_drv.MemcpyHtoDAsync)(dp(dst), src, n, s));
-        case cudaMemcpyDeviceToHost:
-            return ret((ptsz ? g_drv.MemcpyDtoHAsync_ptsz : g_drv.MemcpyDtoHAsync)(dst, dp(src), n, s));
-        case cudaMemcpyDeviceToDevice:
-        case cudaMemcpyHostToHost:
-        case cudaMemcpyDefault:
-            return ret((ptsz ? g_drv.MemcpyAsync_ptsz : g_drv.MemcpyAsync)(dp(dst), dp(src), n, s));
-    }
-    return fail(cudaErrorInvalidMemcpyDirection);
+cudaError_t memcpy_async(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t s,
+                         bool ptsz) {
+  ENSURE();
+  switch (kind) {
+    case cudaMemcpyHostToDevice:
+      return ret((ptsz ? g_drv.MemcpyHtoDAsync_ptsz : g_drv.MemcpyHtoDAsync)(dp(dst), src, n, s));
+    case cudaMemcpyDeviceToHost:
+      return ret((ptsz ? g_drv.MemcpyDtoHAsync_ptsz : g_drv.MemcpyDtoHAsync)(dst, dp(src), n, s));
+    case cudaMemcpyDeviceToDevice:
+    case cudaMemcpyHostToHost:
+    case cudaMemcpyDefault:
+      return ret((ptsz ? g_drv.MemcpyAsync_ptsz : g_drv.MemcpyAsync)(dp(dst), dp(src), n, s));
+  }
+  return fail(cudaErrorInvalidMemcpyDirection);
 }
 }  // namespace
 
-SIM_RT cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind k) { return memcpy_sync(d, s, n, k, false); }
+SIM_RT cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind k) {
+  return memcpy_sync(d, s, n, k, false);
+}
 SIM_RT cudaError_t cudaMemcpy_ptds(void* d, const void* s, size_t n, cudaMemcpyKind k) {
-    return memcpy_sync(d, s, n, k, true);
+  return memcpy_sync(d, s, n, k, true);
 }
 SIM_RT cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind k, cudaStream_t st) {
-    return memcpy_async(d, s, n, k, st, false);
+  return memcpy_async(d, s, n, k, st, false);
 }
 SIM_RT cudaError_t cudaMemcpyAsync_ptsz(void* d, const void* s, size_t n, cudaMemcpyKind k, cudaStream_t st) {
-    return memcpy_async(d, s, n, k, st, true);
+  return memcpy_async(d, s, n, k, st, true);
 }
 SIM_RT cudaError_t cudaMemset(void* p, int v, size_t n) {
-    ENSURE();
-    return ret(g_drv.MemsetD8(dp(p), static_cast<unsigned char>(v), n));
+  ENSURE();
+  return ret(g_drv.MemsetD8(dp(p), static_cast<unsigned char>(v), n));
 }
 SIM_RT cudaError_t cudaMemset_ptds(void* p, int v, size_t n) {
-    ENSURE();
-    return ret(g_drv.MemsetD8_ptds(dp(p), static_cast<unsigned char>(v), n));
+  ENSURE();
+  return ret(g_drv.MemsetD8_ptds(dp(p), static_cast<unsigned char>(v), n));
 }
 SIM_RT cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t s) {
-    ENSURE();
-    return ret(g_drv.MemsetD8Async(dp(p), static_cast<unsigned char>(v), n, s));
+  ENSURE();
+  return ret(g_drv.MemsetD8Async(dp(p), static_cast<unsigned char>(v), n, s));
 }
 SIM_RT cudaError_t cudaMemsetAsync_ptsz(void* p, int v, size_t n, cudaStream_t s) {
-    ENSURE();
-    return ret(g_drv.MemsetD8Async_ptsz(dp(p), static_cast<unsigned char>(v), n, s));
+  ENSURE();
+  return ret(g_drv.MemsetD8Async_ptsz(dp(p), static_cast<unsigned char>(v), n, s));
 }
 
 // =====================================================================================================================
@@ -716,64 +750,68 @@ SIM_RT cudaError_t cudaMemsetAsync_ptsz(void* p, int v, size_t n, cudaStream_t s
 // =====================================================================================================================
 
 SIM_RT cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode m) {
-    ENSURE();
-    return ret(g_drv.StreamBeginCapture(s, static_cast<CUstreamCaptureMode>(m)));
+  ENSURE();
+  return ret(g_drv.StreamBeginCapture(s, static_cast<CUstreamCaptureMode>(m)));
 }
 SIM_RT cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t s, enum cudaStreamCaptureMode m) {
-    ENSURE();
-    return ret(g_drv.StreamBeginCapture_ptsz(s, static_cast<CUstreamCaptureMode>(m)));
+  ENSURE();
+  return ret(g_drv.StreamBeginCapture_ptsz(s, static_cast<CUstreamCaptureMode>(m)));
 }
 SIM_RT cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* g) {
-    ENSURE();
-    return ret(g_drv.StreamEndCapture(s, g));
+  ENSURE();
+  return ret(g_drv.StreamEndCapture(s, g));
 }
 SIM_RT cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t s, cudaGraph_t* g) {
-    ENSURE();
-    return ret(g_drv.StreamEndCapture_ptsz(s, g));
+  ENSURE();
+  return ret(g_drv.StreamEndCapture_ptsz(s, g));
 }
 SIM_RT cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus* st) {
-    ENSURE();
-    return ret(g_drv.StreamIsCapturing(s, reinterpret_cast<CUstreamCaptureStatus*>(st)));
+  ENSURE();
+  return ret(g_drv.StreamIsCapturing(s, reinterpret_cast<CUstreamCaptureStatus*>(st)));
 }
 SIM_RT cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t s, enum cudaStreamCaptureStatus* st) {
-    ENSURE();
-    return ret(g_drv.StreamIsCapturing_ptsz(s, reinterpret_cast<CUstreamCaptureStatus*>(st)));
+  ENSURE();
+  return ret(g_drv.StreamIsCapturing_ptsz(s, reinterpret_cast<CUstreamCaptureStatus*>(st)));
 }
-SIM_RT cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, enum cudaStreamCaptureStatus* st, unsigned long long* id,
-                                            cudaGraph_t* g, const cudaGraphNode_t** deps,
-                                            const cudaGraphEdgeData** edges, size_t* n) {
-    ENSURE();
-    return ret(g_drv.StreamGetCaptureInfo(s, reinterpret_cast<CUstreamCaptureStatus*>(st), reinterpret_cast<cuuint64_t*>(id), g, deps,
-                                          reinterpret_cast<const CUgraphEdgeData**>(edges), n));
+SIM_RT cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, enum cudaStreamCaptureStatus* st,
+                                            unsigned long long* id, cudaGraph_t* g,
+                                            const cudaGraphNode_t** deps, const cudaGraphEdgeData** edges,
+                                            size_t* n) {
+  ENSURE();
+  return ret(g_drv.StreamGetCaptureInfo(s, reinterpret_cast<CUstreamCaptureStatus*>(st),
+                                        reinterpret_cast<cuuint64_t*>(id), g, deps,
+                                        reinterpret_cast<const CUgraphEdgeData**>(edges), n));
 }
 SIM_RT cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t s, enum cudaStreamCaptureStatus* st,
-                                                 unsigned long long* id, cudaGraph_t* g, const cudaGraphNode_t** deps,
+                                                 unsigned long long* id, cudaGraph_t* g,
+                                                 const cudaGraphNode_t** deps,
                                                  const cudaGraphEdgeData** edges, size_t* n) {
-    ENSURE();
-    return ret(g_drv.StreamGetCaptureInfo_ptsz(s, reinterpret_cast<CUstreamCaptureStatus*>(st), reinterpret_cast<cuuint64_t*>(id), g, deps,
-                                               reinterpret_cast<const CUgraphEdgeData**>(edges), n));
+  ENSURE();
+  return ret(g_drv.StreamGetCaptureInfo_ptsz(s, reinterpret_cast<CUstreamCaptureStatus*>(st),
+                                             reinterpret_cast<cuuint64_t*>(id), g, deps,
+                                             reinterpret_cast<const CUgraphEdgeData**>(edges), n));
 }
 SIM_RT cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode* m) {
-    ENSURE();
-    return ret(g_drv.ThreadExchangeStreamCaptureMode(reinterpret_cast<CUstreamCaptureMode*>(m)));
+  ENSURE();
+  return ret(g_drv.ThreadExchangeStreamCaptureMode(reinterpret_cast<CUstreamCaptureMode*>(m)));
 }
 SIM_RT cudaError_t cudaGraphInstantiate(cudaGraphExec_t* e, cudaGraph_t g, unsigned long long flags) {
-    ENSURE();
-    return ret(g_drv.GraphInstantiate(e, g, flags));
+  ENSURE();
+  return ret(g_drv.GraphInstantiate(e, g, flags));
 }
 SIM_RT cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s) {
-    ENSURE();
-    return ret(g_drv.GraphLaunch(e, s));
+  ENSURE();
+  return ret(g_drv.GraphLaunch(e, s));
 }
 SIM_RT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t e, cudaStream_t s) {
-    ENSURE();
-    return ret(g_drv.GraphLaunch_ptsz(e, s));
+  ENSURE();
+  return ret(g_drv.GraphLaunch_ptsz(e, s));
 }
 SIM_RT cudaError_t cudaGraphDestroy(cudaGraph_t g) {
-    ENSURE();
-    return ret(g_drv.GraphDestroy(g));
+  ENSURE();
+  return ret(g_drv.GraphDestroy(g));
 }
 SIM_RT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) {
-    ENSURE();
-    return ret(g_drv.GraphExecDestroy(e));
+  ENSURE();
+  return ret(g_drv.GraphExecDestroy(e));
 }

@@ -1,6 +1,6 @@
-// Tests where and when injected device faults surface through the simulated runtime (CUDA_SIM_FAULT is set by ctest
-// to "stencil:2,ns::kern:1:assert,never_launched"). Each scenario runs in a forked child, since a fault kills the
-// (simulated) context for the rest of the process, exactly as on the hardware.
+// Tests where and when injected device faults surface through the simulated runtime (CUDA_SIM_FAULT is set by
+// ctest to "stencil:2,ns::kern:1:assert,never_launched"). Each scenario runs in a forked child, since a fault
+// kills the (simulated) context for the rest of the process, exactly as on the hardware.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <sys/wait.h>
@@ -24,151 +24,158 @@ extern "C" cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t);
 namespace {
 
 std::map<std::string, long> read_stats(const std::string& path) {
-    std::map<std::string, long> m;
-    std::ifstream in(path);
-    std::string line;
-    while (std::getline(in, line)) {
-        auto eq = line.find('=');
-        if (eq != std::string::npos) m[line.substr(0, eq)] = std::stol(line.substr(eq + 1));
-    }
-    return m;
+  std::map<std::string, long> m;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto eq = line.find('=');
+    if (eq != std::string::npos) m[line.substr(0, eq)] = std::stol(line.substr(eq + 1));
+  }
+  return m;
 }
 
 // The driver's cuStreamWriteValue64, reached the way a preload library would (libcuda is loaded RTLD_GLOBAL).
 using WriteValue64 = CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned);
-WriteValue64 write_value64() { return reinterpret_cast<WriteValue64>(dlsym(RTLD_DEFAULT, "cuStreamWriteValue64_v2")); }
+WriteValue64 write_value64() {
+  return reinterpret_cast<WriteValue64>(dlsym(RTLD_DEFAULT, "cuStreamWriteValue64_v2"));
+}
 
-// Fault surfaces at the next synchronize of its stream; unrelated streams and events are unaffected; then sticky.
+// Fault surfaces at the next synchronize of its stream; unrelated streams and events are unaffected; then
+// sticky.
 void stream_sync_scenario() {
-    const char* env = std::getenv("CUDA_SIM_STATS");  // set by ctest
-    const std::string stats = env ? env : "";
-    CHECK(env != nullptr);
-    cudaStream_t s1, s2;
-    CHECK_EQ(cudaStreamCreate(&s1), cudaSuccess);
-    CHECK_EQ(cudaStreamCreate(&s2), cudaSuccess);
-    volatile uint64_t* flag = nullptr;
-    CHECK_EQ(cudaHostAlloc(const_cast<void**>(reinterpret_cast<volatile void**>(&flag)), 8, cudaHostAllocMapped),
-             cudaSuccess);
-    void* dflag = nullptr;
-    CHECK_EQ(cudaHostGetDevicePointer(&dflag, const_cast<uint64_t*>(flag), 0), cudaSuccess);
-    WriteValue64 wv = write_value64();
-    CHECK(wv != nullptr);
+  const char* env = std::getenv("CUDA_SIM_STATS");  // set by ctest
+  const std::string stats = env ? env : "";
+  CHECK(env != nullptr);
+  cudaStream_t s1, s2;
+  CHECK_EQ(cudaStreamCreate(&s1), cudaSuccess);
+  CHECK_EQ(cudaStreamCreate(&s2), cudaSuccess);
+  volatile uint64_t* flag = nullptr;
+  CHECK_EQ(
+      cudaHostAlloc(const_cast<void**>(reinterpret_cast<volatile void**>(&flag)), 8, cudaHostAllocMapped),
+      cudaSuccess);
+  void* dflag = nullptr;
+  CHECK_EQ(cudaHostGetDevicePointer(&dflag, const_cast<uint64_t*>(flag), 0), cudaSuccess);
+  WriteValue64 wv = write_value64();
+  CHECK(wv != nullptr);
 
-    CHECK_EQ(sim::launch(stencil, dim3(1), dim3(32), s1), cudaSuccess);  // launch #1: fine
-    CHECK_EQ(wv(s1, reinterpret_cast<CUdeviceptr>(dflag), 1, 0), CUDA_SUCCESS);
-    CHECK_EQ(*flag, 1u);  // preceding work completed, the marker is visible
-    CHECK_EQ(sim::launch(stencil, dim3(1), dim3(32), s1), cudaSuccess);  // launch #2: faults, launch still succeeds
-    CHECK_EQ(sim::launch(other, dim3(1), dim3(32), s1), cudaSuccess);    // later launches succeed too
-    CHECK_EQ(wv(s1, reinterpret_cast<CUdeviceptr>(dflag), 2, 0), CUDA_SUCCESS);
-    CHECK_EQ(*flag, 1u);  // the faulted stream never gets there
-    cudaEvent_t e2;
-    CHECK_EQ(cudaEventCreate(&e2), cudaSuccess);
-    CHECK_EQ(cudaEventRecord(e2, s2), cudaSuccess);
+  CHECK_EQ(sim::launch(stencil, dim3(1), dim3(32), s1), cudaSuccess);  // launch #1: fine
+  CHECK_EQ(wv(s1, reinterpret_cast<CUdeviceptr>(dflag), 1, 0), CUDA_SUCCESS);
+  CHECK_EQ(*flag, 1u);  // preceding work completed, the marker is visible
+  CHECK_EQ(sim::launch(stencil, dim3(1), dim3(32), s1),
+           cudaSuccess);  // launch #2: faults, launch still succeeds
+  CHECK_EQ(sim::launch(other, dim3(1), dim3(32), s1), cudaSuccess);  // later launches succeed too
+  CHECK_EQ(wv(s1, reinterpret_cast<CUdeviceptr>(dflag), 2, 0), CUDA_SUCCESS);
+  CHECK_EQ(*flag, 1u);  // the faulted stream never gets there
+  cudaEvent_t e2;
+  CHECK_EQ(cudaEventCreate(&e2), cudaSuccess);
+  CHECK_EQ(cudaEventRecord(e2, s2), cudaSuccess);
 
-    CHECK_EQ(cudaStreamSynchronize(s2), cudaSuccess);  // unrelated stream: the fault is still in flight
-    CHECK_EQ(cudaStreamQuery(s2), cudaSuccess);
-    CHECK_EQ(cudaEventSynchronize(e2), cudaSuccess);
-    CHECK_EQ(cudaGetLastError(), cudaSuccess);
+  CHECK_EQ(cudaStreamSynchronize(s2), cudaSuccess);  // unrelated stream: the fault is still in flight
+  CHECK_EQ(cudaStreamQuery(s2), cudaSuccess);
+  CHECK_EQ(cudaEventSynchronize(e2), cudaSuccess);
+  CHECK_EQ(cudaGetLastError(), cudaSuccess);
 
-    CHECK_EQ(cudaStreamSynchronize(s1), cudaErrorIllegalAddress);
-    CHECK_EQ(cudaGetLastError(), cudaErrorIllegalAddress);
-    CHECK_EQ(cudaGetLastError(), cudaErrorIllegalAddress);  // sticky: keeps coming back
-    CHECK_EQ(cudaPeekAtLastError(), cudaErrorIllegalAddress);
-    CHECK_STR(cudaGetErrorName(cudaErrorIllegalAddress), "cudaErrorIllegalAddress");
-    CHECK_STR(cudaGetErrorString(cudaErrorIllegalAddress), "an illegal memory access was encountered");
+  CHECK_EQ(cudaStreamSynchronize(s1), cudaErrorIllegalAddress);
+  CHECK_EQ(cudaGetLastError(), cudaErrorIllegalAddress);
+  CHECK_EQ(cudaGetLastError(), cudaErrorIllegalAddress);  // sticky: keeps coming back
+  CHECK_EQ(cudaPeekAtLastError(), cudaErrorIllegalAddress);
+  CHECK_STR(cudaGetErrorName(cudaErrorIllegalAddress), "cudaErrorIllegalAddress");
+  CHECK_STR(cudaGetErrorString(cudaErrorIllegalAddress), "an illegal memory access was encountered");
 
-    // Every later call that touches the device returns it.
-    CHECK_EQ(sim::launch(other, dim3(1), dim3(32), s2), cudaErrorIllegalAddress);
-    CHECK_EQ(cudaStreamSynchronize(s2), cudaErrorIllegalAddress);
-    void* p = nullptr;
-    CHECK_EQ(cudaMalloc(&p, 16), cudaErrorIllegalAddress);
-    CHECK_EQ(cudaEventQuery(e2), cudaErrorIllegalAddress);
-    CHECK_EQ(cudaDeviceSynchronize(), cudaErrorIllegalAddress);
-    // Names still work.
-    const char* name = nullptr;
-    CHECK_EQ(cudaFuncGetName(&name, reinterpret_cast<const void*>(stencil)), cudaSuccess);
-    CHECK_STR(name, "_Z7stencilPfix");
+  // Every later call that touches the device returns it.
+  CHECK_EQ(sim::launch(other, dim3(1), dim3(32), s2), cudaErrorIllegalAddress);
+  CHECK_EQ(cudaStreamSynchronize(s2), cudaErrorIllegalAddress);
+  void* p = nullptr;
+  CHECK_EQ(cudaMalloc(&p, 16), cudaErrorIllegalAddress);
+  CHECK_EQ(cudaEventQuery(e2), cudaErrorIllegalAddress);
+  CHECK_EQ(cudaDeviceSynchronize(), cudaErrorIllegalAddress);
+  // Names still work.
+  const char* name = nullptr;
+  CHECK_EQ(cudaFuncGetName(&name, reinterpret_cast<const void*>(stencil)), cudaSuccess);
+  CHECK_STR(name, "_Z7stencilPfix");
 
-    sim::write_stats();
-    auto m = read_stats(stats);
-    CHECK_EQ(m["launches"], 3);
-    CHECK_EQ(m["faults_injected"], 1);
-    CHECK_EQ(m["faults_surfaced"], 1);
-    CHECK_EQ(m["synchronizes"], 5);  // s2, e2, s1, s2 (sticky), device
-    CHECK_EQ(m["synchronizes_during_capture"], 0);
-    CHECK_EQ(m["sticky_error"], 700);
+  sim::write_stats();
+  auto m = read_stats(stats);
+  CHECK_EQ(m["launches"], 3);
+  CHECK_EQ(m["faults_injected"], 1);
+  CHECK_EQ(m["faults_surfaced"], 1);
+  CHECK_EQ(m["synchronizes"], 5);  // s2, e2, s1, s2 (sticky), device
+  CHECK_EQ(m["synchronizes_during_capture"], 0);
+  CHECK_EQ(m["sticky_error"], 700);
 }
 
 // An event recorded after the fault reveals it; one recorded before does not.
 void event_scenario() {
-    cudaStream_t s1;
-    CHECK_EQ(cudaStreamCreate(&s1), cudaSuccess);
-    cudaEvent_t before, after;
-    CHECK_EQ(cudaEventCreate(&before), cudaSuccess);
-    CHECK_EQ(cudaEventCreate(&after), cudaSuccess);
-    CHECK_EQ(sim::launch(stencil, dim3(1), dim3(1), s1), cudaSuccess);
-    CHECK_EQ(cudaEventRecord(before, s1), cudaSuccess);
-    CHECK_EQ(sim::launch(stencil, dim3(1), dim3(1), s1), cudaSuccess);  // faults
-    CHECK_EQ(cudaEventRecord(after, s1), cudaSuccess);
-    CHECK_EQ(cudaEventSynchronize(before), cudaSuccess);
-    CHECK_EQ(cudaEventQuery(after), cudaErrorIllegalAddress);
-    CHECK_EQ(cudaEventSynchronize(before), cudaErrorIllegalAddress);  // sticky now
+  cudaStream_t s1;
+  CHECK_EQ(cudaStreamCreate(&s1), cudaSuccess);
+  cudaEvent_t before, after;
+  CHECK_EQ(cudaEventCreate(&before), cudaSuccess);
+  CHECK_EQ(cudaEventCreate(&after), cudaSuccess);
+  CHECK_EQ(sim::launch(stencil, dim3(1), dim3(1), s1), cudaSuccess);
+  CHECK_EQ(cudaEventRecord(before, s1), cudaSuccess);
+  CHECK_EQ(sim::launch(stencil, dim3(1), dim3(1), s1), cudaSuccess);  // faults
+  CHECK_EQ(cudaEventRecord(after, s1), cudaSuccess);
+  CHECK_EQ(cudaEventSynchronize(before), cudaSuccess);
+  CHECK_EQ(cudaEventQuery(after), cudaErrorIllegalAddress);
+  CHECK_EQ(cudaEventSynchronize(before), cudaErrorIllegalAddress);  // sticky now
 }
 
 // Synchronous copies wait for the whole device (legacy default stream semantics).
 void memcpy_scenario() {
-    cudaStream_t s1;
-    CHECK_EQ(cudaStreamCreate(&s1), cudaSuccess);
-    int* d = nullptr;
-    int h = 5;
-    CHECK_EQ(cudaMalloc(reinterpret_cast<void**>(&d), sizeof(int)), cudaSuccess);
-    CHECK_EQ(sim::launch(stencil, dim3(1), dim3(1), s1), cudaSuccess);
-    CHECK_EQ(sim::launch(stencil, dim3(1), dim3(1), s1), cudaSuccess);  // faults
-    CHECK_EQ(cudaMemcpy(&h, &h, sizeof(int), cudaMemcpyHostToDevice), cudaErrorInvalidValue);  // bad args: at once
-    CHECK_EQ(cudaMemcpy(d, &h, sizeof(int), cudaMemcpyHostToDevice), cudaErrorIllegalAddress);
+  cudaStream_t s1;
+  CHECK_EQ(cudaStreamCreate(&s1), cudaSuccess);
+  int* d = nullptr;
+  int h = 5;
+  CHECK_EQ(cudaMalloc(reinterpret_cast<void**>(&d), sizeof(int)), cudaSuccess);
+  CHECK_EQ(sim::launch(stencil, dim3(1), dim3(1), s1), cudaSuccess);
+  CHECK_EQ(sim::launch(stencil, dim3(1), dim3(1), s1), cudaSuccess);  // faults
+  CHECK_EQ(cudaMemcpy(&h, &h, sizeof(int), cudaMemcpyHostToDevice),
+           cudaErrorInvalidValue);  // bad args: at once
+  CHECK_EQ(cudaMemcpy(d, &h, sizeof(int), cudaMemcpyHostToDevice), cudaErrorIllegalAddress);
 }
 
 // Assert-type fault matched by the demangled base name without template arguments; surfaces at device sync.
 void assert_scenario() {
-    CHECK_EQ(sim::launch(nskern, dim3(1), dim3(1)), cudaSuccess);
-    CHECK_EQ(cudaDeviceSynchronize(), cudaErrorAssert);
-    CHECK_STR(cudaGetErrorName(cudaGetLastError()), "cudaErrorAssert");
-    CHECK_STR(cudaGetErrorString(cudaErrorAssert), "device-side assert triggered");
+  CHECK_EQ(sim::launch(nskern, dim3(1), dim3(1)), cudaSuccess);
+  CHECK_EQ(cudaDeviceSynchronize(), cudaErrorAssert);
+  CHECK_STR(cudaGetErrorName(cudaGetLastError()), "cudaErrorAssert");
+  CHECK_STR(cudaGetErrorString(cudaErrorAssert), "device-side assert triggered");
 }
 
 // Per-thread default stream: a fault there surfaces at its own synchronize, not at another stream's.
 void per_thread_scenario() {
-    cudaStream_t s2;
-    CHECK_EQ(cudaStreamCreate(&s2), cudaSuccess);
-    CHECK_EQ(sim::launch_ptsz(stencil, dim3(1), dim3(1), nullptr), cudaSuccess);
-    CHECK_EQ(sim::launch_ptsz(stencil, dim3(1), dim3(1), nullptr), cudaSuccess);  // faults on the per-thread stream
-    CHECK_EQ(cudaStreamSynchronize(s2), cudaSuccess);
-    CHECK_EQ(cudaStreamSynchronize(cudaStreamPerThread), cudaErrorIllegalAddress);
-    CHECK_EQ(cudaStreamSynchronize_ptsz(nullptr), cudaErrorIllegalAddress);
+  cudaStream_t s2;
+  CHECK_EQ(cudaStreamCreate(&s2), cudaSuccess);
+  CHECK_EQ(sim::launch_ptsz(stencil, dim3(1), dim3(1), nullptr), cudaSuccess);
+  CHECK_EQ(sim::launch_ptsz(stencil, dim3(1), dim3(1), nullptr),
+           cudaSuccess);  // faults on the per-thread stream
+  CHECK_EQ(cudaStreamSynchronize(s2), cudaSuccess);
+  CHECK_EQ(cudaStreamSynchronize(cudaStreamPerThread), cudaErrorIllegalAddress);
+  CHECK_EQ(cudaStreamSynchronize_ptsz(nullptr), cudaErrorIllegalAddress);
 }
 
 int run_child(void (*scenario)(), const char* label) {
-    std::fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        scenario();
-        std::printf("[%s] ", label);
-        std::exit(simtest::finish());
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  std::fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    scenario();
+    std::printf("[%s] ", label);
+    std::exit(simtest::finish());
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
 }  // namespace
 
 int main() {
-    int failed = 0;
-    failed += run_child(stream_sync_scenario, "stream sync");
-    failed += run_child(event_scenario, "event");
-    failed += run_child(memcpy_scenario, "memcpy");
-    failed += run_child(assert_scenario, "assert");
-    failed += run_child(per_thread_scenario, "per-thread stream");
-    std::printf("%s\n", failed ? "FAILED" : "all scenarios passed");
-    return failed ? 1 : 0;
+  int failed = 0;
+  failed += run_child(stream_sync_scenario, "stream sync");
+  failed += run_child(event_scenario, "event");
+  failed += run_child(memcpy_scenario, "memcpy");
+  failed += run_child(assert_scenario, "assert");
+  failed += run_child(per_thread_scenario, "per-thread stream");
+  std::printf("%s\n", failed ? "FAILED" : "all scenarios passed");
+  return failed ? 1 : 0;
 }
