@@ -33,6 +33,27 @@ inline LaunchFacts launch_facts(cudaKernel_t kernel, dim3 grid, dim3 block, void
   return LaunchFacts{kernel, name_of_kernel_handle, stream, to_dim3(grid), to_dim3(block), shared_memory};
 }
 
+// Driver launches: the CUfunction is a real function (Triton, CuPy) or a CUkernel cast to one (CUDA 13
+// runtime launches); name_of_function tries both.
+const char* name_of_function(const void* function);
+
+inline LaunchFacts launch_facts(CUfunction f, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
+                                unsigned int block_x, unsigned int block_y, unsigned int block_z,
+                                unsigned int shared_memory, CUstream stream, void**, void** = nullptr) {
+  return LaunchFacts{f, name_of_function, stream, Dim3{grid_x, grid_y, grid_z}, Dim3{block_x, block_y, block_z},
+                     shared_memory};
+}
+
+inline LaunchFacts launch_facts(const CUlaunchConfig* config, CUfunction f, void**, void**) {
+  if (!config) return LaunchFacts{f, name_of_function};
+  return LaunchFacts{f,
+                     name_of_function,
+                     config->hStream,
+                     Dim3{config->gridDimX, config->gridDimY, config->gridDimZ},
+                     Dim3{config->blockDimX, config->blockDimY, config->blockDimZ},
+                     config->sharedMemBytes};
+}
+
 inline LaunchFacts launch_facts(const cudaLaunchConfig_t* config, const void* func, void**) {
   if (!config) return LaunchFacts{func, name_of_host_stub};
   return LaunchFacts{func,
@@ -50,19 +71,19 @@ struct SyncScope {
   cudaStream_t stream = nullptr;
 };
 
-inline SyncScope sync_scope() {
+// Synchronous copies (cudaMemcpy, cuMemcpy*) and device synchronizes: the legacy default stream waits
+// for all blocking streams, so success means the device's work is complete.
+template <typename... Args>
+SyncScope sync_scope(Args...) {
   return {SyncScope::Device};
 }
+// cudaStream_t and CUstream are the same type.
 inline SyncScope sync_scope(cudaStream_t stream) {
   return {SyncScope::Stream, stream};
 }
 // An event does not say which stream it was recorded on: success tells nothing the engine can use.
 inline SyncScope sync_scope(cudaEvent_t) {
   return {SyncScope::Unknown};
-}
-// cudaMemcpy runs on the legacy default stream, which waits for all blocking streams.
-inline SyncScope sync_scope(void*, const void*, size_t, cudaMemcpyKind) {
-  return {SyncScope::Device};
 }
 
 // ---- other calls: the stream an error belongs to, where the call has one ----
@@ -83,7 +104,9 @@ cudaStream_t stream_argument(First first, Rest... rest) {
 // ---- library calls ----
 
 struct LibraryFacts {
-  cublasHandle_t handle = nullptr;
+  cublasHandle_t handle = nullptr;  // the stream comes from the handle
+  bool has_stream = false;          // or from an argument (cuBLASLt)
+  cudaStream_t stream = nullptr;
   LibraryCall call;
 };
 
@@ -100,10 +123,10 @@ inline char operation_letter(cublasOperation_t op) {
   }
 }
 
-template <typename Int, typename Scalar>
-LibraryFacts library_facts(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, Int m,
-                           Int n, Int k, const Scalar*, const Scalar*, Int, const Scalar*, Int, const Scalar*,
-                           Scalar*, Int) {
+// Every cuBLAS GEMM starts (handle, transa, transb, m, n, k, ...).
+template <typename Int, typename... Rest>
+LibraryFacts library_facts(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, Int m, Int n,
+                           Int k, Rest...) {
   LibraryFacts facts;
   facts.handle = handle;
   facts.call.transa = operation_letter(transa);
@@ -111,6 +134,15 @@ LibraryFacts library_facts(cublasHandle_t handle, cublasOperation_t transa, cubl
   facts.call.m = m;
   facts.call.n = n;
   facts.call.k = k;
+  return facts;
+}
+
+// cuBLASLt's matmul takes its stream as an argument; its shape lives in the layouts (not read).
+template <typename... Rest>
+LibraryFacts library_facts(cublasLtHandle_t, cublasLtMatmulDesc_t, Rest... rest) {
+  LibraryFacts facts;
+  facts.has_stream = true;
+  facts.stream = stream_argument(rest...);
   return facts;
 }
 

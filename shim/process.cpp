@@ -91,6 +91,7 @@ ErrorText describe_error(ErrorCode error) {
         get_text(static_cast<CUresult>(error.code), &text);
       break;
     case Family::Cublas:
+    case Family::CublasLt:
       if (auto get_name = helper<Helper::cublasGetStatusName>())
         name = get_name(static_cast<cublasStatus_t>(error.code));
       if (auto get_text = helper<Helper::cublasGetStatusString>())
@@ -130,6 +131,15 @@ __attribute__((destructor)) void on_unload() {
 
 }  // namespace
 
+bool shim_active() {
+  State state = g_state.load(std::memory_order_acquire);
+  if (state == State::Unset) {
+    std::call_once(g_configure_once, configure);
+    state = g_state.load(std::memory_order_acquire);
+  }
+  return state == State::Active;
+}
+
 Engine* active_engine() {
   if (ReentryGuard::inside()) return nullptr;
   State state = g_state.load(std::memory_order_acquire);
@@ -159,6 +169,19 @@ const char* name_of_host_stub(const void* stub) {
     return nullptr;
   }
   return name;
+}
+
+const char* name_of_function(const void* function) {
+  const char* name = nullptr;
+  // A CUkernel cast to CUfunction (CUDA 13 runtime launches) or a real CUfunction (Triton, CuPy): each
+  // query answers "invalid handle" for the other kind, so ask both.
+  if (auto get_name = helper<Helper::cuKernelGetName>()) {
+    if (get_name(&name, static_cast<CUkernel>(const_cast<void*>(function))) == CUDA_SUCCESS && name) return name;
+  }
+  if (auto get_name = helper<Helper::cuFuncGetName>()) {
+    if (get_name(&name, static_cast<CUfunction>(const_cast<void*>(function))) == CUDA_SUCCESS && name) return name;
+  }
+  return nullptr;
 }
 
 const char* name_of_kernel_handle(const void* kernel) {

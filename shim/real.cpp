@@ -18,6 +18,8 @@ const char* library_prefix(Family family) {
       return "libcuda.so";
     case Family::Cublas:
       return "libcublas.so";
+    case Family::CublasLt:
+      return "libcublasLt.so";
   }
   return "";
 }
@@ -38,7 +40,7 @@ int search_object(struct dl_phdr_info* info, size_t, void* data) {
   // RTLD_NOLOAD: a handle to what is already there, never a new load.
   void* handle = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
   if (!handle) return 0;
-  void* address = dlsym(handle, search->name);
+  void* address = real_dlsym(handle, search->name);
   dlclose(handle);
   if (address && !inside_shim(address)) {
     search->found = address;
@@ -59,7 +61,7 @@ bool inside_shim(const void* address) {
 }
 
 void* find_real(const char* name, Family family) {
-  void* address = dlsym(RTLD_NEXT, name);
+  void* address = real_dlsym(RTLD_NEXT, name);
   if (address && !inside_shim(address)) return address;
   Search search{name, library_prefix(family), nullptr};
   dl_iterate_phdr(search_object, &search);

@@ -13,6 +13,10 @@ namespace blockrun::shim {
 // RTLD_LOCAL. Never loads a library.
 void* find_real(const char* name, Family family);
 
+// The C library's dlsym itself, never the shim's interposer: lookups the shim makes for itself must
+// not be answered with its own wrappers.
+void* real_dlsym(void* handle, const char* name);
+
 // Whether `address` lies inside the shim's own shared object.
 bool inside_shim(const void* address);
 

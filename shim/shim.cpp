@@ -2,7 +2,12 @@
 // Every wrapper has the same shape: find the real function, let the engine see the call, call the
 // real function exactly once, let the engine see the result, return it unchanged unless the policy
 // blocked the launch and the synchronize failed (then that error, as CUDA_LAUNCH_BLOCKING=1 does).
+//
+// One launch crosses several layers (runtime -> driver, cuBLAS -> driver); it is recorded once, by the
+// driver wrapper, with what the outer layer was doing attached (ThreadContext). The runtime wrapper
+// records only when the driver wrapper did not see the launch.
 #include <cerrno>
+#include <cstring>
 #include <string>
 
 #include "blocking.h"
@@ -64,14 +69,60 @@ class ErrnoKeeper {
   int saved_;
 };
 
+// Marks the real call of a runtime or library wrapper: driver-level synchronizes and calls inside it
+// belong to the outer call, which reports them.
+class OuterCall {
+ public:
+  OuterCall() { thread_context().outer_depth++; }
+  ~OuterCall() { thread_context().outer_depth--; }
+};
+
+// Blocks after a launch that succeeded when the policy asks, and lets the engine see the outcome.
+// Returns the error to hand to the program instead of `result`, if any.
+template <typename Result>
+Result finish_launch(Engine& engine, Launch& launch, Result result, Family family, const void* stream,
+                     bool per_thread) {
+  ErrnoKeeper keep_errno;
+  ReentryGuard guard;
+  try {
+    BlockResult blocked;
+    if (code_of(result).ok() && launch.block) {
+      blocked = block_stream(family, static_cast<cudaStream_t>(const_cast<void*>(stream)), per_thread);
+    }
+    engine.end_launch(launch, code_of(result), blocked.outcome, blocked.result, blocked.api);
+    if (blocked.outcome == BlockOutcome::Synchronized && !blocked.result.ok()) {
+      return static_cast<Result>(blocked.result.code);
+    }
+  } catch (...) {
+  }
+  return result;
+}
+
+// Runtime launches: the driver wrapper records the launch when the runtime continues into it (the
+// usual case); this wrapper then blocks at the runtime level, so the runtime's own error state is what
+// CUDA_LAUNCH_BLOCKING=1 would leave. Where the driver did not see it, the launch is recorded here.
 template <Hook id, typename Function, typename... Args>
-auto handle_launch(Engine& engine, Function real_function, Args... args) {
+cudaError_t handle_runtime_launch(Engine& engine, Function real_function, Args... args) {
   using Traits = HookTraits<id>;
+  ThreadContext& context = thread_context();
   Launch launch;
-  bool recorded = false;
-  LaunchFacts facts = launch_facts(args...);
+  ThreadContext saved = context;
+  context.runtime_api = Traits::name;
+  context.runtime_launch = &launch;
+  context.driver_recorded = false;
+  cudaError_t result;
   {
-    ErrnoKeeper keep_errno;  // naming a new kernel may call into CUDA and the C library
+    OuterCall outer;
+    result = real_function(args...);
+  }
+  bool recorded = context.driver_recorded;
+  context.runtime_api = saved.runtime_api;
+  context.runtime_launch = saved.runtime_launch;
+  context.driver_recorded = saved.driver_recorded;
+
+  LaunchFacts facts = launch_facts(args...);
+  if (!recorded) {
+    ErrnoKeeper keep_errno;
     ReentryGuard guard;
     try {
       LaunchRequest request;
@@ -87,33 +138,67 @@ auto handle_launch(Engine& engine, Function real_function, Args... args) {
     } catch (...) {
     }
   }
-  auto result = real_function(args...);
   if (!recorded) return result;
-  ErrnoKeeper keep_errno;
-  ReentryGuard guard;
-  try {
-    BlockResult blocked;
-    if (result == cudaSuccess && launch.block)
-      blocked = block_stream(Traits::family, facts.stream, Traits::per_thread);
-    engine.end_launch(launch, code_of(result), blocked.outcome, blocked.result, blocked.api);
-    if (blocked.outcome == BlockOutcome::Synchronized && !blocked.result.ok()) {
-      result = static_cast<decltype(result)>(blocked.result.code);
+  return finish_launch(engine, launch, result, Family::Runtime, facts.stream, Traits::per_thread);
+}
+
+// Driver launches: every launch of the process passes here, however the caller found the function.
+template <Hook id, typename Function, typename... Args>
+CUresult handle_driver_launch(Engine& engine, Function real_function, Args... args) {
+  using Traits = HookTraits<id>;
+  ThreadContext& context = thread_context();
+  LaunchFacts facts = launch_facts(args...);
+  bool inside_runtime_launch = context.runtime_api && context.runtime_launch && !context.driver_recorded;
+  Launch own_launch;
+  Launch& launch = inside_runtime_launch ? *context.runtime_launch : own_launch;
+  bool recorded = false;
+  {
+    ErrnoKeeper keep_errno;  // naming a new kernel calls into the driver
+    ReentryGuard guard;
+    try {
+      LaunchRequest request;
+      request.api = inside_runtime_launch ? context.runtime_api : Traits::name;
+      request.driver_api = inside_runtime_launch ? Traits::name : nullptr;
+      request.kernel = engine.kernel(facts.handle, [&] { return facts.name_of(facts.handle); });
+      request.stream = facts.stream;
+      request.per_thread_default_stream = Traits::per_thread;
+      request.grid = facts.grid;
+      request.block = facts.block;
+      request.shared_memory = facts.shared_memory;
+      if (context.library_depth > 0) {
+        request.library_api = context.library_api;
+        request.library = context.library;
+        context.library_kernels++;
+      }
+      engine.begin_launch(request, &launch);
+      recorded = true;
+    } catch (...) {
     }
-  } catch (...) {
   }
-  return result;
+  if (recorded && inside_runtime_launch) {
+    context.driver_recorded = true;  // the runtime wrapper blocks and finishes it
+    return real_function(args...);
+  }
+  CUresult result = real_function(args...);
+  if (!recorded) return result;
+  return finish_launch(engine, launch, result, Family::Driver, facts.stream, Traits::per_thread);
 }
 
 template <Hook id, typename Function, typename... Args>
 auto handle_sync(Engine& engine, Function real_function, Args... args) {
   using Traits = HookTraits<id>;
+  if (Traits::family == Family::Driver && thread_context().outer_depth > 0) return real_function(args...);
   uint64_t mark = engine.begin_sync();
-  auto result = real_function(args...);
+  auto result = [&] {
+    OuterCall outer;
+    return real_function(args...);
+  }();
   ErrnoKeeper keep_errno;
   ReentryGuard guard;
   try {
     ErrorCode code = code_of(result);
-    if (Traits::kind == Kind::Query && result == cudaErrorNotReady) return result;  // an answer, not an error
+    // "Not ready" (600 in both numberings) from a query is an answer, not an error.
+    if (Traits::kind == Kind::Query && code.code == cudaErrorNotReady) return result;
     SyncScope scope = sync_scope(args...);
     if (scope.kind == SyncScope::Unknown) {
       engine.observe_error(Traits::name, code, nullptr, false);
@@ -129,7 +214,11 @@ auto handle_sync(Engine& engine, Function real_function, Args... args) {
 template <Hook id, typename Function, typename... Args>
 auto handle_call(Engine& engine, Function real_function, Args... args) {
   using Traits = HookTraits<id>;
-  auto result = real_function(args...);
+  if (Traits::family == Family::Driver && thread_context().outer_depth > 0) return real_function(args...);
+  auto result = [&] {
+    OuterCall outer;
+    return real_function(args...);
+  }();
   if (code_of(result).ok()) return result;
   ErrnoKeeper keep_errno;
   ReentryGuard guard;
@@ -140,62 +229,120 @@ auto handle_call(Engine& engine, Function real_function, Args... args) {
   return result;
 }
 
-// How many library calls the calling thread is inside. A library may implement one entry point by
-// calling another through its own exported symbol (cublasSgemm_v2 -> cublasSgemm_v2_64), which the
-// preload intercepts too: that inner call is part of the outer unit, not a second one.
-int& library_depth() {
-  thread_local int depth = 0;
-  return depth;
-}
-
-class LibraryScope {
- public:
-  LibraryScope() { ++library_depth(); }
-  ~LibraryScope() { --library_depth(); }
-};
-
+// Library calls (the cuBLAS GEMMs): the kernels they launch are recorded by the driver wrapper with the
+// call's name and arguments. The call is recorded as a unit of its own only when the policy names it
+// (then it is blocked as a whole), or when the driver saw none of its kernels.
 template <Hook id, typename Function, typename... Args>
-auto handle_library(Engine& engine, Function real_function, Args... args) {
+cublasStatus_t handle_library(Engine& engine, Function real_function, Args... args) {
   using Traits = HookTraits<id>;
-  if (library_depth() > 0) return real_function(args...);
-  Launch launch;
-  bool recorded = false;
-  cudaStream_t stream = nullptr;
+  ThreadContext& context = thread_context();
+  // A library may implement one entry point through another of its exports (cublasSgemm_v2 ->
+  // cublasSgemm_v2_64): the inner call is part of the outer one.
+  if (context.library_depth > 0) return real_function(args...);
+  LibraryFacts facts;
   {
-    ErrnoKeeper keep_errno;  // asking cuBLAS for the handle's stream may touch errno
+    ErrnoKeeper keep_errno;
     ReentryGuard guard;
     try {
-      LibraryFacts facts = library_facts(args...);
-      if (auto get_stream = helper<Helper::cublasGetStream_v2>()) {
-        if (get_stream(facts.handle, &stream) != CUBLAS_STATUS_SUCCESS) stream = nullptr;
+      facts = library_facts(args...);
+      if (!facts.has_stream) {
+        if (auto get_stream = helper<Helper::cublasGetStream_v2>()) {
+          if (get_stream(facts.handle, &facts.stream) != CUBLAS_STATUS_SUCCESS) facts.stream = nullptr;
+        }
       }
+    } catch (...) {
+    }
+  }
+  context.library_api = Traits::name;
+  context.library = facts.call;
+  context.library_kernels = 0;
+  context.library_depth++;
+  cublasStatus_t result;
+  {
+    OuterCall outer;
+    result = real_function(args...);
+  }
+  context.library_depth--;
+  uint64_t kernels_seen = context.library_kernels;
+
+  ErrnoKeeper keep_errno;
+  ReentryGuard guard;
+  try {
+    bool named = engine.config().block.mode() == Policy::Mode::Globs &&
+                 engine.config().block.blocks_library_call(Traits::name);
+    if (kernels_seen > 0 && !named) {
+      if (result != CUBLAS_STATUS_SUCCESS) engine.observe_error(Traits::name, code_of(result), facts.stream, false);
+      return result;
+    }
+    LaunchRequest request;
+    request.api = Traits::name;
+    request.library_api = Traits::name;
+    request.library = facts.call;
+    request.stream = facts.stream;
+    Launch launch;
+    engine.begin_launch(request, &launch);
+    BlockResult blocked;
+    if (result == CUBLAS_STATUS_SUCCESS && launch.block) blocked = block_stream(Family::Driver, facts.stream, false);
+    engine.end_launch(launch, code_of(result), blocked.outcome, blocked.result, blocked.api);
+    // cuBLAS reports a failed kernel as an execution failure; the CUDA error is in the log.
+    if (blocked.outcome == BlockOutcome::Synchronized && !blocked.result.ok()) result = CUBLAS_STATUS_EXECUTION_FAILED;
+  } catch (...) {
+  }
+  return result;
+}
+
+template <Hook id, typename Function>
+CUresult handle_graph_launch(Engine& engine, Function real_function, CUgraphExec graph, CUstream stream) {
+  using Traits = HookTraits<id>;
+  Launch launch;
+  bool recorded = false;
+  {
+    ErrnoKeeper keep_errno;
+    ReentryGuard guard;
+    try {
       LaunchRequest request;
       request.api = Traits::name;
-      request.library_api = Traits::name;
-      request.library = facts.call;
+      request.graph = engine.graph(graph);
       request.stream = stream;
+      request.per_thread_default_stream = Traits::per_thread;
       engine.begin_launch(request, &launch);
       recorded = true;
     } catch (...) {
     }
   }
-  auto result = [&] {
-    LibraryScope scope;
-    return real_function(args...);
-  }();
+  CUresult result = real_function(graph, stream);
   if (!recorded) return result;
+  return finish_launch(engine, launch, result, Family::Driver, stream, Traits::per_thread);
+}
+
+template <Hook id, typename Function>
+CUresult handle_graph_instantiate(Engine& engine, Function real_function, CUgraphExec* exec, CUgraph graph,
+                                  unsigned long long flags) {
+  CUresult result = real_function(exec, graph, flags);
+  if (result != CUDA_SUCCESS || !exec || !*exec) return result;
   ErrnoKeeper keep_errno;
   ReentryGuard guard;
   try {
-    BlockResult blocked;
-    if (result == CUBLAS_STATUS_SUCCESS && launch.block)
-      blocked = block_stream(Family::Driver, stream, false);
-    engine.end_launch(launch, code_of(result), blocked.outcome, blocked.result, blocked.api);
-    // cuBLAS reports a failed kernel as an execution failure; the CUDA error is in the log.
-    if (blocked.outcome == BlockOutcome::Synchronized && !blocked.result.ok())
-      result = CUBLAS_STATUS_EXECUTION_FAILED;
+    size_t nodes = 0;
+    if (auto get_nodes = helper<Helper::cuGraphGetNodes>()) {
+      if (get_nodes(graph, nullptr, &nodes) != CUDA_SUCCESS) nodes = 0;
+    }
+    engine.note_graph(*exec, nodes);
   } catch (...) {
   }
+  return result;
+}
+
+// cuGetProcAddress (both ABI versions): the runtime and the math libraries fetch every driver function
+// through it, including cuGetProcAddress itself. Hooked functions are answered with the shim's wrappers,
+// of the flavour (`_ptsz` or not) the real call chose.
+template <Hook id, typename Function, typename... Rest>
+CUresult handle_proc_address(Engine&, Function real_function, const char* symbol, void** function, Rest... rest) {
+  CUresult result = real_function(symbol, function, rest...);
+  if (result != CUDA_SUCCESS || !symbol || !function || !*function) return result;
+  ErrnoKeeper keep_errno;
+  ReentryGuard guard;
+  *function = substitute_wrapper(symbol, *function, true);
   return result;
 }
 
@@ -206,14 +353,22 @@ typename HookTraits<id>::Result intercept(Args... args) {
   if (!real_function) return missing_real<id>();
   Engine* engine = active_engine();
   if (!engine) return real_function(args...);
-  if constexpr (Traits::kind == Kind::Launch) {
-    return handle_launch<id>(*engine, real_function, args...);
+  if constexpr (Traits::kind == Kind::Launch && Traits::family == Family::Runtime) {
+    return handle_runtime_launch<id>(*engine, real_function, args...);
+  } else if constexpr (Traits::kind == Kind::Launch) {
+    return handle_driver_launch<id>(*engine, real_function, args...);
   } else if constexpr (Traits::kind == Kind::Sync || Traits::kind == Kind::Query) {
     return handle_sync<id>(*engine, real_function, args...);
   } else if constexpr (Traits::kind == Kind::Call) {
     return handle_call<id>(*engine, real_function, args...);
-  } else {
+  } else if constexpr (Traits::kind == Kind::Library) {
     return handle_library<id>(*engine, real_function, args...);
+  } else if constexpr (Traits::kind == Kind::GraphLaunch) {
+    return handle_graph_launch<id>(*engine, real_function, args...);
+  } else if constexpr (Traits::kind == Kind::GraphInstantiate) {
+    return handle_graph_instantiate<id>(*engine, real_function, args...);
+  } else {
+    return handle_proc_address<id>(*engine, real_function, args...);
   }
 }
 
@@ -226,3 +381,66 @@ typename HookTraits<id>::Result intercept(Args... args) {
     return blockrun::shim::intercept<blockrun::shim::Hook::name> arguments;                \
   }
 #include "hooks.def"
+
+namespace blockrun::shim {
+
+namespace {
+
+struct HookRow {
+  const char* name;
+  Family family;
+  void* wrapper;
+};
+
+const HookRow kHookRows[] = {
+#define CUDA_BLOCKRUN_HOOK(family, kind, stream, return_type, name, parameters, arguments) \
+  {#name, Family::family, reinterpret_cast<void*>(static_cast<HookTraits<Hook::name>::Function>(&::name))},
+#include "hooks.def"
+};
+
+// "cuMemcpyHtoD_v2_ptds" -> "cuMemcpyHtoD": the name cuGetProcAddress is asked for.
+std::string base_name_of(const char* name) {
+  std::string base = name;
+  for (const char* suffix : {"_ptsz", "_ptds"}) {
+    size_t at = base.size() >= std::strlen(suffix) ? base.size() - std::strlen(suffix) : std::string::npos;
+    if (at != std::string::npos && base.compare(at, std::string::npos, suffix) == 0) base.erase(at);
+  }
+  size_t version = base.rfind("_v");
+  if (version != std::string::npos && version + 2 < base.size() &&
+      base.find_first_not_of("0123456789", version + 2) == std::string::npos) {
+    base.erase(version);
+  }
+  return base;
+}
+
+}  // namespace
+
+// The real function of a hook, found (and cached) like real<id>() but by index.
+void* lookup_hook_address(Hook hook) {
+  size_t index = static_cast<size_t>(hook);
+  std::atomic<void*>& slot = hook_addresses[index];
+  void* address = slot.load(std::memory_order_acquire);
+  if (address) return address;
+  address = find_real(kHookRows[index].name, kHookRows[index].family);
+  if (address) slot.store(address, std::memory_order_release);
+  return address;
+}
+
+void* wrapper_address(Hook hook) { return kHookRows[static_cast<size_t>(hook)].wrapper; }
+const char* hook_name(Hook hook) { return kHookRows[static_cast<size_t>(hook)].name; }
+Family hook_family(Hook hook) { return kHookRows[static_cast<size_t>(hook)].family; }
+
+void* substitute_wrapper(const char* symbol, void* address, bool by_base_name) {
+  if (!shim_active()) return address;
+  for (size_t index = 0; index < static_cast<size_t>(Hook::Count); ++index) {
+    const HookRow& row = kHookRows[index];
+    bool candidate = by_base_name ? row.family == Family::Driver && base_name_of(row.name) == symbol
+                                  : std::strcmp(row.name, symbol) == 0;
+    if (!candidate) continue;
+    // The real function of this hook, wherever the program's lookup found it.
+    if (lookup_hook_address(static_cast<Hook>(index)) == address) return row.wrapper;
+  }
+  return address;
+}
+
+}  // namespace blockrun::shim

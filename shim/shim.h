@@ -2,9 +2,14 @@
 // pointers, the process state (inert or active, the engine) and the re-entry guard.
 #pragma once
 
+#include <cublasLt.h>
 #include <cublas_api.h>
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+
+// cuda.h renames cuGetProcAddress to cuGetProcAddress_v2; the shim hooks both ABI versions by their
+// exported names, so the old name must stay itself.
+#undef cuGetProcAddress
 
 #include <atomic>
 #include <cstddef>
@@ -14,7 +19,7 @@
 
 namespace blockrun::shim {
 
-enum class Kind { Launch, Sync, Query, Call, Library };
+enum class Kind { Launch, Sync, Query, Call, Library, GraphLaunch, GraphInstantiate, ProcAddress };
 enum class StreamFlavour { Legacy, PerThread };
 
 enum class Hook : size_t {
@@ -80,6 +85,40 @@ typename HelperTraits<id>::Function helper() {
       lookup<HelperTraits<id>>(helper_addresses[static_cast<size_t>(id)]));
 }
 
+// The address of the shim's own exported wrapper of a hook (what dlsym and cuGetProcAddress hand out).
+void* wrapper_address(Hook hook);
+const char* hook_name(Hook hook);
+Family hook_family(Hook hook);
+
+// Where a lookup (dlsym on a library handle, cuGetProcAddress) found `address` for `symbol`: returns
+// the shim's wrapper when `address` is the real function of a hook of that name (for cuGetProcAddress,
+// of that base name: "cuLaunchKernel" may give cuLaunchKernel or cuLaunchKernel_ptsz), else `address`.
+void* substitute_wrapper(const char* symbol, void* address, bool by_base_name);
+
+// What a thread is inside of, so that one launch is recorded once however many layers it crosses:
+// a runtime launch continues into the driver, a library call launches kernels through the driver.
+struct ThreadContext {
+  int reentry_depth = 0;  // > 0 while the shim's own code runs (see ReentryGuard)
+  int outer_depth = 0;    // > 0 inside a runtime or library wrapper's real call
+  // Set by a runtime launch wrapper around its real call; the driver wrapper records into `launch`.
+  const char* runtime_api = nullptr;
+  struct Launch* runtime_launch = nullptr;
+  bool driver_recorded = false;
+  // Set by a library wrapper around its real call.
+  const char* library_api = nullptr;
+  LibraryCall library;
+  int library_depth = 0;
+  uint64_t library_kernels = 0;  // kernels the driver saw during the outermost library call
+};
+
+inline ThreadContext& thread_context() {
+  thread_local ThreadContext context;
+  return context;
+}
+
+// Whether the shim acts in this process (configured, enabled, not in secure-execution mode).
+bool shim_active();
+
 // The engine when the shim is active and the calling thread is not already inside the shim's own
 // code; nullptr otherwise (then a wrapper only forwards).
 Engine* active_engine();
@@ -106,17 +145,11 @@ class RuntimeErrorScope {
 // Marks the calling thread as running shim code, so CUDA calls the shim makes are not recorded.
 class ReentryGuard {
  public:
-  ReentryGuard() { depth()++; }
-  ~ReentryGuard() { depth()--; }
+  ReentryGuard() { thread_context().reentry_depth++; }
+  ~ReentryGuard() { thread_context().reentry_depth--; }
   ReentryGuard(const ReentryGuard&) = delete;
   ReentryGuard& operator=(const ReentryGuard&) = delete;
-  static bool inside() { return depth() > 0; }
-
- private:
-  static int& depth() {
-    thread_local int value = 0;
-    return value;
-  }
+  static bool inside() { return thread_context().reentry_depth > 0; }
 };
 
 }  // namespace blockrun::shim

@@ -45,6 +45,7 @@ namespace {
 
 constexpr size_t kKernelCapacity = 1 << 16;
 constexpr size_t kStreamCapacity = 1 << 12;
+constexpr size_t kGraphCapacity = 1 << 12;
 const void* const kLegacyStream = reinterpret_cast<const void*>(0x1);     // cudaStreamLegacy
 const void* const kPerThreadStream = reinterpret_cast<const void*>(0x2);  // cudaStreamPerThread
 
@@ -69,6 +70,8 @@ const char* family_name(Family family) {
       return "driver";
     case Family::Cublas:
       return "cublas";
+    case Family::CublasLt:
+      return "cublasLt";
   }
   return "unknown";
 }
@@ -85,7 +88,8 @@ Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescr
       logger_(std::move(logger)),
       describe_error_(std::move(describe)),
       kernels_(kKernelCapacity),
-      streams_(kStreamCapacity) {
+      streams_(kStreamCapacity),
+      graphs_(kGraphCapacity) {
   overflow_kernel_.name = make_kernel_name("(kernel table full: name not kept)");
 }
 
@@ -154,7 +158,9 @@ void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
   LaunchRecord& record = launch.record;
   record.sequence = next_sequence_.fetch_add(1, std::memory_order_acq_rel);
   record.api = request.api;
+  record.driver_api = request.driver_api;
   record.kernel = request.kernel;
+  record.graph = request.graph;
   record.library_api = request.library_api;
   record.library = request.library;
   record.grid = request.grid;
@@ -165,6 +171,8 @@ void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
   if (request.kernel) {
     record.kernel_ordinal = const_cast<KernelInfo*>(request.kernel)->launches.fetch_add(1) + 1;
     launch.block = request.kernel->blocked;
+  } else if (request.graph) {
+    launch.block = config_.block.blocks_library_call("cuGraphLaunch");
   } else if (request.library_api) {
     launch.block = config_.block.blocks_library_call(request.library_api);
   }
@@ -208,10 +216,12 @@ void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome ou
       std::lock_guard<std::mutex> guard(report_mutex_);
       if (!capture_skip_logged_) {
         capture_skip_logged_ = true;
+        LaunchRecord not_blocked = record;
+        not_blocked.blocked = false;
         logger_->info(
             "blocking skipped for {}: the stream is capturing a CUDA graph, and a synchronize would "
             "invalidate the capture (further skips are counted in the summary)",
-            describe(record));
+            describe(not_blocked));
       }
       return;
     }
@@ -329,29 +339,59 @@ void Engine::report_shim_problem(const std::string& text) {
 }
 
 void Engine::log_launch(const Launch& launch, const char* what) {
-  logger_->info("launch: {}{}{} via {}", describe(launch.record), *what ? " -> " : "", what,
-                launch.record.api);
+  LaunchRecord record = launch.record;
+  record.blocked = false;  // `what` says what happened; the record says only what the policy wanted
+  logger_->info("launch: {}{}{} via {}{}{}", describe(record), *what ? " -> " : "", what, record.api,
+                record.driver_api ? " > " : "", record.driver_api ? record.driver_api : "");
 }
 
 std::string Engine::describe(const LaunchRecord& record) const {
+  auto library_call = [&] {
+    std::string text = record.library_api;
+    const LibraryCall& call = record.library;
+    if (call.m || call.n || call.k) {
+      text += fmt::format(" m={} n={} k={} transa={} transb={}", call.m, call.n, call.k, call.transa, call.transb);
+    }
+    if (call.batch) text += fmt::format(" batch={}", call.batch);
+    return text;
+  };
   std::string head;
   if (record.kernel) {
     head = "kernel " + record.kernel->name.demangled;
+    if (record.library_api) head += ", launched by " + library_call();
+  } else if (record.graph) {
+    head = fmt::format("graph {}", record.graph->exec);
+    if (record.graph->nodes) head += fmt::format(" ({} nodes)", record.graph->nodes);
   } else if (record.library_api) {
-    head = fmt::format("{} m={} n={} k={} transa={} transb={}", record.library_api, record.library.m,
-                       record.library.n, record.library.k, record.library.transa, record.library.transb);
-    if (record.library.batch) head += fmt::format(" batch={}", record.library.batch);
+    head = library_call();
   } else {
     head = "(unknown launch)";
   }
-  std::string out =
-      fmt::format("{}, launch #{}, stream {}", head, record.sequence, describe_stream(record.stream));
+  std::string out = fmt::format("{}, launch #{}, stream {}", head, record.sequence, describe_stream(record.stream));
   if (record.kernel) {
     out += fmt::format(", grid ({},{},{}) block ({},{},{})", record.grid.x, record.grid.y, record.grid.z,
                        record.block.x, record.block.y, record.block.z);
   }
   if (record.blocked) out += ", blocked";
   return out;
+}
+
+const GraphInfo* Engine::graph(const void* exec) {
+  uint64_t key = reinterpret_cast<uint64_t>(exec) + 1;
+  if (GraphInfo* known = graphs_.find(key)) return known;
+  return note_graph(exec, 0);
+}
+
+const GraphInfo* Engine::note_graph(const void* exec, uint64_t nodes) {
+  GraphInfo* info = graphs_.find_or_insert(reinterpret_cast<uint64_t>(exec) + 1, [&] {
+    auto* created = new GraphInfo;
+    created->exec = exec;
+    return created;
+  });
+  if (!info) return &overflow_graph_;
+  // An executable graph's address can be reused after it is destroyed: the latest count wins.
+  if (nodes) info->nodes = nodes;
+  return info;
 }
 
 void Engine::finish() {
@@ -366,7 +406,8 @@ void Engine::finish() {
     std::string skips = capture_skips_.load()
                             ? fmt::format(", {} not blocked during stream capture", capture_skips_.load())
                             : std::string();
-    logger_->info("summary: {} launches, {} blocked{}; {}", launches, blocked_.load(), skips, errors);
+    logger_->info("summary: {} launch{}, {} blocked{}; {}", launches, launches == 1 ? "" : "es", blocked_.load(), skips,
+                  errors);
   }
   logger_->flush();
 }

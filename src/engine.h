@@ -61,6 +61,10 @@ class Engine {
     return new_kernel(handle, std::function<const char*()>(std::forward<Resolve>(resolve_mangled_name)));
   }
 
+  // The executable graph `exec`, as instantiated (note_graph) or first launched.
+  const GraphInfo* graph(const void* exec);
+  const GraphInfo* note_graph(const void* exec, uint64_t nodes);
+
   // Numbers and records a launch and asks the policy. Cheap: no lock but the stream's own, no
   // allocation for known kernels and streams.
   void begin_launch(const LaunchRequest& request, Launch* launch);
@@ -120,7 +124,9 @@ class Engine {
 
   HandleTable<KernelInfo> kernels_;
   HandleTable<StreamState> streams_;
+  HandleTable<GraphInfo> graphs_;
   KernelInfo overflow_kernel_;
+  GraphInfo overflow_graph_;
 
   std::atomic<uint64_t> next_sequence_{1};
   std::atomic<uint64_t> device_synced_through_{0};

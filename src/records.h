@@ -11,7 +11,7 @@
 namespace blockrun {
 
 // The API family a hooked entry point belongs to; errors are described per family.
-enum class Family : uint8_t { Runtime, Driver, Cublas };
+enum class Family : uint8_t { Runtime, Driver, Cublas, CublasLt };
 
 const char* family_name(Family family);
 
@@ -41,6 +41,12 @@ struct LibraryCall {
   int64_t batch = 0;  // 0 where the call has no batch
 };
 
+// A CUDA graph as the shim learned it at instantiation. Created once per executable graph, never freed.
+struct GraphInfo {
+  const void* exec = nullptr;
+  uint64_t nodes = 0;  // 0: not known (instantiated before the shim could count)
+};
+
 // Where a launch went. The per-thread default stream gets a key of its own per host thread, since
 // the same handle names a different stream in every thread.
 struct StreamId {
@@ -48,12 +54,15 @@ struct StreamId {
   uint32_t per_thread_owner = 0;  // host thread number for the per-thread default stream, else 0
 };
 
-// One launch: a kernel launch or a library call (kernel == nullptr, library_api set).
+// One launch unit: a kernel launch (kernel set; library_api set too when a library call launched it),
+// a library call blocked as a whole (kernel == nullptr, library_api set) or a graph launch (graph set).
 struct LaunchRecord {
   uint64_t sequence = 0;        // 1-based, process-wide, in launch order
   uint64_t kernel_ordinal = 0;  // 1-based, per kernel
   const KernelInfo* kernel = nullptr;
-  const char* api = nullptr;  // the hooked entry point, a static string
+  const GraphInfo* graph = nullptr;
+  const char* api = nullptr;         // the entry point the program called, a static string
+  const char* driver_api = nullptr;  // the driver entry point it continued into, where different
   const char* library_api = nullptr;
   LibraryCall library;
   StreamId stream;
@@ -66,8 +75,10 @@ struct LaunchRecord {
 // What the program asked for, before the engine numbers it.
 struct LaunchRequest {
   const char* api = nullptr;
+  const char* driver_api = nullptr;
   const KernelInfo* kernel = nullptr;  // set for kernel launches
-  const char* library_api = nullptr;   // set for library calls
+  const GraphInfo* graph = nullptr;    // set for graph launches
+  const char* library_api = nullptr;   // set for library calls, and for kernels a library call launched
   LibraryCall library;
   const void* stream = nullptr;
   bool per_thread_default_stream = false;  // the API flavour: 0 means the per-thread stream

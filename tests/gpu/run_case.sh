@@ -11,12 +11,22 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; t
   echo "SKIPPED: no NVIDIA GPU on this machine (nvidia-smi -L failed); this case runs on a GPU machine"
   exit 77
 fi
+# Python cases need PyTorch with CUDA, or the modules named in GPU_CASE_NEEDS (space-separated; set by
+# tests/gpu/CMakeLists.txt, e.g. "torch triton" or "cupy"). Not a CUDA_BLOCKRUN_* name: the shim
+# rejects unknown variables of its own prefix.
 case $1 in
   python*)
-    if ! "$1" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-      echo "SKIPPED: $1 has no PyTorch with CUDA"
-      exit 77
-    fi ;;
+    for module in ${GPU_CASE_NEEDS:-torch}; do
+      case $module in
+        torch) check='import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' ;;
+        cupy) check='import cupy, sys; sys.exit(0 if cupy.cuda.runtime.getDeviceCount() > 0 else 1)' ;;
+        *) check="import $module" ;;
+      esac
+      if ! "$1" -c "$check" >/dev/null 2>&1; then
+        echo "SKIPPED: $1 has no $module (with CUDA)"
+        exit 77
+      fi
+    done ;;
 esac
 # nvcc-built programs need the CUDA runtime library of the toolkit.
 if ! ldconfig -p 2>/dev/null | grep -q 'libcudart.so.13'; then
@@ -26,6 +36,10 @@ fi
 output=$("$wrapper" --block all -- "$@" 2>&1)
 status=$?
 printf '%s\n(exit status %d)\n' "$output" "$status"
+# A case that finds a prerequisite missing itself says SKIPPED and exits 77.
+if [ "$status" -eq 77 ] && printf '%s\n' "$output" | grep -q '^SKIPPED'; then
+  exit 77
+fi
 failed=0
 while IFS= read -r pattern; do
   [ -z "$pattern" ] && continue

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Checks the shim's ELF interface: it needs no spdlog, fmt or CUDA library at run time, and exports
-# exactly the hooked symbols of shim/hooks.def, nothing of spdlog, fmt or the engine.
+# exactly the hooked symbols of shim/hooks.def (and the loader's dlsym), nothing of spdlog, fmt or the engine.
 set -eu
 shim=$1
 table=$2
@@ -15,7 +15,8 @@ for library in $needed; do
 done
 
 exported=$(nm -D --defined-only "$shim" | awk '{print $3}' | sort)
-expected=$(sed -n 's/^CUDA_BLOCKRUN_HOOK([^,]*, *[^,]*, *[^,]*, *[^,]*, *\([A-Za-z_0-9]*\),.*/\1/p' "$table" | sort)
+expected=$( (sed -n 's/^CUDA_BLOCKRUN_HOOK([^,]*, *[^,]*, *[^,]*, *[^,]*, *\([A-Za-z_0-9]*\),.*/\1/p' "$table"
+           sed -n 's/^CUDA_BLOCKRUN_LOADER(\([A-Za-z_0-9]*\))/\1/p' "$table") | sort)
 if [ "$exported" != "$expected" ]; then
   echo "exported symbols differ from shim/hooks.def:"
   printf '%s\n' "$exported" > /tmp/blockrun_exported.$$

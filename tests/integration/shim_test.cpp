@@ -45,9 +45,11 @@ TEST(Shim, LogsExactKernelNamesOfEveryLaunchPath) {
     const char* api;
     const char* stream;
   };
-  for (Case c : {Case{"steps", "__cudaLaunchKernel", "0x0"}, Case{"direct", "cudaLaunchKernel", "0x0"},
-                 Case{"exc", "cudaLaunchKernelExC", "0x0"},
-                 Case{"ptsz", "__cudaLaunchKernel_ptsz", "per-thread default (thread 1)"}}) {
+  // Each runtime launch is recorded once, by the driver wrapper it continues into.
+  for (Case c : {Case{"steps", "__cudaLaunchKernel > cuLaunchKernel", "0x0"},
+                 Case{"direct", "cudaLaunchKernel > cuLaunchKernel", "0x0"},
+                 Case{"exc", "cudaLaunchKernelExC > cuLaunchKernelEx", "0x0"},
+                 Case{"ptsz", "__cudaLaunchKernel_ptsz > cuLaunchKernel_ptsz", "per-thread default (thread 1)"}}) {
     ProcessResult r = app(c.scenario, {{"CUDA_BLOCKRUN_LOG_LAUNCHES", "1"}}, true);
     ASSERT_EQ(r.status, 0) << c.scenario << r.err;
     std::string stream = c.stream;
@@ -66,6 +68,64 @@ TEST(Shim, LogsExactKernelNamesOfEveryLaunchPath) {
     EXPECT_TRUE(contains(r.err, "[cuda-blockrun] summary: 60 launches, 0 blocked; no CUDA errors\n"))
         << r.err;
   }
+}
+
+TEST(Shim, RuntimeLaunchIsRecordedExactlyOnce) {
+  ProcessResult r = app("steps", {{"CUDA_BLOCKRUN_LOG_LAUNCHES", "1"}}, true);
+  size_t lines = 0;
+  for (size_t at = r.err.find("launch: kernel"); at != std::string::npos; at = r.err.find("launch: kernel", at + 1))
+    ++lines;
+  EXPECT_EQ(lines, 60u) << r.err;
+  EXPECT_TRUE(contains(r.err, "summary: 60 launches, 0 blocked; no CUDA errors")) << r.err;
+}
+
+// A program linked with the static runtime: its runtime entry points cannot be interposed, and only the
+// driver (found by the runtime through dlopen, dlsym and cuGetProcAddress) sees its launches.
+TEST(Shim, StaticRuntimeLaunchesAreSeenNamedAndBlockedAtTheDriver) {
+  const std::string program = CUDA_BLOCKRUN_STATIC_APP;
+  EXPECT_FALSE(contains(run_process({"/bin/sh", "-c", "nm -D " + program}, {}).out, "__cudaLaunchKernel"));
+  for (const char* mode : {"", "ptsz"}) {
+    std::vector<std::string> argv = {kWrapper, "--block", "all", "--", program};
+    if (*mode) argv.push_back(mode);
+    ProcessResult r = run_process(argv, {{"LD_LIBRARY_PATH", kSimLib}, {"CUDA_SIM_FAULT", "stencil:13"}});
+    std::string stream = *mode ? "per-thread default (thread 1)" : "0x0";
+    EXPECT_TRUE(contains(r.out, "launch 37 returned") == false && contains(r.out, "launch 38 returned 700\n"))
+        << r.out;
+    EXPECT_TRUE(contains(r.err,
+                         "[cuda-blockrun] first error: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was "
+                         "encountered), returned by cuStreamSynchronize (blocking synchronize after the launch)\n"
+                         "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long), launch #38, "
+                         "stream " + stream + ", grid (4096,1,1) block (256,1,1), blocked\n"))
+        << mode << "\n" << r.err;
+  }
+}
+
+// The CuPy and Triton way: no CUDA library linked, the driver found with dlopen + dlsym (or through
+// cuGetProcAddress_v2 found that way), kernels from cuModuleGetFunction (real CUfunctions).
+TEST(Shim, DriverLaunchesFoundThroughDlsymAreSeen) {
+  for (const char* mode : {"", "ex", "proc"}) {
+    std::vector<std::string> argv = {kWrapper, "--block", "all", "--log-launches", "--", CUDA_BLOCKRUN_DRIVER_APP};
+    if (*mode) argv.push_back(mode);
+    ProcessResult r = run_process(argv, {{"LD_LIBRARY_PATH", kSimLib}, {"CUDA_SIM_FAULT", "oob_kernel:3"}});
+    std::string api = std::string(mode) == "ex" ? "cuLaunchKernelEx" : "cuLaunchKernel";
+    EXPECT_TRUE(contains(r.out, "launch 6 (oob_kernel) returned 700\n")) << mode << "\n" << r.out;
+    EXPECT_TRUE(contains(r.err, "[cuda-blockrun] launch: kernel add_array(float*, float*, int), launch #1, stream "))
+        << r.err;
+    EXPECT_TRUE(contains(r.err, ", grid (4,1,1) block (256,1,1) -> blocked via " + api + "\n")) << mode << r.err;
+    EXPECT_TRUE(contains(r.err, "[cuda-blockrun]   in kernel oob_kernel, launch #6, stream ")) << mode << r.err;
+  }
+}
+
+// dlsym lookups the shim does not own return exactly what they return without it: RTLD_DEFAULT and
+// RTLD_NEXT (whose answer depends on the caller), handles, missing names and dlerror.
+TEST(Shim, DlsymBehavesAsWithoutTheShim) {
+  const std::string probe = CUDA_BLOCKRUN_DLSYM_PROBE;
+  ProcessResult without = run_process({probe}, {});
+  ProcessResult with = run_process({probe}, {{"LD_PRELOAD", kShim}, {"CUDA_BLOCKRUN_BLOCK", "all"}});
+  EXPECT_EQ(with.out, without.out);
+  EXPECT_EQ(with.status, without.status);
+  EXPECT_TRUE(contains(without.out, "main: dlsym(RTLD_NEXT, probe_value) after dlopen: 2\n")) << without.out;
+  EXPECT_TRUE(contains(without.out, "done\n"));
 }
 
 TEST(Shim, BlockedFaultingLaunchReturnsTheErrorAndIsNamed) {
@@ -146,9 +206,12 @@ TEST(Shim, LaunchConfigurationErrorIsNamedAtTheLaunch) {
 TEST(Shim, CublasCallIsNamedByItsArgumentsAndBlocked) {
   ProcessResult r = wrapped({"--block", "all"}, "cublas");
   EXPECT_TRUE(contains(r.out, "cublasSgemm returned 13\n")) << r.out;  // CUBLAS_STATUS_EXECUTION_FAILED
+  // The driver sees cuBLAS's own kernel launch: it is blocked and named, with the call that launched it.
   EXPECT_TRUE(contains(r.err,
-                       "[cuda-blockrun]   in cublasSgemm_v2 m=64 n=64 k=64 transa=N transb=N, launch #1, "
-                       "stream 0x0, blocked\n"))
+                       "[cuda-blockrun]   in kernel "
+                       "sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_"
+                       "alignc4_execute_kernel_cublas, launched by cublasSgemm_v2 m=64 n=64 k=64 transa=N transb=N, "
+                       "launch #1, stream 0x0, grid (1,1,1) block (128,1,1), blocked\n"))
       << r.err;
   EXPECT_TRUE(contains(r.err,
                        "first error: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered), "
@@ -185,8 +248,9 @@ TEST(Shim, NeverSynchronizesACapturingStream) {
   EXPECT_TRUE(
       contains(r.err, "[cuda-blockrun] blocking skipped for kernel fill(float*, int, float), launch #1"))
       << r.err;
+  // The three captured launches are not blocked; the graph launch after the capture is.
   EXPECT_TRUE(
-      contains(r.err, "summary: 3 launches, 0 blocked, 3 not blocked during stream capture; no CUDA errors"))
+      contains(r.err, "summary: 4 launches, 1 blocked, 3 not blocked during stream capture; no CUDA errors"))
       << r.err;
   std::string counts = read_file(stats);
   EXPECT_TRUE(contains(counts, "synchronizes_during_capture=0\n")) << counts;
@@ -302,10 +366,17 @@ TEST(Wrapper, HelpVersionAndHookList) {
   EXPECT_TRUE(contains(help.out, "usage: cuda-blockrun [options] [--] program [args...]"));
   EXPECT_TRUE(contains(help.out, "CUDA_BLOCKRUN_BLOCK"));
   ProcessResult version = run_process({kWrapper, "--version"}, {});
-  EXPECT_TRUE(contains(version.out, "(built against CUDA 13.0)")) << version.out;
+  EXPECT_TRUE(contains(version.out, "(built against CUDA 13.0; no CUDA driver found")) << version.out;
+  ProcessResult with_driver = run_process({kWrapper, "--version"}, {{"LD_LIBRARY_PATH", kSimLib}});
+  EXPECT_TRUE(contains(with_driver.out, "(built against CUDA 13.0; driver supports CUDA 13.0)")) << with_driver.out;
   ProcessResult hooks = run_process({kWrapper, "--list-hooks"}, {});
   EXPECT_TRUE(contains(hooks.out, "__cudaLaunchKernel_ptsz"));
   EXPECT_TRUE(contains(hooks.out, "cublasSgemm_v2_64"));
+  EXPECT_TRUE(contains(hooks.out, "cuLaunchKernelEx_ptsz            Driver    Launch            PerThread   symbol, dlsym, "
+                                  "cuGetProcAddress\n"))
+      << hooks.out;
+  EXPECT_TRUE(contains(hooks.out, "cudaLaunchKernelExC              Runtime   Launch            Legacy      symbol, dlsym\n"))
+      << hooks.out;
 }
 
 }  // namespace

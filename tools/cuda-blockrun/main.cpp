@@ -7,6 +7,7 @@
 // wrapper checks the configuration with the shim's own parser before anything runs, finds the shim
 // beside itself (build tree or install tree: bin/../lib), and replaces itself with the program, so
 // the program's exit status is its own.
+#include <dlfcn.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -50,7 +51,7 @@ void print_usage(FILE* out) {
       "options:\n"
       "%s"
       "  --help           this text\n"
-      "  --version        the version, and the CUDA version the shim was built against\n"
+      "  --version        the version, the CUDA version it was built against, the driver's\n"
       "  --list-hooks     the CUDA entry points the shim intercepts\n"
       "\n"
       "Every option is also an environment variable, read by the shim in each process it is loaded into;\n"
@@ -112,12 +113,30 @@ std::optional<std::string> find_program(const std::string& name) {
 }
 
 void list_hooks() {
-  std::printf("%-36s %-8s %-8s %s\n", "symbol", "family", "kind", "stream 0 means");
+  std::printf("%-32s %-9s %-17s %-11s %s\n", "symbol", "family", "kind", "stream 0", "reachable by");
   for (const blockrun::HookEntry& hook : blockrun::kHookList) {
-    std::printf("%-36s %-8s %-8s %s\n", hook.name, hook.family, hook.kind, hook.stream);
+    // Every hook is an exported symbol and is answered by the dlsym interposer on its library's handle;
+    // driver functions are also handed out by the cuGetProcAddress wrappers.
+    bool driver = std::strcmp(hook.family, "Driver") == 0;
+    std::printf("%-32s %-9s %-17s %-11s %s\n", hook.name, hook.family, hook.kind, hook.stream,
+                driver ? "symbol, dlsym, cuGetProcAddress" : "symbol, dlsym");
   }
-  std::printf("\n%zu symbols, each reachable as an exported symbol of the preloaded shim.\n",
-              blockrun::kHookCount);
+  std::printf("\n%zu CUDA symbols, and the loader's dlsym.\n", blockrun::kHookCount);
+}
+
+// The driver this machine would give a CUDA program, asked in this process (never in the program's).
+std::string driver_version() {
+  void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (!driver) return "no CUDA driver found (libcuda.so.1 cannot be loaded)";
+  using GetVersion = int (*)(int*);
+  auto get_version = reinterpret_cast<GetVersion>(dlsym(driver, "cuDriverGetVersion"));
+  int version = 0;
+  std::string text = "a libcuda.so.1 without cuDriverGetVersion";
+  if (get_version && get_version(&version) == 0) {
+    text = "driver supports CUDA " + std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+  }
+  dlclose(driver);
+  return text;
 }
 
 }  // namespace
@@ -137,8 +156,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (argument == "--version") {
-      std::printf("cuda-blockrun %s (built against CUDA %s)\n", CUDA_BLOCKRUN_VERSION,
-                  CUDA_BLOCKRUN_CUDA_VERSION);
+      std::printf("cuda-blockrun %s (built against CUDA %s; %s)\n", CUDA_BLOCKRUN_VERSION, CUDA_BLOCKRUN_CUDA_VERSION,
+                  driver_version().c_str());
       return 0;
     }
     if (argument == "--list-hooks") {

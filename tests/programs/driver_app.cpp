@@ -1,0 +1,160 @@
+// A program that reaches the CUDA driver the way CuPy and Triton do: it links no CUDA library,
+// dlopen()s libcuda.so.1 and finds every entry point with dlsym on that handle, loads a module,
+// and launches its kernels with cuLaunchKernel (CuPy) or cuLaunchKernelEx (Triton) on a created
+// stream. Built with g++ against the real CUDA headers (types only); runs on the simulated stack
+// (LD_LIBRARY_PATH=${CUDA_BLOCKRUN_SIM_LIBDIR}), whose cuModuleLoadData accepts the "SIMIMG1" image.
+//
+//   driver_app [ex | proc]   (nothing)  cuLaunchKernel found with dlsym (CuPy)
+//                            ex         cuLaunchKernelEx with a CUlaunchConfig, found with dlsym (Triton)
+//                            proc       cuLaunchKernel found through cuGetProcAddress_v2, itself found with
+//                                       dlsym (how the CUDA math libraries find the driver)
+//
+// Kernels: oob_kernel (extern "C") and _Z9add_arrayPfS_i (add_array(float*, float*, int)), launched
+// alternately, 5 times each (add_array first: launch #2k-1 is add_array's k-th, #2k oob_kernel's k-th).
+// Faults are injected by the test through CUDA_SIM_FAULT (e.g. oob_kernel:3, launch #6).
+// Prints every non-zero CUDA result as `<what> returned <code>`, then `done`.
+#include <cuda.h>
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+int report(const char* what, int result) {
+  if (result != 0) std::printf("%s returned %d\n", what, result);
+  return result;
+}
+
+// Function pointer types from the signatures in cuda.h (decltype of the declared names: the types only,
+// nothing is linked).
+struct Driver {
+  decltype(&::cuInit) init = nullptr;
+  decltype(&::cuDeviceGet) device_get = nullptr;
+  decltype(&::cuDevicePrimaryCtxRetain) primary_ctx_retain = nullptr;
+  decltype(&::cuCtxSetCurrent) ctx_set_current = nullptr;
+  decltype(&::cuModuleLoadData) module_load_data = nullptr;
+  decltype(&::cuModuleGetFunction) module_get_function = nullptr;
+  decltype(&::cuLaunchKernel) launch_kernel = nullptr;
+  decltype(&::cuLaunchKernelEx) launch_kernel_ex = nullptr;
+  decltype(&::cuStreamCreate) stream_create = nullptr;
+  decltype(&::cuStreamSynchronize) stream_synchronize = nullptr;
+  decltype(&::cuCtxSynchronize) ctx_synchronize = nullptr;
+  decltype(&::cuMemAlloc_v2) mem_alloc = nullptr;
+  decltype(&::cuMemcpyDtoH_v2) memcpy_dtoh = nullptr;
+};
+
+template <typename T>
+bool find(void* handle, const char* name, T* out) {
+  *out = reinterpret_cast<T>(dlsym(handle, name));
+  if (!*out) std::printf("dlsym %s: not found\n", name);
+  return *out != nullptr;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IONBF, 0);  // output order must not depend on buffering
+  const std::string how = argc > 1 ? argv[1] : "";
+  if (how != "" && how != "ex" && how != "proc") {
+    std::fprintf(stderr, "driver_app: unknown argument '%s' (expected: ex, proc or nothing)\n", how.c_str());
+    return 2;
+  }
+  void* libcuda = dlopen("libcuda.so.1", RTLD_NOW);
+  if (!libcuda) {
+    std::printf("dlopen libcuda.so.1 failed\n");
+    return 1;
+  }
+  Driver cu;
+  bool found = find(libcuda, "cuInit", &cu.init) && find(libcuda, "cuDeviceGet", &cu.device_get) &&
+               find(libcuda, "cuDevicePrimaryCtxRetain", &cu.primary_ctx_retain) &&
+               find(libcuda, "cuCtxSetCurrent", &cu.ctx_set_current) &&
+               find(libcuda, "cuModuleLoadData", &cu.module_load_data) &&
+               find(libcuda, "cuModuleGetFunction", &cu.module_get_function) &&
+               find(libcuda, "cuLaunchKernel", &cu.launch_kernel) &&
+               find(libcuda, "cuLaunchKernelEx", &cu.launch_kernel_ex) &&
+               find(libcuda, "cuStreamCreate", &cu.stream_create) &&
+               find(libcuda, "cuStreamSynchronize", &cu.stream_synchronize) &&
+               find(libcuda, "cuCtxSynchronize", &cu.ctx_synchronize) &&
+               find(libcuda, "cuMemAlloc_v2", &cu.mem_alloc) && find(libcuda, "cuMemcpyDtoH_v2", &cu.memcpy_dtoh);
+  if (!found) return 1;
+  if (how == "proc") {
+    decltype(&::cuGetProcAddress_v2) get_proc = nullptr;
+    if (!find(libcuda, "cuGetProcAddress_v2", &get_proc)) return 1;
+    void* fn = nullptr;
+    CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
+    report("cuGetProcAddress_v2(cuLaunchKernel)",
+           get_proc("cuLaunchKernel", &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &status));
+    if (!fn || status != CU_GET_PROC_ADDRESS_SUCCESS) {
+      std::printf("cuGetProcAddress_v2(cuLaunchKernel): no function (status %d)\n", static_cast<int>(status));
+      return 1;
+    }
+    cu.launch_kernel = reinterpret_cast<decltype(cu.launch_kernel)>(fn);
+  }
+
+  report("cuInit", cu.init(0));
+  CUdevice device = 0;
+  report("cuDeviceGet", cu.device_get(&device, 0));
+  CUcontext context = nullptr;
+  report("cuDevicePrimaryCtxRetain", cu.primary_ctx_retain(&context, device));
+  report("cuCtxSetCurrent", cu.ctx_set_current(context));
+
+  // The simulated driver accepts any image ("SIMIMG1" is its own format: no pointer parameters checked).
+  static const char image[] = "SIMIMG1 driver_app";
+  CUmodule module = nullptr;
+  report("cuModuleLoadData", cu.module_load_data(&module, image));
+  CUfunction oob_kernel = nullptr, add_array = nullptr;
+  report("cuModuleGetFunction(oob_kernel)", cu.module_get_function(&oob_kernel, module, "oob_kernel"));
+  report("cuModuleGetFunction(_Z9add_arrayPfS_i)",
+         cu.module_get_function(&add_array, module, "_Z9add_arrayPfS_i"));
+  CUstream stream = nullptr;
+  report("cuStreamCreate", cu.stream_create(&stream, CU_STREAM_NON_BLOCKING));
+
+  const int n = 1024;
+  CUdeviceptr a = 0, b = 0;
+  report("cuMemAlloc_v2", cu.mem_alloc(&a, n * sizeof(float)));
+  report("cuMemAlloc_v2", cu.mem_alloc(&b, n * sizeof(float)));
+
+  const unsigned threads = 256, blocks = n / threads;
+  int launch_number = 0;
+  for (int round = 0; round < 5; ++round) {
+    for (int which = 0; which < 2; ++which) {
+      ++launch_number;
+      CUfunction f = which == 0 ? add_array : oob_kernel;
+      // add_array(float* a, float* b, int n); oob_kernel(float* p, long long offset)
+      long long offset = 0;
+      int count = n;
+      void* add_args[] = {&a, &b, &count};
+      void* oob_args[] = {&a, &offset};
+      void** args = which == 0 ? add_args : oob_args;
+      CUresult result;
+      if (how == "ex") {
+        CUlaunchConfig config{};
+        config.gridDimX = blocks;
+        config.gridDimY = 1;
+        config.gridDimZ = 1;
+        config.blockDimX = threads;
+        config.blockDimY = 1;
+        config.blockDimZ = 1;
+        config.sharedMemBytes = 0;
+        config.hStream = stream;
+        config.attrs = nullptr;
+        config.numAttrs = 0;
+        result = cu.launch_kernel_ex(&config, f, args, nullptr);
+      } else {
+        result = cu.launch_kernel(f, blocks, 1, 1, threads, 1, 1, 0, stream, args, nullptr);
+      }
+      if (result != CUDA_SUCCESS)
+        std::printf("launch %d (%s) returned %d\n", launch_number, which == 0 ? "add_array" : "oob_kernel",
+                    result);
+    }
+  }
+  report("cuStreamSynchronize", cu.stream_synchronize(stream));
+  report("cuCtxSynchronize", cu.ctx_synchronize());
+  std::vector<float> host(n);
+  int copy = report("cuMemcpyDtoH_v2", cu.memcpy_dtoh(host.data(), a, n * sizeof(float)));
+  std::printf("done\n");
+  return copy == 0 ? 0 : 1;
+}
