@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Times the empty-kernel launch loop under each configuration, alternating configurations run by run
 # so that drift hits all alike, and prints the median microseconds per launch and the ratio to native.
-#   bench/run_launch_loop.sh <build-dir> [repetitions] [launches]
+#   bench/run_launch_loop.sh <build-dir> [repetitions] [launches] [program]
+# program: launch_loop (shared runtime, default) or launch_loop_static (nvcc's default static runtime)
 # (The full harness of every workload is issue 6; this is the launch-cost slice quoted in the README.)
 set -euo pipefail
 build=$1
 repetitions=${2:-7}
 launches=${3:-200000}
-program=$build/bench/launch_loop
+program=$build/bench/${4:-launch_loop}
 wrapper=$build/bin/cuda-blockrun
 if ! ldconfig -p 2>/dev/null | grep -q 'libcudart.so.13'; then
   export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -30,8 +31,8 @@ for ((r = 0; r < repetitions; ++r)); do
 done
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 native=$(echo "${samples[0]}" | median)
-printf '| configuration | us per launch (median of %d runs of %d launches) | ratio to native |\n|---|---|---|\n' \
-  "$repetitions" "$launches"
+printf '\n%s:\n\n| configuration | us per launch (median of %d runs of %d launches) | ratio to native |\n|---|---|---|\n' \
+  "$(basename "$program")" "$repetitions" "$launches"
 for c in 0 1 2 3 4 5; do
   m=$(echo "${samples[$c]}" | median)
   printf '| %s | %.3f | %.3f |\n' "${names[$c]}" "$m" "$(awk -v m="$m" -v n="$native" 'BEGIN { print m / n }')"
