@@ -40,7 +40,11 @@ const char* name_of_function(const void* function);
 inline LaunchFacts launch_facts(CUfunction f, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
                                 unsigned int block_x, unsigned int block_y, unsigned int block_z,
                                 unsigned int shared_memory, CUstream stream, void**, void** = nullptr) {
-  return LaunchFacts{f, name_of_function, stream, Dim3{grid_x, grid_y, grid_z}, Dim3{block_x, block_y, block_z},
+  return LaunchFacts{f,
+                     name_of_function,
+                     stream,
+                     Dim3{grid_x, grid_y, grid_z},
+                     Dim3{block_x, block_y, block_z},
                      shared_memory};
 }
 
@@ -125,8 +129,8 @@ inline char operation_letter(cublasOperation_t op) {
 
 // Every cuBLAS GEMM starts (handle, transa, transb, m, n, k, ...).
 template <typename Int, typename... Rest>
-LibraryFacts library_facts(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, Int m, Int n,
-                           Int k, Rest...) {
+LibraryFacts library_facts(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, Int m,
+                           Int n, Int k, Rest...) {
   LibraryFacts facts;
   facts.handle = handle;
   facts.call.transa = operation_letter(transa);

@@ -176,10 +176,12 @@ const char* name_of_function(const void* function) {
   // A CUkernel cast to CUfunction (CUDA 13 runtime launches) or a real CUfunction (Triton, CuPy): each
   // query answers "invalid handle" for the other kind, so ask both.
   if (auto get_name = helper<Helper::cuKernelGetName>()) {
-    if (get_name(&name, static_cast<CUkernel>(const_cast<void*>(function))) == CUDA_SUCCESS && name) return name;
+    if (get_name(&name, static_cast<CUkernel>(const_cast<void*>(function))) == CUDA_SUCCESS && name)
+      return name;
   }
   if (auto get_name = helper<Helper::cuFuncGetName>()) {
-    if (get_name(&name, static_cast<CUfunction>(const_cast<void*>(function))) == CUDA_SUCCESS && name) return name;
+    if (get_name(&name, static_cast<CUfunction>(const_cast<void*>(function))) == CUDA_SUCCESS && name)
+      return name;
   }
   return nullptr;
 }

@@ -98,6 +98,19 @@ Result finish_launch(Engine& engine, Launch& launch, Result result, Family famil
   return result;
 }
 
+// What the engine needs to know of a kernel launch; names the kernel on first sight of its handle.
+LaunchRequest kernel_request(Engine& engine, const LaunchFacts& facts, const char* api, bool per_thread) {
+  LaunchRequest request;
+  request.api = api;
+  request.kernel = engine.kernel(facts.handle, [&] { return facts.name_of(facts.handle); });
+  request.stream = facts.stream;
+  request.per_thread_default_stream = per_thread;
+  request.grid = facts.grid;
+  request.block = facts.block;
+  request.shared_memory = facts.shared_memory;
+  return request;
+}
+
 // Runtime launches: the driver wrapper records the launch when the runtime continues into it (the
 // usual case); this wrapper then blocks at the runtime level, so the runtime's own error state is what
 // CUDA_LAUNCH_BLOCKING=1 would leave. Where the driver did not see it, the launch is recorded here.
@@ -125,14 +138,7 @@ cudaError_t handle_runtime_launch(Engine& engine, Function real_function, Args..
     ErrnoKeeper keep_errno;
     ReentryGuard guard;
     try {
-      LaunchRequest request;
-      request.api = Traits::name;
-      request.kernel = engine.kernel(facts.handle, [&] { return facts.name_of(facts.handle); });
-      request.stream = facts.stream;
-      request.per_thread_default_stream = Traits::per_thread;
-      request.grid = facts.grid;
-      request.block = facts.block;
-      request.shared_memory = facts.shared_memory;
+      LaunchRequest request = kernel_request(engine, facts, Traits::name, Traits::per_thread);
       engine.begin_launch(request, &launch);
       recorded = true;
     } catch (...) {
@@ -156,15 +162,9 @@ CUresult handle_driver_launch(Engine& engine, Function real_function, Args... ar
     ErrnoKeeper keep_errno;  // naming a new kernel calls into the driver
     ReentryGuard guard;
     try {
-      LaunchRequest request;
-      request.api = inside_runtime_launch ? context.runtime_api : Traits::name;
+      LaunchRequest request = kernel_request(
+          engine, facts, inside_runtime_launch ? context.runtime_api : Traits::name, Traits::per_thread);
       request.driver_api = inside_runtime_launch ? Traits::name : nullptr;
-      request.kernel = engine.kernel(facts.handle, [&] { return facts.name_of(facts.handle); });
-      request.stream = facts.stream;
-      request.per_thread_default_stream = Traits::per_thread;
-      request.grid = facts.grid;
-      request.block = facts.block;
-      request.shared_memory = facts.shared_memory;
       if (context.library_depth > 0) {
         request.library_api = context.library_api;
         request.library = context.library;
@@ -271,7 +271,8 @@ cublasStatus_t handle_library(Engine& engine, Function real_function, Args... ar
     bool named = engine.config().block.mode() == Policy::Mode::Globs &&
                  engine.config().block.blocks_library_call(Traits::name);
     if (kernels_seen > 0 && !named) {
-      if (result != CUBLAS_STATUS_SUCCESS) engine.observe_error(Traits::name, code_of(result), facts.stream, false);
+      if (result != CUBLAS_STATUS_SUCCESS)
+        engine.observe_error(Traits::name, code_of(result), facts.stream, false);
       return result;
     }
     LaunchRequest request;
@@ -282,10 +283,12 @@ cublasStatus_t handle_library(Engine& engine, Function real_function, Args... ar
     Launch launch;
     engine.begin_launch(request, &launch);
     BlockResult blocked;
-    if (result == CUBLAS_STATUS_SUCCESS && launch.block) blocked = block_stream(Family::Driver, facts.stream, false);
+    if (result == CUBLAS_STATUS_SUCCESS && launch.block)
+      blocked = block_stream(Family::Driver, facts.stream, false);
     engine.end_launch(launch, code_of(result), blocked.outcome, blocked.result, blocked.api);
     // cuBLAS reports a failed kernel as an execution failure; the CUDA error is in the log.
-    if (blocked.outcome == BlockOutcome::Synchronized && !blocked.result.ok()) result = CUBLAS_STATUS_EXECUTION_FAILED;
+    if (blocked.outcome == BlockOutcome::Synchronized && !blocked.result.ok())
+      result = CUBLAS_STATUS_EXECUTION_FAILED;
   } catch (...) {
   }
   return result;
@@ -337,7 +340,8 @@ CUresult handle_graph_instantiate(Engine& engine, Function real_function, CUgrap
 // through it, including cuGetProcAddress itself. Hooked functions are answered with the shim's wrappers,
 // of the flavour (`_ptsz` or not) the real call chose.
 template <Hook id, typename Function, typename... Rest>
-CUresult handle_proc_address(Engine&, Function real_function, const char* symbol, void** function, Rest... rest) {
+CUresult handle_proc_address(Engine&, Function real_function, const char* symbol, void** function,
+                             Rest... rest) {
   CUresult result = real_function(symbol, function, rest...);
   if (result != CUDA_SUCCESS || !symbol || !function || !*function) return result;
   ErrnoKeeper keep_errno;
@@ -426,9 +430,15 @@ void* lookup_hook_address(Hook hook) {
   return address;
 }
 
-void* wrapper_address(Hook hook) { return kHookRows[static_cast<size_t>(hook)].wrapper; }
-const char* hook_name(Hook hook) { return kHookRows[static_cast<size_t>(hook)].name; }
-Family hook_family(Hook hook) { return kHookRows[static_cast<size_t>(hook)].family; }
+void* wrapper_address(Hook hook) {
+  return kHookRows[static_cast<size_t>(hook)].wrapper;
+}
+const char* hook_name(Hook hook) {
+  return kHookRows[static_cast<size_t>(hook)].name;
+}
+Family hook_family(Hook hook) {
+  return kHookRows[static_cast<size_t>(hook)].family;
+}
 
 void* substitute_wrapper(const char* symbol, void* address, bool by_base_name) {
   if (!shim_active()) return address;

@@ -350,7 +350,8 @@ std::string Engine::describe(const LaunchRecord& record) const {
     std::string text = record.library_api;
     const LibraryCall& call = record.library;
     if (call.m || call.n || call.k) {
-      text += fmt::format(" m={} n={} k={} transa={} transb={}", call.m, call.n, call.k, call.transa, call.transb);
+      text += fmt::format(" m={} n={} k={} transa={} transb={}", call.m, call.n, call.k, call.transa,
+                          call.transb);
     }
     if (call.batch) text += fmt::format(" batch={}", call.batch);
     return text;
@@ -367,7 +368,8 @@ std::string Engine::describe(const LaunchRecord& record) const {
   } else {
     head = "(unknown launch)";
   }
-  std::string out = fmt::format("{}, launch #{}, stream {}", head, record.sequence, describe_stream(record.stream));
+  std::string out =
+      fmt::format("{}, launch #{}, stream {}", head, record.sequence, describe_stream(record.stream));
   if (record.kernel) {
     out += fmt::format(", grid ({},{},{}) block ({},{},{})", record.grid.x, record.grid.y, record.grid.z,
                        record.block.x, record.block.y, record.block.z);
@@ -406,8 +408,8 @@ void Engine::finish() {
     std::string skips = capture_skips_.load()
                             ? fmt::format(", {} not blocked during stream capture", capture_skips_.load())
                             : std::string();
-    logger_->info("summary: {} launch{}, {} blocked{}; {}", launches, launches == 1 ? "" : "es", blocked_.load(), skips,
-                  errors);
+    logger_->info("summary: {} launch{}, {} blocked{}; {}", launches, launches == 1 ? "" : "es",
+                  blocked_.load(), skips, errors);
   }
   logger_->flush();
 }

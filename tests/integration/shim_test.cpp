@@ -46,10 +46,11 @@ TEST(Shim, LogsExactKernelNamesOfEveryLaunchPath) {
     const char* stream;
   };
   // Each runtime launch is recorded once, by the driver wrapper it continues into.
-  for (Case c : {Case{"steps", "__cudaLaunchKernel > cuLaunchKernel", "0x0"},
-                 Case{"direct", "cudaLaunchKernel > cuLaunchKernel", "0x0"},
-                 Case{"exc", "cudaLaunchKernelExC > cuLaunchKernelEx", "0x0"},
-                 Case{"ptsz", "__cudaLaunchKernel_ptsz > cuLaunchKernel_ptsz", "per-thread default (thread 1)"}}) {
+  for (Case c :
+       {Case{"steps", "__cudaLaunchKernel > cuLaunchKernel", "0x0"},
+        Case{"direct", "cudaLaunchKernel > cuLaunchKernel", "0x0"},
+        Case{"exc", "cudaLaunchKernelExC > cuLaunchKernelEx", "0x0"},
+        Case{"ptsz", "__cudaLaunchKernel_ptsz > cuLaunchKernel_ptsz", "per-thread default (thread 1)"}}) {
     ProcessResult r = app(c.scenario, {{"CUDA_BLOCKRUN_LOG_LAUNCHES", "1"}}, true);
     ASSERT_EQ(r.status, 0) << c.scenario << r.err;
     std::string stream = c.stream;
@@ -73,7 +74,8 @@ TEST(Shim, LogsExactKernelNamesOfEveryLaunchPath) {
 TEST(Shim, RuntimeLaunchIsRecordedExactlyOnce) {
   ProcessResult r = app("steps", {{"CUDA_BLOCKRUN_LOG_LAUNCHES", "1"}}, true);
   size_t lines = 0;
-  for (size_t at = r.err.find("launch: kernel"); at != std::string::npos; at = r.err.find("launch: kernel", at + 1))
+  for (size_t at = r.err.find("launch: kernel"); at != std::string::npos;
+       at = r.err.find("launch: kernel", at + 1))
     ++lines;
   EXPECT_EQ(lines, 60u) << r.err;
   EXPECT_TRUE(contains(r.err, "summary: 60 launches, 0 blocked; no CUDA errors")) << r.err;
@@ -91,12 +93,15 @@ TEST(Shim, StaticRuntimeLaunchesAreSeenNamedAndBlockedAtTheDriver) {
     std::string stream = *mode ? "per-thread default (thread 1)" : "0x0";
     EXPECT_TRUE(contains(r.out, "launch 37 returned") == false && contains(r.out, "launch 38 returned 700\n"))
         << r.out;
-    EXPECT_TRUE(contains(r.err,
-                         "[cuda-blockrun] first error: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was "
-                         "encountered), returned by cuStreamSynchronize (blocking synchronize after the launch)\n"
-                         "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long), launch #38, "
-                         "stream " + stream + ", grid (4096,1,1) block (256,1,1), blocked\n"))
-        << mode << "\n" << r.err;
+    EXPECT_TRUE(
+        contains(r.err,
+                 "[cuda-blockrun] first error: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was "
+                 "encountered), returned by cuStreamSynchronize (blocking synchronize after the launch)\n"
+                 "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long), launch #38, "
+                 "stream " +
+                     stream + ", grid (4096,1,1) block (256,1,1), blocked\n"))
+        << mode << "\n"
+        << r.err;
   }
 }
 
@@ -104,15 +109,19 @@ TEST(Shim, StaticRuntimeLaunchesAreSeenNamedAndBlockedAtTheDriver) {
 // cuGetProcAddress_v2 found that way), kernels from cuModuleGetFunction (real CUfunctions).
 TEST(Shim, DriverLaunchesFoundThroughDlsymAreSeen) {
   for (const char* mode : {"", "ex", "proc"}) {
-    std::vector<std::string> argv = {kWrapper, "--block", "all", "--log-launches", "--", CUDA_BLOCKRUN_DRIVER_APP};
+    std::vector<std::string> argv = {kWrapper,         "--block", "all",
+                                     "--log-launches", "--",      CUDA_BLOCKRUN_DRIVER_APP};
     if (*mode) argv.push_back(mode);
     ProcessResult r = run_process(argv, {{"LD_LIBRARY_PATH", kSimLib}, {"CUDA_SIM_FAULT", "oob_kernel:3"}});
     std::string api = std::string(mode) == "ex" ? "cuLaunchKernelEx" : "cuLaunchKernel";
     EXPECT_TRUE(contains(r.out, "launch 6 (oob_kernel) returned 700\n")) << mode << "\n" << r.out;
-    EXPECT_TRUE(contains(r.err, "[cuda-blockrun] launch: kernel add_array(float*, float*, int), launch #1, stream "))
+    EXPECT_TRUE(
+        contains(r.err, "[cuda-blockrun] launch: kernel add_array(float*, float*, int), launch #1, stream "))
         << r.err;
-    EXPECT_TRUE(contains(r.err, ", grid (4,1,1) block (256,1,1) -> blocked via " + api + "\n")) << mode << r.err;
-    EXPECT_TRUE(contains(r.err, "[cuda-blockrun]   in kernel oob_kernel, launch #6, stream ")) << mode << r.err;
+    EXPECT_TRUE(contains(r.err, ", grid (4,1,1) block (256,1,1) -> blocked via " + api + "\n"))
+        << mode << r.err;
+    EXPECT_TRUE(contains(r.err, "[cuda-blockrun]   in kernel oob_kernel, launch #6, stream "))
+        << mode << r.err;
   }
 }
 
@@ -207,11 +216,12 @@ TEST(Shim, CublasCallIsNamedByItsArgumentsAndBlocked) {
   ProcessResult r = wrapped({"--block", "all"}, "cublas");
   EXPECT_TRUE(contains(r.out, "cublasSgemm returned 13\n")) << r.out;  // CUBLAS_STATUS_EXECUTION_FAILED
   // The driver sees cuBLAS's own kernel launch: it is blocked and named, with the call that launched it.
-  EXPECT_TRUE(contains(r.err,
-                       "[cuda-blockrun]   in kernel "
-                       "sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_"
-                       "alignc4_execute_kernel_cublas, launched by cublasSgemm_v2 m=64 n=64 k=64 transa=N transb=N, "
-                       "launch #1, stream 0x0, grid (1,1,1) block (128,1,1), blocked\n"))
+  EXPECT_TRUE(
+      contains(r.err,
+               "[cuda-blockrun]   in kernel "
+               "sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_"
+               "alignc4_execute_kernel_cublas, launched by cublasSgemm_v2 m=64 n=64 k=64 transa=N transb=N, "
+               "launch #1, stream 0x0, grid (1,1,1) block (128,1,1), blocked\n"))
       << r.err;
   EXPECT_TRUE(contains(r.err,
                        "first error: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered), "
@@ -290,9 +300,10 @@ TEST(Shim, MissingRealFunctionReturnsNotInitializedAndIsReportedOnce) {
   EXPECT_EQ(r.status, 0);
   // cudaErrorInitializationError (3), CUBLAS_STATUS_NOT_INITIALIZED (1)
   EXPECT_EQ(r.out, "cudaDeviceSynchronize returned 3\ncublasSgemm_v2 returned 1\n");
-  EXPECT_TRUE(contains(r.err, "[cuda-blockrun] shim problem: the real "
-                              "cudaDeviceSynchronize was not found in any loaded library; returning its library's "
-                              "'not initialized' status\n"))
+  EXPECT_TRUE(contains(r.err,
+                       "[cuda-blockrun] shim problem: the real "
+                       "cudaDeviceSynchronize was not found in any loaded library; returning its library's "
+                       "'not initialized' status\n"))
       << r.err;
   EXPECT_TRUE(contains(r.err, "the real cublasSgemm_v2 was not found")) << r.err;
 }
@@ -368,14 +379,18 @@ TEST(Wrapper, HelpVersionAndHookList) {
   ProcessResult version = run_process({kWrapper, "--version"}, {});
   EXPECT_TRUE(contains(version.out, "(built against CUDA 13.0; no CUDA driver found")) << version.out;
   ProcessResult with_driver = run_process({kWrapper, "--version"}, {{"LD_LIBRARY_PATH", kSimLib}});
-  EXPECT_TRUE(contains(with_driver.out, "(built against CUDA 13.0; driver supports CUDA 13.0)")) << with_driver.out;
+  EXPECT_TRUE(contains(with_driver.out, "(built against CUDA 13.0; driver supports CUDA 13.0)"))
+      << with_driver.out;
   ProcessResult hooks = run_process({kWrapper, "--list-hooks"}, {});
   EXPECT_TRUE(contains(hooks.out, "__cudaLaunchKernel_ptsz"));
   EXPECT_TRUE(contains(hooks.out, "cublasSgemm_v2_64"));
-  EXPECT_TRUE(contains(hooks.out, "cuLaunchKernelEx_ptsz            Driver    Launch            PerThread   symbol, dlsym, "
-                                  "cuGetProcAddress\n"))
+  EXPECT_TRUE(
+      contains(hooks.out,
+               "cuLaunchKernelEx_ptsz            Driver    Launch            PerThread   symbol, dlsym, "
+               "cuGetProcAddress\n"))
       << hooks.out;
-  EXPECT_TRUE(contains(hooks.out, "cudaLaunchKernelExC              Runtime   Launch            Legacy      symbol, dlsym\n"))
+  EXPECT_TRUE(contains(
+      hooks.out, "cudaLaunchKernelExC              Runtime   Launch            Legacy      symbol, dlsym\n"))
       << hooks.out;
 }
 

@@ -102,8 +102,9 @@ int main(int argc, char** argv) {
   print_dlerror("lib: dlerror after it");
   print_probe("lib: dlsym(lib handle, probe_value)", lib_dlsym(lib, "probe_value"));
   void* lib_next_malloc = lib_dlsym(RTLD_NEXT, "malloc");
-  std::printf("lib: dlsym(RTLD_NEXT, malloc): %s\n",
-              lib_next_malloc == nullptr ? "null" : lib_next_malloc == malloc_default ? "malloc" : "other");
+  std::printf("lib: dlsym(RTLD_NEXT, malloc): %s\n", lib_next_malloc == nullptr          ? "null"
+                                                     : lib_next_malloc == malloc_default ? "malloc"
+                                                                                         : "other");
   print_dlerror("lib: dlerror after it");
   void* lib_missing = lib_dlsym(RTLD_DEFAULT, "no_such_symbol_xyz");
   std::printf("lib: dlsym(RTLD_DEFAULT, no_such_symbol_xyz): %s\n", lib_missing ? "found" : "null");

@@ -78,7 +78,8 @@ int main(int argc, char** argv) {
                find(libcuda, "cuStreamCreate", &cu.stream_create) &&
                find(libcuda, "cuStreamSynchronize", &cu.stream_synchronize) &&
                find(libcuda, "cuCtxSynchronize", &cu.ctx_synchronize) &&
-               find(libcuda, "cuMemAlloc_v2", &cu.mem_alloc) && find(libcuda, "cuMemcpyDtoH_v2", &cu.memcpy_dtoh);
+               find(libcuda, "cuMemAlloc_v2", &cu.mem_alloc) &&
+               find(libcuda, "cuMemcpyDtoH_v2", &cu.memcpy_dtoh);
   if (!found) return 1;
   if (how == "proc") {
     decltype(&::cuGetProcAddress_v2) get_proc = nullptr;

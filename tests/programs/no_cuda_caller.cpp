@@ -7,8 +7,8 @@
 
 int main() {
   using RuntimeCall = int (*)();
-  using CublasCall = int (*)(void*, int, int, int, int, int, const float*, const float*, int, const float*, int,
-                             const float*, float*, int);
+  using CublasCall = int (*)(void*, int, int, int, int, int, const float*, const float*, int, const float*,
+                             int, const float*, float*, int);
   auto synchronize = reinterpret_cast<RuntimeCall>(dlsym(RTLD_DEFAULT, "cudaDeviceSynchronize"));
   auto sgemm = reinterpret_cast<CublasCall>(dlsym(RTLD_DEFAULT, "cublasSgemm_v2"));
   if (synchronize) {

@@ -133,7 +133,8 @@ std::string driver_version() {
   int version = 0;
   std::string text = "a libcuda.so.1 without cuDriverGetVersion";
   if (get_version && get_version(&version) == 0) {
-    text = "driver supports CUDA " + std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+    text =
+        "driver supports CUDA " + std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
   }
   dlclose(driver);
   return text;
@@ -156,8 +157,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (argument == "--version") {
-      std::printf("cuda-blockrun %s (built against CUDA %s; %s)\n", CUDA_BLOCKRUN_VERSION, CUDA_BLOCKRUN_CUDA_VERSION,
-                  driver_version().c_str());
+      std::printf("cuda-blockrun %s (built against CUDA %s; %s)\n", CUDA_BLOCKRUN_VERSION,
+                  CUDA_BLOCKRUN_CUDA_VERSION, driver_version().c_str());
       return 0;
     }
     if (argument == "--list-hooks") {
