@@ -125,6 +125,34 @@ TEST(Shim, DriverLaunchesFoundThroughDlsymAreSeen) {
   }
 }
 
+// The first door: a program linked with libcuda calls cuLaunchKernel by its exported name.
+TEST(Shim, DriverLaunchesByExportedSymbolAreSeen) {
+  ProcessResult r = run_process({kWrapper, "--block", "all", "--", CUDA_BLOCKRUN_DRIVER_APP_LINKED, "linked"},
+                                {{"LD_LIBRARY_PATH", kSimLib}, {"CUDA_SIM_FAULT", "oob_kernel:3"}});
+  EXPECT_TRUE(contains(r.out, "launch 6 (oob_kernel) returned 700\n")) << r.out;
+  EXPECT_TRUE(contains(r.err, "[cuda-blockrun]   in kernel oob_kernel, launch #6, stream ")) << r.err;
+}
+
+// A policy that names a cuBLAS call blocks the call as a whole; its kernel is still recorded, unblocked.
+TEST(Shim, LibraryCallNamedByThePolicyIsBlockedAsAWhole) {
+  ProcessResult r = wrapped({"--block", "cublasSgemm*", "--log-launches"}, "cublas");
+  EXPECT_TRUE(contains(r.out, "cublasSgemm returned 13\n")) << r.out;
+  EXPECT_TRUE(contains(r.err, "_execute_kernel_cublas, launched by cublasSgemm_v2 m=64 n=64 k=64 transa=N transb=N, "
+                              "launch #1, stream 0x0, grid (1,1,1) block (128,1,1) via cuLaunchKernelEx\n"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "[cuda-blockrun]   in cublasSgemm_v2 m=64 n=64 k=64 transa=N transb=N, launch #2, "
+                              "stream 0x0, blocked\n"))
+      << r.err;
+}
+
+// A graph launch is one unit, named by the graph and the node count it was instantiated with.
+TEST(Shim, GraphLaunchIsOneUnitNamedByItsNodeCount) {
+  ProcessResult r = wrapped({"--log-launches"}, "capture");
+  EXPECT_EQ(r.out, "graph captured\ndone\n");
+  EXPECT_TRUE(contains(r.err, " (3 nodes), launch #4, stream ")) << r.err;
+  EXPECT_TRUE(contains(r.err, " via cuGraphLaunch\n")) << r.err;
+}
+
 // dlsym lookups the shim does not own return exactly what they return without it: RTLD_DEFAULT and
 // RTLD_NEXT (whose answer depends on the caller), handles, missing names and dlerror.
 TEST(Shim, DlsymBehavesAsWithoutTheShim) {

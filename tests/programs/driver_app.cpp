@@ -8,6 +8,8 @@
 //                            ex         cuLaunchKernelEx with a CUlaunchConfig, found with dlsym (Triton)
 //                            proc       cuLaunchKernel found through cuGetProcAddress_v2, itself found with
 //                                       dlsym (how the CUDA math libraries find the driver)
+//                            linked     (driver_app_linked only) cuLaunchKernel called by name, the program
+//                                       being linked with libcuda
 //
 // Kernels: oob_kernel (extern "C") and _Z9add_arrayPfS_i (add_array(float*, float*, int)), launched
 // alternately, 5 times each (add_array first: launch #2k-1 is add_array's k-th, #2k oob_kernel's k-th).
@@ -58,8 +60,9 @@ bool find(void* handle, const char* name, T* out) {
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IONBF, 0);  // output order must not depend on buffering
   const std::string how = argc > 1 ? argv[1] : "";
-  if (how != "" && how != "ex" && how != "proc") {
-    std::fprintf(stderr, "driver_app: unknown argument '%s' (expected: ex, proc or nothing)\n", how.c_str());
+  if (how != "" && how != "ex" && how != "proc" && how != "linked") {
+    std::fprintf(stderr, "driver_app: unknown argument '%s' (expected: ex, proc, linked or nothing)\n",
+                 how.c_str());
     return 2;
   }
   void* libcuda = dlopen("libcuda.so.1", RTLD_NOW);
@@ -81,6 +84,10 @@ int main(int argc, char** argv) {
                find(libcuda, "cuMemAlloc_v2", &cu.mem_alloc) &&
                find(libcuda, "cuMemcpyDtoH_v2", &cu.memcpy_dtoh);
   if (!found) return 1;
+#ifdef DRIVER_APP_LINKED
+  // The first door: the program is linked with libcuda and calls cuLaunchKernel by name.
+  if (how == "linked") cu.launch_kernel = &::cuLaunchKernel;
+#endif
   if (how == "proc") {
     decltype(&::cuGetProcAddress_v2) get_proc = nullptr;
     if (!find(libcuda, "cuGetProcAddress_v2", &get_proc)) return 1;
