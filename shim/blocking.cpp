@@ -11,7 +11,7 @@ bool is_capture_error(int code) {
   return code >= 900 && code <= 910;
 }
 
-BlockResult block_with_runtime(cudaStream_t stream, bool per_thread) {
+BlockResult block_with_runtime(cudaStream_t stream, bool per_thread, bool whole_device) {
   auto is_capturing = helper<Helper::cudaStreamIsCapturing>();
   auto exchange_mode = helper<Helper::cudaThreadExchangeStreamCaptureMode>();
   auto synchronize = real<Hook::cudaStreamSynchronize>();
@@ -32,12 +32,20 @@ BlockResult block_with_runtime(cudaStream_t stream, bool per_thread) {
 
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
   exchange_mode(&mode);
-  cudaError_t result = synchronize(stream);
+  cudaError_t result = cudaSuccess;
+  const char* api = "cudaStreamSynchronize";
+  if (whole_device) {
+    auto synchronize_device = real<Hook::cudaDeviceSynchronize>();
+    result = synchronize_device ? synchronize_device() : cudaErrorInitializationError;
+    api = "cudaDeviceSynchronize";
+  } else {
+    result = synchronize(stream);
+  }
   exchange_mode(&mode);
-  return {BlockOutcome::Synchronized, {Family::Runtime, result}, "cudaStreamSynchronize"};
+  return {BlockOutcome::Synchronized, {Family::Runtime, result}, api};
 }
 
-BlockResult block_with_driver(CUstream stream, bool per_thread) {
+BlockResult block_with_driver(CUstream stream, bool per_thread, bool whole_device) {
   auto is_capturing = helper<Helper::cuStreamIsCapturing>();
   auto exchange_mode = helper<Helper::cuThreadExchangeStreamCaptureMode>();
   auto synchronize = helper<Helper::cuStreamSynchronize>();
@@ -54,18 +62,26 @@ BlockResult block_with_driver(CUstream stream, bool per_thread) {
 
   CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
   exchange_mode(&mode);
-  CUresult result = synchronize(stream);
+  CUresult result = CUDA_SUCCESS;
+  const char* api = "cuStreamSynchronize";
+  if (whole_device) {
+    auto synchronize_device = real<Hook::cuCtxSynchronize>();
+    result = synchronize_device ? synchronize_device() : CUDA_ERROR_NOT_INITIALIZED;
+    api = "cuCtxSynchronize";
+  } else {
+    result = synchronize(stream);
+  }
   exchange_mode(&mode);
-  return {BlockOutcome::Synchronized, {Family::Driver, result}, "cuStreamSynchronize"};
+  return {BlockOutcome::Synchronized, {Family::Driver, result}, api};
 }
 
 }  // namespace
 
-BlockResult block_stream(Family family, cudaStream_t stream, bool per_thread) {
+BlockResult block_stream(Family family, cudaStream_t stream, bool per_thread, bool whole_device) {
   if (family != Family::Runtime && helper<Helper::cuStreamSynchronize>()) {
-    return block_with_driver(stream, per_thread);
+    return block_with_driver(stream, per_thread, whole_device);
   }
-  return block_with_runtime(stream, per_thread);
+  return block_with_runtime(stream, per_thread, whole_device);
 }
 
 }  // namespace blockrun::shim

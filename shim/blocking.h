@@ -16,6 +16,8 @@ struct BlockResult {
 // runtime where the driver cannot be found). Checks first that the stream is not capturing, and
 // switches the calling thread's capture mode to relaxed around the synchronize, so that a capture
 // running in another thread is not invalidated.
-BlockResult block_stream(Family family, cudaStream_t stream, bool per_thread);
+// With whole_device, the device is synchronized instead of the stream (after the same capture check of
+// the launch's stream): the `block-device` action.
+BlockResult block_stream(Family family, cudaStream_t stream, bool per_thread, bool whole_device = false);
 
 }  // namespace blockrun::shim

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 
 #include <spdlog/sinks/basic_file_sink.h>
@@ -27,6 +28,44 @@ Config* g_config = nullptr;  // never freed: CUDA calls can come after static de
 std::once_flag g_engine_once;
 std::atomic<Engine*> g_engine{nullptr};
 
+EnvLookup process_environment() {
+  return [](const std::string& variable) -> std::optional<std::string> {
+    const char* value = std::getenv(variable.c_str());
+    if (!value) return std::nullopt;
+    return std::string(value);
+  };
+}
+
+std::string read_file_text(const char* path) {
+  std::string text;
+  if (FILE* file = std::fopen(path, "re")) {
+    char buffer[4096];
+    size_t got;
+    while ((got = std::fread(buffer, 1, sizeof(buffer), file)) > 0) text.append(buffer, got);
+    std::fclose(file);
+  }
+  return text;
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown-host";
+  return name;
+}
+
+// CUDA_BLOCKRUN_PROCESS and CUDA_BLOCKRUN_RANKS: the shim acts in the chosen processes of a job only.
+bool selects_this_process(const Config& config) {
+  if (config.process.empty() && config.ranks.all) return true;
+  std::string name = read_file_text("/proc/self/comm");
+  while (!name.empty() && name.back() == '\n') name.pop_back();
+  std::string command_line = read_file_text("/proc/self/cmdline");
+  for (char& c : command_line) {
+    if (c == '\0') c = ' ';
+  }
+  while (!command_line.empty() && command_line.back() == ' ') command_line.pop_back();
+  return selects_process(config, name, command_line, rank_from_environment(process_environment()));
+}
+
 void configure() {
   // A setuid or setgid program must not read paths or policies from an untrusted environment.
   if (getauxval(AT_SECURE)) {
@@ -42,7 +81,7 @@ void configure() {
     std::fflush(stderr);
     _exit(2);
   }
-  if (!parsed.config.enabled) {
+  if (!parsed.config.enabled || !selects_this_process(parsed.config)) {
     g_state.store(State::Inert);
     return;
   }
@@ -54,7 +93,8 @@ std::shared_ptr<spdlog::logger> make_logger(const Config& config) {
   std::shared_ptr<spdlog::sinks::sink> sink;
   std::string problem;
   if (!config.log.empty()) {
-    std::string path = expand_path(config.log, static_cast<long>(getpid()));
+    std::string path = expand_path(config.log, static_cast<long>(getpid()),
+                                   rank_from_environment(process_environment()), host_name());
     try {
       // Appending: several processes may share one path; nothing already there is lost.
       sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, false);

@@ -86,8 +86,9 @@ Result finish_launch(Engine& engine, Launch& launch, Result result, Family famil
   ReentryGuard guard;
   try {
     BlockResult blocked;
-    if (code_of(result).ok() && launch.block) {
-      blocked = block_stream(family, static_cast<cudaStream_t>(const_cast<void*>(stream)), per_thread);
+    if (code_of(result).ok() && launch.block()) {
+      blocked = block_stream(family, static_cast<cudaStream_t>(const_cast<void*>(stream)), per_thread,
+                             launch.decision.action == Action::BlockDevice);
     }
     engine.end_launch(launch, code_of(result), blocked.outcome, blocked.result, blocked.api);
     if (blocked.outcome == BlockOutcome::Synchronized && !blocked.result.ok()) {
@@ -99,8 +100,10 @@ Result finish_launch(Engine& engine, Launch& launch, Result result, Family famil
 }
 
 // What the engine needs to know of a kernel launch; names the kernel on first sight of its handle.
-LaunchRequest kernel_request(Engine& engine, const LaunchFacts& facts, const char* api, bool per_thread) {
+LaunchRequest kernel_request(Engine& engine, const LaunchFacts& facts, LaunchFamily family, const char* api,
+                             bool per_thread) {
   LaunchRequest request;
+  request.family = family;
   request.api = api;
   request.kernel = engine.kernel(facts.handle, [&] { return facts.name_of(facts.handle); });
   request.stream = facts.stream;
@@ -138,7 +141,7 @@ cudaError_t handle_runtime_launch(Engine& engine, Function real_function, Args..
     ErrnoKeeper keep_errno;
     ReentryGuard guard;
     try {
-      LaunchRequest request = kernel_request(engine, facts, Traits::name, Traits::per_thread);
+      LaunchRequest request = kernel_request(engine, facts, LaunchFamily::Runtime, Traits::name, Traits::per_thread);
       engine.begin_launch(request, &launch);
       recorded = true;
     } catch (...) {
@@ -162,8 +165,12 @@ CUresult handle_driver_launch(Engine& engine, Function real_function, Args... ar
     ErrnoKeeper keep_errno;  // naming a new kernel calls into the driver
     ReentryGuard guard;
     try {
-      LaunchRequest request = kernel_request(
-          engine, facts, inside_runtime_launch ? context.runtime_api : Traits::name, Traits::per_thread);
+      LaunchFamily family = context.library_depth > 0 ? LaunchFamily::Cublas
+                            : inside_runtime_launch  ? LaunchFamily::Runtime
+                                                     : LaunchFamily::Driver;
+      LaunchRequest request = kernel_request(engine, facts, family,
+                                             inside_runtime_launch ? context.runtime_api : Traits::name,
+                                             Traits::per_thread);
       request.driver_api = inside_runtime_launch ? Traits::name : nullptr;
       if (context.library_depth > 0) {
         request.library_api = context.library_api;
@@ -268,14 +275,17 @@ cublasStatus_t handle_library(Engine& engine, Function real_function, Args... ar
   ErrnoKeeper keep_errno;
   ReentryGuard guard;
   try {
-    bool named = engine.config().block.mode() == Policy::Mode::Globs &&
-                 engine.config().block.blocks_library_call(Traits::name);
+    // Its kernels were recorded (and blocked where the policy says) by the driver wrapper; the call is a
+    // unit of its own only where a rule names it, or where the driver saw none of its kernels.
+    Decision unit = engine.decide_library_unit(Traits::name);
+    bool named = unit.action != Action::Run && unit.named;
     if (kernels_seen > 0 && !named) {
       if (result != CUBLAS_STATUS_SUCCESS)
         engine.observe_error(Traits::name, code_of(result), facts.stream, false);
       return result;
     }
     LaunchRequest request;
+    request.family = LaunchFamily::Cublas;
     request.api = Traits::name;
     request.library_api = Traits::name;
     request.library = facts.call;
@@ -283,8 +293,8 @@ cublasStatus_t handle_library(Engine& engine, Function real_function, Args... ar
     Launch launch;
     engine.begin_launch(request, &launch);
     BlockResult blocked;
-    if (result == CUBLAS_STATUS_SUCCESS && launch.block)
-      blocked = block_stream(Family::Driver, facts.stream, false);
+    if (result == CUBLAS_STATUS_SUCCESS && launch.block())
+      blocked = block_stream(Family::Driver, facts.stream, false, launch.decision.action == Action::BlockDevice);
     engine.end_launch(launch, code_of(result), blocked.outcome, blocked.result, blocked.api);
     // cuBLAS reports a failed kernel as an execution failure; the CUDA error is in the log.
     if (blocked.outcome == BlockOutcome::Synchronized && !blocked.result.ok())
@@ -304,6 +314,7 @@ CUresult handle_graph_launch(Engine& engine, Function real_function, CUgraphExec
     ReentryGuard guard;
     try {
       LaunchRequest request;
+      request.family = LaunchFamily::Graph;
       request.api = Traits::name;
       request.graph = engine.graph(graph);
       request.stream = stream;

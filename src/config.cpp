@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <regex>
 
 extern char** environ;
 
@@ -32,6 +33,10 @@ void assign(Config& config, const OptionSpec& spec, const std::string& value) {
 #define CUDA_BLOCKRUN_ASSIGN_Policy(field) \
   std::string ignored;                     \
   config.field = *Policy::parse(value, &ignored);
+#define CUDA_BLOCKRUN_ASSIGN_Regex(field) config.field = value;
+#define CUDA_BLOCKRUN_ASSIGN_Ranks(field) \
+  std::string ignored;                    \
+  config.field = *parse_ranks(value, &ignored);
 #define CUDA_BLOCKRUN_OPTION(member, kind, variable, flag, default_value, accepted, description) \
   if (std::strcmp(spec.field, #member) == 0) {                                                   \
     CUDA_BLOCKRUN_ASSIGN_##kind(member) return;                                                  \
@@ -72,6 +77,17 @@ std::optional<ConfigError> check_value(const OptionSpec& spec, const std::string
       break;
     case OptionKind::Policy:
       if (Policy::parse(value, &detail)) return std::nullopt;
+      break;
+    case OptionKind::Regex:
+      try {
+        std::regex check(value, std::regex::ECMAScript);
+        return std::nullopt;
+      } catch (const std::regex_error& error) {
+        detail = error.what();
+      }
+      break;
+    case OptionKind::Ranks:
+      if (parse_ranks(value, &detail)) return std::nullopt;
       break;
   }
   return ConfigError{spec.variable, value, spec.accepted, detail};
@@ -118,25 +134,76 @@ ConfigResult parse_config_from_environment() {
       variables);
 }
 
-std::string expand_path(const std::string& pattern, long pid) {
+std::string expand_path(const std::string& pattern, long pid, long rank, const std::string& host) {
   std::string out;
   for (size_t i = 0; i < pattern.size(); ++i) {
     if (pattern[i] == '%' && i + 1 < pattern.size()) {
-      char next = pattern[i + 1];
-      if (next == 'p') {
-        out += std::to_string(pid);
-        ++i;
-        continue;
-      }
-      if (next == '%') {
-        out += '%';
-        ++i;
-        continue;
-      }
+      char next = pattern[++i];
+      if (next == 'p') out += std::to_string(pid);
+      else if (next == 'r') out += std::to_string(rank);
+      else if (next == 'h') out += host;
+      else if (next == '%') out += '%';
+      else out += std::string("%") + next;
+      continue;
     }
     out += pattern[i];
   }
   return out;
+}
+
+bool RankSet::contains(long rank) const {
+  if (all) return true;
+  for (const auto& [low, high] : ranges) {
+    if (rank >= low && rank <= high) return true;
+  }
+  return false;
+}
+
+std::optional<RankSet> parse_ranks(const std::string& text, std::string* error) {
+  RankSet set;
+  if (text == "all" || text.empty()) return set;
+  set.all = false;
+  size_t offset = 0;
+  for (const std::string& piece : split_top_level(text, ",")) {
+    char* end = nullptr;
+    long low = std::strtol(piece.c_str(), &end, 10);
+    long high = low;
+    bool ok = end != piece.c_str() && low >= 0;
+    if (ok && *end == '-') {
+      const char* rest = end + 1;
+      high = std::strtol(rest, &end, 10);
+      ok = end != rest && high >= low;
+    }
+    if (!ok || *end) {
+      *error = "at " + std::to_string(text.find(piece, offset) + 1) + " ('" + piece + "'): expected N or A-B";
+      return std::nullopt;
+    }
+    offset = text.find(piece, offset) + piece.size();
+    set.ranges.emplace_back(low, high);
+  }
+  return set;
+}
+
+long rank_from_environment(const EnvLookup& lookup) {
+  for (const char* variable : {"RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    std::optional<std::string> value = lookup(variable);
+    if (!value || value->empty()) continue;
+    char* end = nullptr;
+    long rank = std::strtol(value->c_str(), &end, 10);
+    if (end && *end == '\0' && rank >= 0) return rank;
+  }
+  return 0;
+}
+
+bool selects_process(const Config& config, const std::string& name, const std::string& command_line, long rank) {
+  if (!config.ranks.contains(rank)) return false;
+  if (config.process.empty()) return true;
+  try {
+    std::regex pattern(config.process, std::regex::ECMAScript);
+    return std::regex_search(name, pattern) || std::regex_search(command_line, pattern);
+  } catch (const std::regex_error&) {
+    return false;  // checked at parse time; cannot happen
+  }
 }
 
 std::string configuration_reference_markdown() {

@@ -12,7 +12,7 @@
 
 namespace blockrun {
 
-enum class OptionKind { Switch, Text, Path, Policy };
+enum class OptionKind { Switch, Text, Path, Policy, Regex, Ranks };
 
 // One row of options.def, as data.
 struct OptionSpec {
@@ -27,9 +27,18 @@ struct OptionSpec {
 
 const std::vector<OptionSpec>& option_specs();
 
+// A set of ranks: `all`, or ranges.
+struct RankSet {
+  bool all = true;
+  std::vector<std::pair<long, long>> ranges;
+  bool contains(long rank) const;
+};
+
 struct Config {
   bool enabled = true;
   class Policy block;
+  std::string process;  // regular expression on the process name or command line; empty: any
+  RankSet ranks;
   std::string log;  // raw path as given (with %p unexpanded)
   bool log_launches = false;
   bool summary = true;
@@ -63,10 +72,19 @@ ConfigResult parse_config_from_environment();
 // Parses one value of an option; used by the parser and by the wrapper for its flags.
 std::optional<ConfigError> check_value(const OptionSpec& spec, const std::string& value);
 
-// Expands %p (process id) and %% in a log path.
-std::string expand_path(const std::string& pattern, long pid);
+// Expands %p (process id), %r (rank), %h (host name) and %% in a log path.
+std::string expand_path(const std::string& pattern, long pid, long rank = 0, const std::string& host = "");
 
-// The configuration reference as Markdown (docs/configuration.md) and as --help text.
+// This process's rank, from the first of RANK, LOCAL_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID
+// that is set to a number; 0 where none is.
+long rank_from_environment(const EnvLookup& lookup);
+
+// Whether the configuration selects this process (its name, command line and rank).
+bool selects_process(const Config& config, const std::string& name, const std::string& command_line, long rank);
+
+std::optional<RankSet> parse_ranks(const std::string& text, std::string* error);
+
+// The configuration reference as Markdown (docs/config.md) and as --help text.
 std::string configuration_reference_markdown();
 std::string configuration_help_text();
 

@@ -5,7 +5,12 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 
 #include "names.h"
 
@@ -49,6 +54,18 @@ constexpr size_t kGraphCapacity = 1 << 12;
 const void* const kLegacyStream = reinterpret_cast<const void*>(0x1);     // cudaStreamLegacy
 const void* const kPerThreadStream = reinterpret_cast<const void*>(0x2);  // cudaStreamPerThread
 
+uint64_t now_ms() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+void default_terminate(OnError on_error, int exit_status) {
+  std::fflush(nullptr);
+  if (on_error == OnError::Abort) std::abort();  // a core dump holds the host state at the faulting launch
+  _exit(exit_status);
+}
+
 void atomic_max(std::atomic<uint64_t>& target, uint64_t value) {
   uint64_t current = target.load(std::memory_order_relaxed);
   while (current < value && !target.compare_exchange_weak(current, value, std::memory_order_acq_rel)) {
@@ -83,42 +100,46 @@ uint32_t current_thread_number() {
   return number;
 }
 
-Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescriber describe)
+Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescriber describe,
+               Terminate terminate)
     : config_(std::move(config)),
       logger_(std::move(logger)),
       describe_error_(std::move(describe)),
+      terminate_(std::move(terminate)),
+      start_ms_(now_ms()),
       kernels_(kKernelCapacity),
       streams_(kStreamCapacity),
       graphs_(kGraphCapacity) {
   overflow_kernel_.name = make_kernel_name("(kernel table full: name not kept)");
+  if (!terminate_) terminate_ = default_terminate;
 }
 
 Engine::~Engine() = default;
 
-const KernelInfo* Engine::new_kernel(const void* handle,
-                                     const std::function<const char*()>& resolve_mangled_name) {
+const KernelInfo* Engine::new_kernel(const void* handle, const std::function<const char*()>& resolve_mangled_name) {
+  // Where the rules look only at names, the decision is made once per kernel.
+  auto decide_once = [&](KernelInfo* info) {
+    if (config_.block.per_kernel()) {
+      LaunchFacts facts;
+      facts.kernel = &info->name;
+      info->decision = config_.block.decide(facts);
+      info->decided = true;
+    }
+  };
   KernelInfo* info = kernels_.find_or_insert(kernel_key(handle), [&] {
     auto* created = new KernelInfo;
     const char* mangled = resolve_mangled_name();
     created->name = make_kernel_name(mangled ? mangled : "(unnamed kernel)");
-    created->blocked = config_.block.blocks_kernel(created->name);
+    decide_once(created);
     return created;
   });
   if (info) return info;
-  // Past the bound: decide by name every time, keep nothing (documented in docs/).
+  // Past the bound: one shared record, decided per launch from the name resolved now (documented).
+  thread_local KernelInfo overflow;
   const char* mangled = resolve_mangled_name();
-  if (mangled && config_.block.needs_kernel_name() &&
-      config_.block.blocks_kernel(make_kernel_name(mangled))) {
-    static KernelInfo* overflow_blocked = [] {
-      auto* blocked = new KernelInfo;
-      blocked->name = make_kernel_name("(kernel table full: name not kept)");
-      blocked->blocked = true;
-      return blocked;
-    }();
-    return overflow_blocked;
-  }
-  overflow_kernel_.blocked = config_.block.mode() == Policy::Mode::All;
-  return &overflow_kernel_;
+  overflow.name = make_kernel_name(mangled ? mangled : "(kernel table full)");
+  overflow.decided = false;
+  return &overflow;
 }
 
 StreamId Engine::stream_id(const void* handle, bool per_thread_default_stream) const {
@@ -168,15 +189,25 @@ void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
   record.shared_memory = request.shared_memory;
   record.thread = current_thread_number();
   record.stream = stream_id(request.stream, request.per_thread_default_stream);
-  if (request.kernel) {
-    record.kernel_ordinal = const_cast<KernelInfo*>(request.kernel)->launches.fetch_add(1) + 1;
-    launch.block = request.kernel->blocked;
-  } else if (request.graph) {
-    launch.block = config_.block.blocks_library_call("cuGraphLaunch");
-  } else if (request.library_api) {
-    launch.block = config_.block.blocks_library_call(request.library_api);
+  if (request.kernel) record.kernel_ordinal = const_cast<KernelInfo*>(request.kernel)->launches.fetch_add(1) + 1;
+  if (config_.block.blocks_nothing()) {
+    launch.decision = Decision{};
+  } else if (request.kernel && request.kernel->decided) {
+    launch.decision = request.kernel->decision;
+  } else {
+    LaunchFacts facts;
+    facts.kernel = request.kernel ? &request.kernel->name : nullptr;
+    facts.family = request.family;
+    facts.library_api = request.graph ? "cuGraphLaunch" : request.library_api;
+    facts.library_unit = !request.kernel && facts.library_api;
+    facts.sequence = record.sequence;
+    facts.kernel_ordinal = record.kernel_ordinal;
+    facts.stream = record.stream.handle;
+    facts.thread = record.thread;
+    if (config_.block.uses_time()) facts.elapsed_ms = now_ms() - start_ms_;
+    launch.decision = config_.block.decide(facts);
   }
-  record.blocked = launch.block;
+  record.blocked = launch.decision.blocks();
   launch.stream = stream_state(record.stream);
   if (launch.stream) launch.stream->push(record);
 }
@@ -192,7 +223,11 @@ void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome ou
   }
   switch (outcome) {
     case BlockOutcome::NotBlocked:
-      if (config_.log_launches) log_launch(launch, "");
+      if (launch.decision.action == Action::Log) {
+        log_launch(launch, fmt::format("logged by rule {}", launch.decision.rule + 1).c_str());
+      } else if (config_.log_launches) {
+        log_launch(launch, "");
+      }
       return;
     case BlockOutcome::Synchronized: {
       blocked_.fetch_add(1, std::memory_order_relaxed);
@@ -208,6 +243,18 @@ void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome ou
       bool exact = earlier.empty();
       first_error(sync_api, sync_result, &record, exact, "blocking synchronize after the launch",
                   std::move(earlier));
+      if (launch.decision.on_error != OnError::Return) {
+        {
+          std::lock_guard<std::mutex> guard(report_mutex_);
+          logger_->error("  ending the process as rule {} says ({})", launch.decision.rule + 1,
+                         launch.decision.on_error == OnError::Abort
+                             ? std::string("abort")
+                             : fmt::format("exit {}", launch.decision.exit_status));
+          logger_->flush();
+        }
+        finish();
+        terminate_(launch.decision.on_error, launch.decision.exit_status);
+      }
       return;
     }
     case BlockOutcome::SkippedCapture: {
@@ -376,6 +423,18 @@ std::string Engine::describe(const LaunchRecord& record) const {
   }
   if (record.blocked) out += ", blocked";
   return out;
+}
+
+Decision Engine::decide_library_unit(const char* api) const {
+  if (config_.block.blocks_nothing()) return Decision{};
+  LaunchFacts facts;
+  facts.family = LaunchFamily::Cublas;
+  facts.library_api = api;
+  facts.library_unit = true;
+  facts.sequence = next_sequence_.load(std::memory_order_relaxed);
+  facts.thread = current_thread_number();
+  if (config_.block.uses_time()) facts.elapsed_ms = now_ms() - start_ms_;
+  return config_.block.decide(facts);
 }
 
 const GraphInfo* Engine::graph(const void* exec) {

@@ -32,8 +32,13 @@ using ErrorDescriber = std::function<ErrorText(ErrorCode)>;
 struct Launch {
   LaunchRecord record;
   struct StreamState* stream = nullptr;
-  bool block = false;
+  Decision decision;
+  bool block() const { return decision.blocks(); }
 };
+
+// Ends the process after a blocked launch failed under an `abort` or `exit=N` rule, once the report is
+// written and flushed. Tests replace it.
+using Terminate = std::function<void(OnError, int exit_status)>;
 
 // How a blocking synchronize after a launch went.
 enum class BlockOutcome {
@@ -47,7 +52,8 @@ struct StreamState;
 
 class Engine {
  public:
-  Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescriber describe);
+  Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescriber describe,
+         Terminate terminate = nullptr);
   ~Engine();
 
   const Config& config() const { return config_; }
@@ -60,6 +66,9 @@ class Engine {
     if (KernelInfo* known = kernels_.find(kernel_key(handle))) return known;
     return new_kernel(handle, std::function<const char*()>(std::forward<Resolve>(resolve_mangled_name)));
   }
+
+  // What the policy decides for a library call as a whole (before the shim records it as a unit).
+  Decision decide_library_unit(const char* api) const;
 
   // The executable graph `exec`, as instantiated (note_graph) or first launched.
   const GraphInfo* graph(const void* exec);
@@ -121,6 +130,8 @@ class Engine {
   Config config_;
   std::shared_ptr<spdlog::logger> logger_;
   ErrorDescriber describe_error_;
+  Terminate terminate_;
+  uint64_t start_ms_ = 0;
 
   HandleTable<KernelInfo> kernels_;
   HandleTable<StreamState> streams_;

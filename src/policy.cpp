@@ -1,31 +1,24 @@
-// The block policy: parsing of CUDA_BLOCKRUN_BLOCK and the per-launch decision.
+// The block policy: parsing of CUDA_BLOCKRUN_BLOCK into rules and the per-launch decision.
+// Grammar (docs/policy.md):
+//   policy := 'none' | rule { (';' | ',') rule }
+//   rule   := ['!'] term { ' ' term }          all terms must match; '!' makes it an exclusion
+//   term   := GLOB | GLOB '#' RANGE | 'kernel=' GLOB | 'regex=' ECMASCRIPT | 'family=' FAMILY
+//           | 'library=' GLOB | '#' RANGE | 'every=' N | 'stream=' HANDLE | 'thread=' N | 'after=' DURATION
+//           | 'all'
+//           | action: 'block' | 'block-device' | 'log' | 'return' | 'abort' | 'exit=' STATUS
 #include "policy.h"
+
+#include <cctype>
+#include <cstdlib>
 
 namespace blockrun {
 
 namespace {
 
 std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
   return s;
-}
-
-// Checks that every `[` of a glob has its `]`, so that a typo is reported rather than matching nothing.
-bool glob_is_well_formed(std::string_view glob, std::string* error) {
-  for (size_t i = 0; i < glob.size(); ++i) {
-    if (glob[i] == '\\') {
-      ++i;
-    } else if (glob[i] == '[') {
-      size_t close = glob.find(']', i + 2);
-      if (close == std::string_view::npos) {
-        *error = "unclosed '[' in '" + std::string(glob) + "'";
-        return false;
-      }
-      i = close;
-    }
-  }
-  return true;
 }
 
 // Matches one bracket expression at pattern[pos] ('[') against c; sets *end past the ']'.
@@ -48,7 +41,278 @@ bool match_bracket(std::string_view pattern, size_t pos, char c, size_t* end) {
   return matched != negate;
 }
 
+struct Piece {
+  std::string text;
+  size_t offset;  // in the whole policy text
+};
+
+// Splits at separators outside (), <> and [], keeping each piece's offset; trims blanks.
+std::vector<Piece> split_with_offsets(std::string_view text, size_t base, std::string_view separators) {
+  std::vector<Piece> pieces;
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i <= text.size(); ++i) {
+    char c = i < text.size() ? text[i] : separators[0];
+    if (c == '(' || c == '<' || c == '[') ++depth;
+    if ((c == ')' || c == '>' || c == ']') && depth > 0) --depth;
+    if ((separators.find(c) != std::string_view::npos && depth == 0) || i == text.size()) {
+      std::string_view raw = text.substr(start, i - start);
+      size_t lead = 0;
+      while (lead < raw.size() && std::isspace(static_cast<unsigned char>(raw[lead]))) ++lead;
+      pieces.push_back(Piece{std::string(trim(raw)), base + start + lead});
+      start = i + 1;
+    }
+  }
+  return pieces;
+}
+
+bool parse_number(std::string_view text, uint64_t* out) {
+  if (text.empty() || text.size() > 19) return false;
+  uint64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + static_cast<uint64_t>(c - '0');
+  }
+  *out = value;
+  return true;
+}
+
+// "N" or "A-B" (inclusive).
+bool parse_range(std::string_view text, uint64_t* low, uint64_t* high) {
+  size_t dash = text.find('-');
+  if (dash == std::string_view::npos) {
+    if (!parse_number(text, low)) return false;
+    *high = *low;
+    return true;
+  }
+  return parse_number(text.substr(0, dash), low) && parse_number(text.substr(dash + 1), high) && *low <= *high;
+}
+
+// "30s", "500ms", "2m", "1h" -> milliseconds.
+bool parse_duration(std::string_view text, uint64_t* ms) {
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  uint64_t value = 0;
+  if (!parse_number(text.substr(0, digits), &value)) return false;
+  std::string_view unit = text.substr(digits);
+  if (unit == "ms") *ms = value;
+  else if (unit == "s" || unit.empty()) *ms = value * 1000;
+  else if (unit == "m") *ms = value * 60000;
+  else if (unit == "h") *ms = value * 3600000;
+  else return false;
+  return true;
+}
+
+bool well_formed_glob(std::string_view glob, std::string* problem) {
+  for (size_t i = 0; i < glob.size(); ++i) {
+    if (glob[i] == '\\') {
+      ++i;
+    } else if (glob[i] == '[') {
+      size_t close = glob.find(']', i + 2);
+      if (close == std::string_view::npos) {
+        *problem = "unclosed '[' in '" + std::string(glob) + "'";
+        return false;
+      }
+      i = close;
+    }
+  }
+  return true;
+}
+
+bool mentions_nccl(std::string_view text) {
+  for (size_t i = 0; i + 4 <= text.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(text[i])) == 'n' &&
+        std::tolower(static_cast<unsigned char>(text[i + 1])) == 'c' &&
+        std::tolower(static_cast<unsigned char>(text[i + 2])) == 'c' &&
+        std::tolower(static_cast<unsigned char>(text[i + 3])) == 'l')
+      return true;
+  }
+  return false;
+}
+
+const char* const kFamilies[] = {"runtime", "driver", "cublas", "graph"};
+
 }  // namespace
+
+struct Term {
+  enum class Kind { All, KernelGlob, KernelRegex, KernelOrdinal, Family, Library, Sequence, Every, Stream, Thread, After };
+  Kind kind = Kind::All;
+  std::string glob;
+  std::shared_ptr<const std::regex> regex;
+  uint64_t low = 0, high = 0;
+  LaunchFamily family = LaunchFamily::Runtime;
+  const void* stream = nullptr;
+
+  bool names_kernel() const {
+    return kind == Kind::KernelGlob || kind == Kind::KernelRegex || kind == Kind::KernelOrdinal;
+  }
+  bool per_launch() const {
+    return kind == Kind::KernelOrdinal || kind == Kind::Sequence || kind == Kind::Every || kind == Kind::Stream ||
+           kind == Kind::Thread || kind == Kind::After;
+  }
+  // Depends on nothing but the kernel's names (All included).
+  bool per_kernel() const { return kind == Kind::All || kind == Kind::KernelGlob || kind == Kind::KernelRegex; }
+
+  bool name_matches(std::string_view name) const {
+    if (kind == Kind::KernelRegex) return std::regex_search(name.begin(), name.end(), *regex);
+    return glob_match(glob, name);
+  }
+
+  bool matches(const LaunchFacts& facts) const {
+    switch (kind) {
+      case Kind::All:
+        return true;
+      case Kind::KernelGlob:
+      case Kind::KernelRegex:
+      case Kind::KernelOrdinal: {
+        bool named = false;
+        if (facts.kernel) {
+          named = name_matches(facts.kernel->base) || name_matches(facts.kernel->demangled) ||
+                  name_matches(facts.kernel->mangled);
+        } else if (facts.library_unit && facts.library_api) {
+          named = name_matches(facts.library_api);  // a library call or graph launch, by its API name
+        }
+        if (!named) return false;
+        return kind != Kind::KernelOrdinal || (facts.kernel_ordinal >= low && facts.kernel_ordinal <= high);
+      }
+      case Kind::Family:
+        return facts.family == family;
+      case Kind::Library:
+        return facts.library_unit && facts.library_api && glob_match(glob, facts.library_api);
+      case Kind::Sequence:
+        return facts.sequence >= low && facts.sequence <= high;
+      case Kind::Every:
+        return low != 0 && facts.sequence % low == 0;
+      case Kind::Stream:
+        return facts.stream == stream;
+      case Kind::Thread:
+        return facts.thread == low;
+      case Kind::After:
+        return facts.elapsed_ms >= low;
+    }
+    return false;
+  }
+};
+
+struct Policy::Rule {
+  std::string text;
+  bool exclude = false;
+  std::vector<Term> terms;
+  Decision decision;  // action and on-error of this rule (rule index set when deciding)
+  bool names_nccl = false;
+  bool per_launch = false;
+
+  bool matches(const LaunchFacts& facts) const {
+    for (const Term& term : terms) {
+      if (!term.matches(facts)) return false;
+    }
+    return true;
+  }
+};
+
+namespace {
+
+// Parses one term at `offset`; returns false with *error set.
+bool parse_term(const Piece& piece, Term* term, Decision* decision, bool* is_action, std::string* error) {
+  const std::string& text = piece.text;
+  auto fail = [&](const std::string& what) {
+    *error = "at " + std::to_string(piece.offset + 1) + " ('" + text + "'): " + what;
+    return false;
+  };
+  *is_action = true;
+  if (text == "block") return decision->action = Action::Block, true;
+  if (text == "block-device") return decision->action = Action::BlockDevice, true;
+  if (text == "log") return decision->action = Action::Log, true;
+  if (text == "return") return decision->on_error = OnError::Return, true;
+  if (text == "abort") return decision->on_error = OnError::Abort, true;
+  if (text.rfind("exit=", 0) == 0) {
+    uint64_t status = 0;
+    if (!parse_number(text.substr(5), &status) || status > 255) return fail("exit status must be 0-255");
+    decision->on_error = OnError::Exit;
+    decision->exit_status = static_cast<int>(status);
+    return true;
+  }
+  *is_action = false;
+
+  std::string problem;
+  size_t equals = text.find('=');
+  std::string key = equals == std::string::npos ? "" : text.substr(0, equals);
+  std::string value = equals == std::string::npos ? "" : text.substr(equals + 1);
+  if (text == "all") {
+    term->kind = Term::Kind::All;
+  } else if (key == "kernel") {
+    if (value.empty()) return fail("expected a glob after 'kernel='");
+    if (!well_formed_glob(value, &problem)) return fail(problem);
+    term->kind = Term::Kind::KernelGlob;
+    term->glob = value;
+  } else if (key == "regex") {
+    try {
+      term->regex = std::make_shared<const std::regex>(value, std::regex::ECMAScript | std::regex::optimize);
+    } catch (const std::regex_error& regex_error) {
+      return fail(std::string("invalid regular expression: ") + regex_error.what());
+    }
+    term->kind = Term::Kind::KernelRegex;
+    term->glob = value;  // kept as text: whether the rule names NCCL
+  } else if (key == "family") {
+    bool known = false;
+    for (size_t i = 0; i < 4; ++i) {
+      if (value == kFamilies[i]) {
+        term->family = static_cast<LaunchFamily>(i);
+        known = true;
+      }
+    }
+    if (!known) return fail("family must be runtime, driver, cublas or graph");
+    term->kind = Term::Kind::Family;
+  } else if (key == "library") {
+    if (value.empty()) return fail("expected a glob after 'library='");
+    if (!well_formed_glob(value, &problem)) return fail(problem);
+    term->kind = Term::Kind::Library;
+    term->glob = value;
+  } else if (key == "every") {
+    if (!parse_number(value, &term->low) || term->low == 0) return fail("expected a positive number after 'every='");
+    term->kind = Term::Kind::Every;
+  } else if (key == "thread") {
+    if (!parse_number(value, &term->low)) return fail("expected a thread number after 'thread='");
+    term->kind = Term::Kind::Thread;
+  } else if (key == "stream") {
+    char* end = nullptr;
+    unsigned long long handle = std::strtoull(value.c_str(), &end, 0);
+    if (value.empty() || (end && *end)) return fail("expected a stream handle (0x...) after 'stream='");
+    term->kind = Term::Kind::Stream;
+    term->stream = reinterpret_cast<const void*>(static_cast<uintptr_t>(handle));
+  } else if (key == "after") {
+    if (!parse_duration(value, &term->low)) return fail("expected a duration (500ms, 30s, 2m, 1h) after 'after='");
+    term->kind = Term::Kind::After;
+  } else if (!key.empty() && key.find_first_of("*?[(<") == std::string::npos) {
+    return fail("unknown term '" + key + "='; terms are kernel=, regex=, family=, library=, every=, thread=, "
+                "stream=, after=, #N, NAME#N");
+  } else if (text[0] == '#') {
+    if (!parse_range(text.substr(1), &term->low, &term->high))
+      return fail("expected a launch number or range after '#' (#1000 or #1000-2000)");
+    term->kind = Term::Kind::Sequence;
+  } else {
+    size_t hash = text.rfind('#');
+    std::string glob = text;
+    if (hash != std::string::npos && hash > 0) {
+      glob = text.substr(0, hash);
+      if (!parse_range(text.substr(hash + 1), &term->low, &term->high))
+        return fail("expected the kernel's launch number or range after '#' (stencil#13 or stencil#10-20)");
+      term->kind = Term::Kind::KernelOrdinal;
+    } else {
+      term->kind = Term::Kind::KernelGlob;
+    }
+    if (!well_formed_glob(glob, &problem)) return fail(problem);
+    term->glob = glob;
+  }
+  return true;
+}
+
+}  // namespace
+
+Policy::Policy() = default;
+Policy::~Policy() = default;
+Policy::Policy(const Policy&) = default;
+Policy& Policy::operator=(const Policy&) = default;
 
 bool glob_match(std::string_view pattern, std::string_view text) {
   // Iterative matcher with one backtrack point for the last '*': linear in practice, no recursion,
@@ -89,67 +353,112 @@ bool glob_match(std::string_view pattern, std::string_view text) {
   return p == pattern.size();
 }
 
-std::vector<std::string> split_top_level(std::string_view text, char separator) {
-  std::vector<std::string> pieces;
-  int depth = 0;
-  size_t start = 0;
-  for (size_t i = 0; i <= text.size(); ++i) {
-    char c = i < text.size() ? text[i] : separator;
-    if (c == '(' || c == '<' || c == '[') ++depth;
-    if ((c == ')' || c == '>' || c == ']') && depth > 0) --depth;
-    if (c == separator && (depth == 0 || i == text.size())) {
-      pieces.emplace_back(trim(text.substr(start, i - start)));
-      start = i + 1;
-    }
-  }
-  return pieces;
+std::vector<std::string> split_top_level(std::string_view text, std::string_view separators) {
+  std::vector<std::string> out;
+  for (Piece& piece : split_with_offsets(text, 0, separators)) out.push_back(std::move(piece.text));
+  return out;
+}
+
+const char* launch_family_name(LaunchFamily family) { return kFamilies[static_cast<size_t>(family)]; }
+
+bool is_nccl_kernel(const KernelName& name) {
+  return name.base.rfind("nccl", 0) == 0 || name.mangled.find("nccl") != std::string::npos;
 }
 
 std::optional<Policy> Policy::parse(std::string_view text, std::string* error) {
   Policy policy;
   std::string_view whole = trim(text);
   if (whole == "none" || whole.empty()) return policy;
-  if (whole == "all") {
-    policy.mode_ = Mode::All;
-    return policy;
-  }
-  for (std::string& glob : split_top_level(whole, ',')) {
-    if (glob.empty()) {
-      *error = "empty entry in the list";
+  size_t base = static_cast<size_t>(whole.data() - text.data());
+  for (const Piece& rule_piece : split_with_offsets(whole, base, ";,")) {
+    if (rule_piece.text.empty()) {
+      *error = "at " + std::to_string(rule_piece.offset + 1) + ": empty rule";
       return std::nullopt;
     }
-    if (glob == "all" || glob == "none") {
-      *error = "'" + glob + "' must stand alone, not in a list";
+    auto rule = std::make_shared<Rule>();
+    rule->text = rule_piece.text;
+    std::string_view body = rule_piece.text;
+    size_t offset = rule_piece.offset;
+    if (body[0] == '!') {
+      rule->exclude = true;
+      body.remove_prefix(1);
+      ++offset;
+    }
+    if (body == "none") {
+      *error = "at " + std::to_string(rule_piece.offset + 1) + ": 'none' must stand alone";
       return std::nullopt;
     }
-    if (!glob_is_well_formed(glob, error)) return std::nullopt;
-    policy.globs_.push_back(std::move(glob));
+    rule->decision.action = rule->exclude ? Action::Run : Action::Block;
+    for (const Piece& term_piece : split_with_offsets(body, offset, " \t")) {
+      if (term_piece.text.empty()) continue;
+      Term term;
+      bool is_action = false;
+      if (!parse_term(term_piece, &term, &rule->decision, &is_action, error)) return std::nullopt;
+      if (is_action) {
+        if (rule->exclude) {
+          *error = "at " + std::to_string(term_piece.offset + 1) + " ('" + term_piece.text +
+                   "'): an exclusion ('!') takes no action";
+          return std::nullopt;
+        }
+        continue;
+      }
+      if (term.names_kernel() && !rule->exclude && mentions_nccl(term.glob)) rule->names_nccl = true;
+      if (term.names_kernel() || term.kind == Term::Kind::Library) rule->decision.named = true;
+      rule->per_launch = rule->per_launch || term.per_launch();
+      policy.per_kernel_ = policy.per_kernel_ && term.per_kernel();
+      policy.uses_time_ = policy.uses_time_ || term.kind == Term::Kind::After;
+      rule->terms.push_back(std::move(term));
+    }
+    if (rule->terms.empty()) {
+      *error = "at " + std::to_string(rule_piece.offset + 1) + " ('" + rule_piece.text +
+               "'): a rule needs something to match (a kernel name, #N, family=, ... or all)";
+      return std::nullopt;
+    }
+    policy.names_nccl_ = policy.names_nccl_ || rule->names_nccl;
+    policy.rules_.push_back(std::move(rule));
   }
-  policy.mode_ = Mode::Globs;
   return policy;
 }
 
+Decision Policy::decide(const LaunchFacts& facts) const {
+  for (size_t index = 0; index < rules_.size(); ++index) {
+    const Rule& rule = *rules_[index];
+    if (!rule.matches(facts)) continue;
+    // Blocking a collective can deadlock the job: NCCL kernels are left alone unless a rule names them.
+    if (!rule.exclude && !rule.names_nccl && facts.kernel && is_nccl_kernel(*facts.kernel)) return Decision{};
+    Decision decision = rule.decision;
+    decision.rule = static_cast<int>(index);
+    return decision;
+  }
+  return Decision{};
+}
+
 bool Policy::blocks_kernel(const KernelName& name) const {
-  return decide(name.base, name.demangled, name.mangled);
+  LaunchFacts facts;
+  facts.kernel = &name;
+  return decide(facts).blocks();
 }
 
 bool Policy::blocks_library_call(std::string_view api_name) const {
-  return decide(api_name);
+  std::string api(api_name);
+  LaunchFacts facts;
+  facts.family = LaunchFamily::Cublas;
+  facts.library_api = api.c_str();
+  facts.library_unit = true;
+  return decide(facts).blocks();
+}
+
+std::vector<std::string> Policy::describe_rules() const {
+  std::vector<std::string> out;
+  for (const auto& rule : rules_) out.push_back(rule->text);
+  return out;
 }
 
 std::string Policy::describe() const {
-  switch (mode_) {
-    case Mode::None:
-      return "none";
-    case Mode::All:
-      return "all";
-    case Mode::Globs: {
-      std::string out;
-      for (const std::string& glob : globs_) out += (out.empty() ? "" : ",") + glob;
-      return out;
-    }
-  }
-  return "none";
+  if (rules_.empty()) return "none";
+  std::string out;
+  for (const auto& rule : rules_) out += (out.empty() ? "" : "; ") + rule->text;
+  return out;
 }
 
 }  // namespace blockrun

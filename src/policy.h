@@ -1,8 +1,12 @@
-// The block policy: which launches the shim makes blocking. Every decision goes through this one
-// interface, so that the rule language of a later issue replaces the inside without touching callers.
+// The block policy: an ordered list of rules deciding, per launch, whether to make it blocking and
+// what to do when a blocked launch fails. Every decision goes through Policy::decide. The language is
+// documented in docs/policy.md; the parser reports the position of what it cannot read.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <optional>
+#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,45 +24,84 @@ struct KernelName {
 // Shell-style glob: `*`, `?`, `[abc]`, `[!a-z]`, backslash escapes the next character.
 bool glob_match(std::string_view pattern, std::string_view text);
 
-class Policy {
- public:
-  enum class Mode { None, All, Globs };
+// Splits at any of `separators` outside (), <> and []; trims blanks around each piece.
+std::vector<std::string> split_top_level(std::string_view text, std::string_view separators);
 
-  Policy() = default;
+// What a launch unit is, for the `family=` term: how the program reached it.
+enum class LaunchFamily : uint8_t { Runtime, Driver, Cublas, Graph };
+const char* launch_family_name(LaunchFamily family);
 
-  // Parses `none`, `all` or comma-separated globs. Commas inside (), <> and [] belong to the glob, so
-  // `stencil(float*, int)` is one glob. On failure returns nullopt and sets *error.
-  static std::optional<Policy> parse(std::string_view text, std::string* error);
-
-  Mode mode() const { return mode_; }
-  bool blocks_nothing() const { return mode_ == Mode::None; }
-  // Whether decisions depend on the kernel's name (then it must be known before the launch).
-  bool needs_kernel_name() const { return mode_ == Mode::Globs; }
-
-  bool blocks_kernel(const KernelName& name) const;
-  // A library call (e.g. `cublasSgemm_v2`) as one launch unit.
-  bool blocks_library_call(std::string_view api_name) const;
-
-  const std::vector<std::string>& globs() const { return globs_; }
-  std::string describe() const;
-
- private:
-  // The decision for a launch known by these names: none blocks nothing, all blocks everything,
-  // globs block what any glob matches under any of the names.
-  template <typename... Names>
-  bool decide(const Names&... names) const {
-    if (mode_ != Mode::Globs) return mode_ == Mode::All;
-    for (const std::string& glob : globs_) {
-      if ((glob_match(glob, names) || ...)) return true;
-    }
-    return false;
-  }
-
-  Mode mode_ = Mode::None;
-  std::vector<std::string> globs_;
+// What to do with a launch a rule selects.
+enum class Action : uint8_t {
+  Run,          // not blocked (no rule matched, or an exclusion did)
+  Block,        // synchronize the launch's stream after it
+  BlockDevice,  // synchronize the whole device after it
+  Log,          // record it with its details in the log, without blocking
 };
 
-// Splits at commas that are not inside (), <> or []; trims blanks around each piece.
-std::vector<std::string> split_top_level(std::string_view text, char separator);
+// What to do when a launch the rule blocked turns out to have failed.
+enum class OnError : uint8_t { Return, Abort, Exit };
+
+struct Decision {
+  Action action = Action::Run;
+  OnError on_error = OnError::Return;
+  int exit_status = 0;  // for OnError::Exit
+  int rule = -1;        // index of the deciding rule, -1: none (or the NCCL default)
+  bool named = false;   // the deciding rule names what it matched (not just `all` or numbers)
+  bool blocks() const { return action == Action::Block || action == Action::BlockDevice; }
+};
+
+// Everything a rule can look at. The static part (kernel names, family, library call) is the same for
+// every launch of one kernel through one path; the rest changes per launch.
+struct LaunchFacts {
+  const KernelName* kernel = nullptr;  // null for library units and graph launches
+  LaunchFamily family = LaunchFamily::Runtime;
+  const char* library_api = nullptr;  // the library call the launch belongs to, or the unit's name
+  bool library_unit = false;          // the library call itself, blocked as a whole
+  uint64_t sequence = 0;
+  uint64_t kernel_ordinal = 0;
+  const void* stream = nullptr;
+  uint32_t thread = 0;
+  uint64_t elapsed_ms = 0;
+};
+
+class Policy {
+ public:
+  Policy();
+  ~Policy();
+  Policy(const Policy&);
+  Policy& operator=(const Policy&);
+
+  // Parses `none`, `all` or rules separated by `;` or `,` (outside brackets). On failure returns
+  // nullopt and sets *error to a message that names the position ("at 9: ...").
+  static std::optional<Policy> parse(std::string_view text, std::string* error);
+
+  bool blocks_nothing() const { return rules_.empty(); }
+  // Whether every rule looks only at kernel names: then one decision per kernel serves all its launches.
+  bool per_kernel() const { return per_kernel_; }
+  // Whether some rule looks at the time since start (then each launch reads the clock).
+  bool uses_time() const { return uses_time_; }
+
+  Decision decide(const LaunchFacts& facts) const;
+
+  // Convenience for callers that know only names (and for tests).
+  bool blocks_kernel(const KernelName& name) const;
+  bool blocks_library_call(std::string_view api_name) const;
+
+  // The rules as text, one per line, numbered as Decision::rule counts them.
+  std::vector<std::string> describe_rules() const;
+  std::string describe() const;
+
+  struct Rule;
+
+ private:
+  std::vector<std::shared_ptr<const Rule>> rules_;
+  bool per_kernel_ = true;
+  bool uses_time_ = false;
+  bool names_nccl_ = false;  // some rule names NCCL kernels explicitly: the NCCL default steps aside
+};
+
+// Whether a kernel is one of NCCL's (by name): blocking a collective can deadlock the job.
+bool is_nccl_kernel(const KernelName& name);
 
 }  // namespace blockrun

@@ -30,7 +30,9 @@ struct ErrorCode {
 // table that holds them is bounded), so records may point at it from anywhere.
 struct KernelInfo {
   KernelName name;
-  bool blocked = false;  // the policy's decision, fixed at first sight
+  uint64_t rule_mask = 0;  // reserved
+  bool decided = false;    // `decision` holds the policy's answer for every launch of this kernel
+  Decision decision;
   std::atomic<uint64_t> launches{0};
 };
 
@@ -74,6 +76,7 @@ struct LaunchRecord {
 
 // What the program asked for, before the engine numbers it.
 struct LaunchRequest {
+  LaunchFamily family = LaunchFamily::Runtime;
   const char* api = nullptr;
   const char* driver_api = nullptr;
   const KernelInfo* kernel = nullptr;  // set for kernel launches

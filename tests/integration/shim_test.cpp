@@ -343,8 +343,8 @@ TEST(Shim, InvalidConfigurationStopsBeforeMain) {
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(
       r.err,
-      "cuda-blockrun: invalid CUDA_BLOCKRUN_BLOCK='a,,b': empty entry in the list; accepted: none | all | "
-      "comma-separated globs on the kernel name\n"
+      "cuda-blockrun: invalid CUDA_BLOCKRUN_BLOCK='a,,b': at 3: empty rule; accepted: none | all | rules "
+      "separated by ';' or ',' (docs/policy.md)\n"
       "cuda-blockrun: the program was not started (exit status 2); see `cuda-blockrun --help`\n");
 
   r = run_process({"/bin/echo", "main ran"},
@@ -392,7 +392,7 @@ TEST(Wrapper, ReturnsTheProgramsStatusAndRefusesBadInput) {
   EXPECT_TRUE(contains(bad.err, "cuda-blockrun: unknown option '--blok'\n")) << bad.err;
   ProcessResult bad_value = run_process({kWrapper, "--block", "x[", "--", "/bin/true"}, {});
   EXPECT_EQ(bad_value.status, 2);
-  EXPECT_TRUE(contains(bad_value.err, "invalid CUDA_BLOCKRUN_BLOCK='x[': unclosed '[' in 'x['"))
+  EXPECT_TRUE(contains(bad_value.err, "invalid CUDA_BLOCKRUN_BLOCK='x[': at 1 ('x['): unclosed '[' in 'x['"))
       << bad_value.err;
   ProcessResult none = run_process({kWrapper}, {});
   EXPECT_EQ(none.status, 2);

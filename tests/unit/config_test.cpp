@@ -40,8 +40,7 @@ TEST(Config, ReadsEveryOption) {
                                {"CUDA_BLOCKRUN_SUMMARY", "0"}});
   ASSERT_TRUE(result.errors.empty());
   EXPECT_FALSE(result.config.enabled);
-  EXPECT_EQ(result.config.block.mode(), Policy::Mode::Globs);
-  EXPECT_EQ(result.config.block.describe(), "stencil,*gemm*");
+  EXPECT_EQ(result.config.block.describe(), "stencil; *gemm*");
   EXPECT_EQ(result.config.log, "/tmp/log.%p");
   EXPECT_TRUE(result.config.log_launches);
   EXPECT_FALSE(result.config.summary);
@@ -52,8 +51,8 @@ TEST(Config, InvalidValueNamesVariableValueAndAcceptedForms) {
   ASSERT_EQ(result.errors.size(), 2u);
   EXPECT_EQ(
       result.errors[0].message(),
-      "invalid CUDA_BLOCKRUN_BLOCK='a,,b': empty entry in the list; accepted: none | all | comma-separated "
-      "globs on the kernel name");
+      "invalid CUDA_BLOCKRUN_BLOCK='a,,b': at 3: empty rule; accepted: none | all | rules separated by ';' or "
+      "',' (docs/policy.md)");
   EXPECT_EQ(result.errors[1].message(), "invalid CUDA_BLOCKRUN_LOG_LAUNCHES='maybe'; accepted: 0 or 1");
 }
 
@@ -77,14 +76,14 @@ TEST(Config, HelpListsEveryVariable) {
   for (const OptionSpec& spec : option_specs()) EXPECT_NE(help.find(spec.variable), std::string::npos);
 }
 
-// docs/configuration.md is generated from the table; it must not drift from it.
+// docs/config.md is generated from the table; it must not drift from it.
 TEST(Config, ConfigurationReferenceIsCurrent) {
-  std::ifstream file(CUDA_BLOCKRUN_SOURCE_DIR "/docs/configuration.md");
-  ASSERT_TRUE(file) << "docs/configuration.md is missing";
+  std::ifstream file(CUDA_BLOCKRUN_SOURCE_DIR "/docs/config.md");
+  ASSERT_TRUE(file) << "docs/config.md is missing";
   std::stringstream text;
   text << file.rdbuf();
   EXPECT_EQ(text.str(), configuration_reference_markdown())
-      << "regenerate it: build/bin/cuda-blockrun --help-config-markdown > docs/configuration.md";
+      << "regenerate it: build/bin/cuda-blockrun --help-config-markdown > docs/config.md";
 
   // The README carries the same table.
   std::ifstream readme_file(CUDA_BLOCKRUN_SOURCE_DIR "/README.md");

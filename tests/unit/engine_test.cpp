@@ -71,10 +71,10 @@ TEST_F(EngineTest, NamesEachKernelOnceAndDecidesByPolicy) {
   EXPECT_EQ(first, again);
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(first->name.demangled, "stencil(float*, int, long long)");
-  EXPECT_TRUE(first->blocked);
-  EXPECT_FALSE(kernel(*engine, 0x20, "_Z4fillPfif")->blocked);
+  EXPECT_TRUE(first->decided && first->decision.blocks());
+  EXPECT_FALSE(kernel(*engine, 0x20, "_Z4fillPfif")->decision.blocks());
   Launch l = launch(*engine, first, nullptr);
-  EXPECT_TRUE(l.block);
+  EXPECT_TRUE(l.block());
   EXPECT_EQ(l.record.sequence, 1u);
   EXPECT_EQ(l.record.kernel_ordinal, 1u);
 }
@@ -235,7 +235,7 @@ TEST_F(EngineTest, LibraryCallIsDescribedByItsArguments) {
   request.library.transa = 'N';
   request.library.transb = 'T';
   Launch l = engine->begin_launch(request);
-  EXPECT_TRUE(l.block);
+  EXPECT_TRUE(l.block());
   EXPECT_EQ(engine->describe(l.record),
             "cublasSgemm_v2 m=512 n=256 k=128 transa=N transb=T, launch #1, stream 0x0, blocked");
 }

@@ -1,4 +1,5 @@
-// Policy parsing and matching: the placeholder language none | all | globs.
+// The policy language: parsing (with the position of what is wrong), every kind of term, precedence,
+// exclusions, actions and the NCCL default.
 #include <gtest/gtest.h>
 
 #include "names.h"
@@ -18,6 +19,18 @@ std::string parse_error(const char* text) {
   std::string error;
   EXPECT_FALSE(Policy::parse(text, &error).has_value()) << text;
   return error;
+}
+
+const KernelName kStencil = make_kernel_name("_Z7stencilPfPKfix");
+const KernelName kFill = make_kernel_name("_Z4fillPfif");
+const KernelName kNccl = make_kernel_name("ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+
+LaunchFacts kernel_launch(const KernelName& name, uint64_t sequence = 1, uint64_t ordinal = 1) {
+  LaunchFacts facts;
+  facts.kernel = &name;
+  facts.sequence = sequence;
+  facts.kernel_ordinal = ordinal;
+  return facts;
 }
 
 TEST(Glob, MatchesShellStyle) {
@@ -41,41 +54,148 @@ TEST(Glob, LongNamesDoNotBlowUp) {
 }
 
 TEST(PolicyParse, NoneAndAll) {
-  EXPECT_EQ(parse_ok("none").mode(), Policy::Mode::None);
-  EXPECT_EQ(parse_ok("").mode(), Policy::Mode::None);
-  EXPECT_EQ(parse_ok(" all ").mode(), Policy::Mode::All);
   EXPECT_TRUE(parse_ok("none").blocks_nothing());
+  EXPECT_TRUE(parse_ok("").blocks_nothing());
+  Policy all = parse_ok(" all ");
+  EXPECT_FALSE(all.blocks_nothing());
+  EXPECT_TRUE(all.blocks_kernel(kStencil));
+  EXPECT_TRUE(all.per_kernel());
 }
 
-TEST(PolicyParse, GlobListKeepsCommasInsideBrackets) {
-  Policy policy = parse_ok("stencil(float*, int), *gemm*, foo<int, float>");
-  ASSERT_EQ(policy.globs().size(), 3u);
-  EXPECT_EQ(policy.globs()[0], "stencil(float*, int)");
-  EXPECT_EQ(policy.globs()[1], "*gemm*");
-  EXPECT_EQ(policy.globs()[2], "foo<int, float>");
+TEST(PolicyParse, RulesSplitAtTopLevelSeparators) {
+  Policy policy = parse_ok("stencil(float*, float const*, int, long long); *gemm*, foo<int, float>");
+  ASSERT_EQ(policy.describe_rules().size(), 3u);
+  EXPECT_EQ(policy.describe_rules()[0], "stencil(float*, float const*, int, long long)");
+  EXPECT_EQ(policy.describe_rules()[1], "*gemm*");
+  EXPECT_EQ(policy.describe_rules()[2], "foo<int, float>");
+  EXPECT_TRUE(policy.blocks_kernel(kStencil));
 }
 
-TEST(PolicyParse, RejectsMalformedInput) {
-  EXPECT_EQ(parse_error("a,,b"), "empty entry in the list");
-  EXPECT_EQ(parse_error("all,stencil"), "'all' must stand alone, not in a list");
-  EXPECT_EQ(parse_error("sten[cil"), "unclosed '[' in 'sten[cil'");
+TEST(PolicyParse, ErrorsNameThePositionAndWhatIsExpected) {
+  EXPECT_EQ(parse_error("a;;b"), "at 3: empty rule");
+  EXPECT_EQ(parse_error("stencil; none"), "at 10: 'none' must stand alone");
+  EXPECT_EQ(parse_error("sten[cil"), "at 1 ('sten[cil'): unclosed '[' in 'sten[cil'");
+  EXPECT_EQ(parse_error("stencil#x"),
+            "at 1 ('stencil#x'): expected the kernel's launch number or range after '#' (stencil#13 or stencil#10-20)");
+  EXPECT_EQ(parse_error("all; #20-10"),
+            "at 6 ('#20-10'): expected a launch number or range after '#' (#1000 or #1000-2000)");
+  EXPECT_EQ(parse_error("family=gpu"), "at 1 ('family=gpu'): family must be runtime, driver, cublas or graph");
+  EXPECT_EQ(parse_error("stencil exit=300"), "at 9 ('exit=300'): exit status must be 0-255");
+  EXPECT_EQ(parse_error("colour=red"),
+            "at 1 ('colour=red'): unknown term 'colour='; terms are kernel=, regex=, family=, library=, every=, "
+            "thread=, stream=, after=, #N, NAME#N");
+  EXPECT_EQ(parse_error("every=0"), "at 1 ('every=0'): expected a positive number after 'every='");
+  EXPECT_EQ(parse_error("after=soon"), "at 1 ('after=soon'): expected a duration (500ms, 30s, 2m, 1h) after 'after='");
+  EXPECT_EQ(parse_error("stream=zz"), "at 1 ('stream=zz'): expected a stream handle (0x...) after 'stream='");
+  EXPECT_EQ(parse_error("!fill abort"), "at 7 ('abort'): an exclusion ('!') takes no action");
+  EXPECT_EQ(parse_error("block"),
+            "at 1 ('block'): a rule needs something to match (a kernel name, #N, family=, ... or all)");
+  EXPECT_NE(parse_error("regex=(").find("at 1 ('regex=('): invalid regular expression"), std::string::npos);
 }
 
-TEST(PolicyMatch, MatchesBaseDemangledOrMangledName) {
-  KernelName name = make_kernel_name("_Z7stencilPfPKfix");
-  EXPECT_TRUE(parse_ok("stencil").blocks_kernel(name));
-  EXPECT_TRUE(parse_ok("stencil(float*, float const*, int, long long)").blocks_kernel(name));
-  EXPECT_TRUE(parse_ok("_Z7stencil*").blocks_kernel(name));
-  EXPECT_FALSE(parse_ok("sten").blocks_kernel(name));
-  EXPECT_FALSE(parse_ok("fill,scale").blocks_kernel(name));
-  EXPECT_TRUE(parse_ok("all").blocks_kernel(name));
-  EXPECT_FALSE(parse_ok("none").blocks_kernel(name));
+TEST(PolicyMatch, KernelNamesByGlobAndRegex) {
+  EXPECT_TRUE(parse_ok("stencil").blocks_kernel(kStencil));
+  EXPECT_TRUE(parse_ok("kernel=stencil(float*, float const*, int, long long)").blocks_kernel(kStencil));
+  EXPECT_TRUE(parse_ok("_Z7stencil*").blocks_kernel(kStencil));
+  EXPECT_FALSE(parse_ok("sten").blocks_kernel(kStencil));
+  EXPECT_TRUE(parse_ok("regex=^sten").blocks_kernel(kStencil));
+  EXPECT_TRUE(parse_ok("regex=float\\sconst\\*").blocks_kernel(kStencil));  // terms split at blanks: \s
+  EXPECT_FALSE(parse_ok("regex=^fill$").blocks_kernel(kStencil));
 }
 
-TEST(PolicyMatch, LibraryCallsMatchByApiName) {
-  EXPECT_TRUE(parse_ok("cublasSgemm*").blocks_library_call("cublasSgemm_v2"));
-  EXPECT_FALSE(parse_ok("stencil").blocks_library_call("cublasSgemm_v2"));
-  EXPECT_TRUE(parse_ok("all").blocks_library_call("cublasSgemm_v2"));
+TEST(PolicyMatch, FirstMatchingRuleDecidesAndExclusionsWin) {
+  Policy policy = parse_ok("!fill; all");
+  EXPECT_FALSE(policy.blocks_kernel(kFill));
+  EXPECT_TRUE(policy.blocks_kernel(kStencil));
+  Policy reversed = parse_ok("all; !fill");  // `all` matches first
+  EXPECT_TRUE(reversed.blocks_kernel(kFill));
+  Decision decision = policy.decide(kernel_launch(kStencil));
+  EXPECT_EQ(decision.rule, 1);
+  EXPECT_EQ(policy.decide(kernel_launch(kFill)).rule, 0);
+}
+
+TEST(PolicyMatch, LaunchNumbersOrdinalsAndEveryN) {
+  Policy range = parse_ok("#1000-2000");
+  EXPECT_FALSE(range.per_kernel());
+  EXPECT_FALSE(range.decide(kernel_launch(kFill, 999)).blocks());
+  EXPECT_TRUE(range.decide(kernel_launch(kFill, 1000)).blocks());
+  EXPECT_TRUE(range.decide(kernel_launch(kFill, 2000)).blocks());
+  EXPECT_FALSE(range.decide(kernel_launch(kFill, 2001)).blocks());
+  Policy nth = parse_ok("stencil#13");
+  EXPECT_FALSE(nth.decide(kernel_launch(kStencil, 38, 12)).blocks());
+  EXPECT_TRUE(nth.decide(kernel_launch(kStencil, 38, 13)).blocks());
+  EXPECT_FALSE(nth.decide(kernel_launch(kFill, 38, 13)).blocks());
+  Policy every = parse_ok("every=100");
+  EXPECT_TRUE(every.decide(kernel_launch(kFill, 300)).blocks());
+  EXPECT_FALSE(every.decide(kernel_launch(kFill, 301)).blocks());
+}
+
+TEST(PolicyMatch, FamilyLibraryStreamThreadAndTime) {
+  LaunchFacts facts = kernel_launch(kStencil);
+  facts.family = LaunchFamily::Driver;
+  EXPECT_TRUE(parse_ok("family=driver").decide(facts).blocks());
+  EXPECT_FALSE(parse_ok("family=runtime").decide(facts).blocks());
+
+  LaunchFacts unit;
+  unit.family = LaunchFamily::Cublas;
+  unit.library_api = "cublasSgemm_v2";
+  unit.library_unit = true;
+  EXPECT_TRUE(parse_ok("library=cublasSgemm*").decide(unit).blocks());
+  EXPECT_TRUE(parse_ok("library=cublasSgemm*").decide(unit).named);
+  EXPECT_TRUE(parse_ok("cublasSgemm_v2").decide(unit).blocks());  // by its API name, as before
+  LaunchFacts inside = kernel_launch(kFill);
+  inside.library_api = "cublasSgemm_v2";  // a kernel the call launched: `library=` selects the call, not it
+  EXPECT_FALSE(parse_ok("library=cublasSgemm*").decide(inside).blocks());
+  EXPECT_FALSE(parse_ok("all").decide(unit).named);
+
+  facts.stream = reinterpret_cast<const void*>(0xabc0);
+  EXPECT_TRUE(parse_ok("stream=0xabc0").decide(facts).blocks());
+  EXPECT_FALSE(parse_ok("stream=0").decide(facts).blocks());
+  facts.thread = 3;
+  EXPECT_TRUE(parse_ok("thread=3").decide(facts).blocks());
+  EXPECT_FALSE(parse_ok("thread=2").decide(facts).blocks());
+  Policy later = parse_ok("after=30s");
+  EXPECT_TRUE(later.uses_time());
+  facts.elapsed_ms = 29999;
+  EXPECT_FALSE(later.decide(facts).blocks());
+  facts.elapsed_ms = 30000;
+  EXPECT_TRUE(later.decide(facts).blocks());
+  EXPECT_TRUE(parse_ok("after=500ms").decide(facts).blocks());
+  EXPECT_FALSE(parse_ok("after=2m").decide(facts).blocks());
+}
+
+TEST(PolicyMatch, AllTermsOfARuleMustMatch) {
+  Policy policy = parse_ok("stencil family=runtime #30-40");
+  LaunchFacts facts = kernel_launch(kStencil, 38);
+  EXPECT_TRUE(policy.decide(facts).blocks());
+  facts.family = LaunchFamily::Driver;
+  EXPECT_FALSE(policy.decide(facts).blocks());
+}
+
+TEST(PolicyActions, BlockDeviceLogAbortExit) {
+  Decision device = parse_ok("stencil block-device").decide(kernel_launch(kStencil));
+  EXPECT_EQ(device.action, Action::BlockDevice);
+  EXPECT_TRUE(device.blocks());
+  Decision logged = parse_ok("stencil log").decide(kernel_launch(kStencil));
+  EXPECT_EQ(logged.action, Action::Log);
+  EXPECT_FALSE(logged.blocks());
+  Decision aborting = parse_ok("stencil abort").decide(kernel_launch(kStencil));
+  EXPECT_EQ(aborting.on_error, OnError::Abort);
+  EXPECT_EQ(aborting.action, Action::Block);
+  Decision exiting = parse_ok("all exit=3").decide(kernel_launch(kFill));
+  EXPECT_EQ(exiting.on_error, OnError::Exit);
+  EXPECT_EQ(exiting.exit_status, 3);
+  EXPECT_EQ(parse_ok("stencil return").decide(kernel_launch(kStencil)).on_error, OnError::Return);
+}
+
+TEST(PolicyNccl, NcclKernelsAreNotBlockedUnlessNamed) {
+  EXPECT_TRUE(is_nccl_kernel(kNccl));
+  EXPECT_FALSE(is_nccl_kernel(kStencil));
+  EXPECT_FALSE(parse_ok("all").blocks_kernel(kNccl));
+  EXPECT_FALSE(parse_ok("*").blocks_kernel(kNccl));
+  EXPECT_TRUE(parse_ok("ncclDevKernel*").blocks_kernel(kNccl));
+  EXPECT_TRUE(parse_ok("regex=^nccl").blocks_kernel(kNccl));
+  EXPECT_FALSE(parse_ok("!ncclDev*; all").blocks_kernel(kNccl));  // an exclusion names it, but blocks nothing
 }
 
 TEST(Names, BaseNameDropsParametersAndReturnType) {

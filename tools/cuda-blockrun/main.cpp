@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "config.h"
+#include "names.h"
 #include "hook_list.h"
 
 #ifndef CUDA_BLOCKRUN_VERSION
@@ -53,9 +54,13 @@ void print_usage(FILE* out) {
       "  --help           this text\n"
       "  --version        the version, the CUDA version it was built against, the driver's\n"
       "  --list-hooks     the CUDA entry points the shim intercepts\n"
+      "  --explain LAUNCH how the policy treats a launch, and which rule decides, without running\n"
+      "                   anything: a kernel name and any of #N ordinal=N family=F library=CALL\n"
+      "                   stream=0x... thread=N after=SECONDS\n"
+      "                   (e.g. --block 'stencil#13' --explain 'stencil ordinal=13')\n"
       "\n"
       "Every option is also an environment variable, read by the shim in each process it is loaded into;\n"
-      "flags given here override the environment. See docs/configuration.md.\n"
+      "flags given here override the environment. See docs/config.md; the policy language: docs/policy.md.\n"
       "exit status: the program's own; 2 for an invalid option or a program that cannot be found.\n",
       blockrun::configuration_help_text().c_str());
 }
@@ -140,10 +145,95 @@ std::string driver_version() {
   return text;
 }
 
+// --explain: how the configured policy (flags, else CUDA_BLOCKRUN_BLOCK) treats a described launch:
+// a kernel name (mangled or demangled), and any of #N, ordinal=N, family=, library=, stream=, thread=, after=.
+int explain_launch(const std::map<std::string, std::string>& settings, const std::string& description) {
+  std::string policy_text = "none";
+  if (auto found = settings.find("CUDA_BLOCKRUN_BLOCK"); found != settings.end()) {
+    policy_text = found->second;
+  } else if (const char* variable = std::getenv("CUDA_BLOCKRUN_BLOCK")) {
+    policy_text = variable;
+  }
+  std::string error;
+  std::optional<blockrun::Policy> policy = blockrun::Policy::parse(policy_text, &error);
+  if (!policy) usage_error("invalid CUDA_BLOCKRUN_BLOCK='" + policy_text + "': " + error);
+
+  blockrun::LaunchFacts facts;
+  blockrun::KernelName kernel;
+  std::string library;
+  bool have_kernel = false;
+  facts.sequence = 1;
+  facts.kernel_ordinal = 1;
+  facts.thread = 1;
+  for (const std::string& term : blockrun::split_top_level(description, " \t")) {
+    if (term.empty()) continue;
+    auto number_after = [&](size_t prefix) { return std::strtoull(term.c_str() + prefix, nullptr, 0); };
+    if (term[0] == '#') {
+      facts.sequence = number_after(1);
+    } else if (term.rfind("ordinal=", 0) == 0) {
+      facts.kernel_ordinal = number_after(8);
+    } else if (term.rfind("thread=", 0) == 0) {
+      facts.thread = static_cast<uint32_t>(number_after(7));
+    } else if (term.rfind("stream=", 0) == 0) {
+      facts.stream = reinterpret_cast<const void*>(static_cast<uintptr_t>(number_after(7)));
+    } else if (term.rfind("after=", 0) == 0) {
+      facts.elapsed_ms = number_after(6) * 1000;
+    } else if (term.rfind("library=", 0) == 0) {
+      library = term.substr(8);
+    } else if (term.rfind("family=", 0) == 0) {
+      std::string family = term.substr(7);
+      bool known = false;
+      for (int f = 0; f < 4; ++f) {
+        if (family == blockrun::launch_family_name(static_cast<blockrun::LaunchFamily>(f))) {
+          facts.family = static_cast<blockrun::LaunchFamily>(f);
+          known = true;
+        }
+      }
+      if (!known) usage_error("--explain: family must be runtime, driver, cublas or graph, not '" + family + "'");
+    } else {
+      kernel = blockrun::make_kernel_name(term.c_str());
+      have_kernel = true;
+    }
+  }
+  if (have_kernel) facts.kernel = &kernel;
+  if (!library.empty()) {
+    facts.library_api = library.c_str();
+    facts.library_unit = !have_kernel;
+  }
+  if (!have_kernel && library.empty()) usage_error("--explain: name a kernel (or library=CALL) to explain");
+
+  blockrun::Decision decision = policy->decide(facts);
+  std::vector<std::string> rules = policy->describe_rules();
+  std::string what = have_kernel ? "kernel " + kernel.demangled : "library call " + library;
+  std::printf("%s, launch #%llu (its launch %llu), family %s", what.c_str(),
+              static_cast<unsigned long long>(facts.sequence), static_cast<unsigned long long>(facts.kernel_ordinal),
+              blockrun::launch_family_name(facts.family));
+  if (have_kernel && !library.empty()) std::printf(", launched by %s", library.c_str());
+  std::printf(":\n");
+  static const char* const kActions[] = {"not blocked", "blocked (its stream is synchronized after it)",
+                                         "blocked (the device is synchronized after it)", "logged, not blocked"};
+  std::printf("  %s", kActions[static_cast<int>(decision.action)]);
+  if (decision.blocks()) {
+    if (decision.on_error == blockrun::OnError::Abort) std::printf("; on error: report, then abort");
+    if (decision.on_error == blockrun::OnError::Exit) std::printf("; on error: report, then exit %d", decision.exit_status);
+    if (decision.on_error == blockrun::OnError::Return) std::printf("; on error: returned to the program");
+  }
+  std::printf("\n");
+  if (decision.rule >= 0) {
+    std::printf("  decided by rule %d: '%s'\n", decision.rule + 1, rules[static_cast<size_t>(decision.rule)].c_str());
+  } else if (have_kernel && blockrun::is_nccl_kernel(kernel) && !rules.empty()) {
+    std::printf("  decided by the NCCL default: NCCL kernels are blocked only by a rule that names them\n");
+  } else {
+    std::printf("  no rule matches (policy: %s)\n", policy->describe().c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::map<std::string, std::string> settings;  // variable -> value, from flags
+  std::optional<std::string> explain;
   int index = 1;
   for (; index < argc; ++index) {
     std::string argument = argv[index];
@@ -164,6 +254,11 @@ int main(int argc, char** argv) {
     if (argument == "--list-hooks") {
       list_hooks();
       return 0;
+    }
+    if (argument == "--explain" || argument.rfind("--explain=", 0) == 0) {
+      if (argument == "--explain" && index + 1 >= argc) usage_error("option --explain needs a launch description");
+      explain = argument == "--explain" ? argv[++index] : argument.substr(10);
+      continue;
     }
     if (argument == "--help-config-markdown") {
       std::fputs(blockrun::configuration_reference_markdown().c_str(), stdout);
@@ -190,8 +285,14 @@ int main(int argc, char** argv) {
     if (std::optional<blockrun::ConfigError> error = blockrun::check_value(*spec, value)) {
       usage_error(std::string(spec->flag) + ": " + error->message());
     }
-    settings[spec->variable] = value;
+    // --block may be repeated: the rules are joined in the order given.
+    if (spec->kind == blockrun::OptionKind::Policy && settings.count(spec->variable)) {
+      settings[spec->variable] += "; " + value;
+    } else {
+      settings[spec->variable] = value;
+    }
   }
+  if (explain) return explain_launch(settings, *explain);
   if (index >= argc) usage_error("no program given");
 
   // Check the whole configuration (environment and flags together) as the shim will see it.
