@@ -97,3 +97,67 @@ TEST(Config, ConfigurationReferenceIsCurrent) {
 
 }  // namespace
 }  // namespace blockrun
+
+namespace blockrun {
+namespace {
+
+TEST(ConfigProcess, RanksAndProcessSelection) {
+  std::string error;
+  std::optional<RankSet> ranks = parse_ranks("0,2-3", &error);
+  ASSERT_TRUE(ranks) << error;
+  EXPECT_TRUE(ranks->contains(0));
+  EXPECT_FALSE(ranks->contains(1));
+  EXPECT_TRUE(ranks->contains(3));
+  EXPECT_FALSE(ranks->contains(4));
+  EXPECT_TRUE(parse_ranks("all", &error)->contains(99));
+  EXPECT_FALSE(parse_ranks("1,x", &error));
+  EXPECT_EQ(error, "at 3 ('x'): expected N or A-B");
+  EXPECT_FALSE(parse_ranks("3-1", &error));
+  EXPECT_EQ(error, "at 1 ('3-1'): expected N or A-B");
+
+  Config config;
+  config.ranks = *parse_ranks("1", &error);
+  EXPECT_FALSE(selects_process(config, "python3", "python3 train.py", 0));
+  EXPECT_TRUE(selects_process(config, "python3", "python3 train.py", 1));
+  config.ranks = RankSet{};
+  config.process = "train\\.py";
+  EXPECT_TRUE(selects_process(config, "python3", "python3 train.py --lr 1", 0));
+  EXPECT_FALSE(selects_process(config, "python3", "python3 eval.py", 0));
+  config.process = "^python";
+  EXPECT_TRUE(selects_process(config, "python3", "/usr/bin/python3 x", 0));
+}
+
+TEST(ConfigProcess, RankComesFromTheFirstLauncherVariableSet) {
+  auto lookup_of = [](std::map<std::string, std::string> environment) {
+    return [environment](const std::string& variable) -> std::optional<std::string> {
+      auto found = environment.find(variable);
+      if (found == environment.end()) return std::nullopt;
+      return found->second;
+    };
+  };
+  EXPECT_EQ(rank_from_environment(lookup_of({})), 0);
+  EXPECT_EQ(rank_from_environment(lookup_of({{"RANK", "3"}, {"LOCAL_RANK", "1"}})), 3);
+  EXPECT_EQ(rank_from_environment(lookup_of({{"LOCAL_RANK", "1"}})), 1);
+  EXPECT_EQ(rank_from_environment(lookup_of({{"OMPI_COMM_WORLD_RANK", "5"}})), 5);
+  EXPECT_EQ(rank_from_environment(lookup_of({{"PMI_RANK", "6"}})), 6);
+  EXPECT_EQ(rank_from_environment(lookup_of({{"SLURM_PROCID", "7"}})), 7);
+  EXPECT_EQ(rank_from_environment(lookup_of({{"RANK", "x"}, {"SLURM_PROCID", "2"}})), 2);
+}
+
+TEST(ConfigProcess, PathsExpandPidRankAndHost) {
+  EXPECT_EQ(expand_path("/tmp/%h.%r.%p.log", 42, 3, "node7"), "/tmp/node7.3.42.log");
+  EXPECT_EQ(expand_path("%q", 1, 0, "h"), "%q");
+}
+
+TEST(ConfigProcess, InvalidRegexAndRanksAreRefused) {
+  ConfigResult result = parse({{"CUDA_BLOCKRUN_PROCESS", "(unclosed"}, {"CUDA_BLOCKRUN_RANKS", "one"}});
+  ASSERT_EQ(result.errors.size(), 2u);
+  EXPECT_EQ(result.errors[0].variable, "CUDA_BLOCKRUN_PROCESS");
+  EXPECT_NE(result.errors[0].message().find("accepted: an ECMAScript regular expression"), std::string::npos);
+  EXPECT_EQ(result.errors[1].message(),
+            "invalid CUDA_BLOCKRUN_RANKS='one': at 1 ('one'): expected N or A-B; accepted: all | N | A-B, "
+            "comma-separated");
+}
+
+}  // namespace
+}  // namespace blockrun
