@@ -119,6 +119,8 @@ Engine::~Engine() = default;
 const KernelInfo* Engine::new_kernel(const void* handle, const std::function<const char*()>& resolve_mangled_name) {
   // Where the rules look only at names, the decision is made once per kernel.
   auto decide_once = [&](KernelInfo* info) {
+    info->rule_mask = config_.block.name_mask(info->name);
+    info->nccl = is_nccl_kernel(info->name);
     if (config_.block.per_kernel()) {
       LaunchFacts facts;
       facts.kernel = &info->name;
@@ -139,6 +141,8 @@ const KernelInfo* Engine::new_kernel(const void* handle, const std::function<con
   const char* mangled = resolve_mangled_name();
   overflow.name = make_kernel_name(mangled ? mangled : "(kernel table full)");
   overflow.decided = false;
+  overflow.rule_mask = config_.block.name_mask(overflow.name);
+  overflow.nccl = is_nccl_kernel(overflow.name);
   return &overflow;
 }
 
@@ -197,6 +201,10 @@ void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
   } else {
     LaunchFacts facts;
     facts.kernel = request.kernel ? &request.kernel->name : nullptr;
+    if (request.kernel) {
+      facts.name_mask = &request.kernel->rule_mask;
+      facts.nccl = request.kernel->nccl ? 1 : 0;
+    }
     facts.family = request.family;
     facts.library_api = request.graph ? "cuGraphLaunch" : request.library_api;
     facts.library_unit = !request.kernel && facts.library_api;

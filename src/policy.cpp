@@ -154,11 +154,17 @@ struct Term {
   bool per_kernel() const { return kind == Kind::All || kind == Kind::KernelGlob || kind == Kind::KernelRegex; }
 
   bool name_matches(std::string_view name) const {
-    if (kind == Kind::KernelRegex) return std::regex_search(name.begin(), name.end(), *regex);
+    if (kind == Kind::KernelRegex) {
+      // libstdc++'s regex matcher recurses per character: a megabyte-long templated name could exhaust the
+      // stack. Regular expressions see the first kRegexWindow characters of a name (docs/policy.md).
+      constexpr size_t kRegexWindow = 8192;
+      std::string_view window = name.substr(0, kRegexWindow);
+      return std::regex_search(window.begin(), window.end(), *regex);
+    }
     return glob_match(glob, name);
   }
 
-  bool matches(const LaunchFacts& facts) const {
+  bool matches(const LaunchFacts& facts, bool names_known) const {
     switch (kind) {
       case Kind::All:
         return true;
@@ -166,7 +172,9 @@ struct Term {
       case Kind::KernelRegex:
       case Kind::KernelOrdinal: {
         bool named = false;
-        if (facts.kernel) {
+        if (facts.kernel && names_known) {
+          named = true;  // the caller's cached name mask says so
+        } else if (facts.kernel) {
           named = name_matches(facts.kernel->base) || name_matches(facts.kernel->demangled) ||
                   name_matches(facts.kernel->mangled);
         } else if (facts.library_unit && facts.library_api) {
@@ -194,17 +202,92 @@ struct Term {
   }
 };
 
+// A rule's terms other than kernel names, as plain bounds: once a cached name mask has settled the
+// names, a kernel launch is decided with a handful of compares and no string work.
+struct Checks {
+  uint64_t sequence_low = 0, sequence_high = UINT64_MAX;
+  uint64_t ordinal_low = 0, ordinal_high = UINT64_MAX;
+  uint64_t every = 0;
+  uint64_t after_ms = 0;
+  uint64_t thread = 0;  // 0: any
+  const void* stream = nullptr;
+  bool has_stream = false;
+  int family = -1;       // -1: any
+  bool library = false;  // a library= term: only library calls as units match, never kernel launches
+  bool simple = true;    // false where a kind of term repeats: then the terms themselves are checked
+
+  void add(const Term& term) {
+    auto once = [&](bool& seen) {
+      if (seen) simple = false;
+      seen = true;
+    };
+    switch (term.kind) {
+      case Term::Kind::Sequence:
+        once(seen_sequence), sequence_low = term.low, sequence_high = term.high;
+        break;
+      case Term::Kind::KernelOrdinal:
+        once(seen_ordinal), ordinal_low = term.low, ordinal_high = term.high;
+        break;
+      case Term::Kind::Every:
+        once(seen_every), every = term.low;
+        break;
+      case Term::Kind::After:
+        once(seen_after), after_ms = term.low;
+        break;
+      case Term::Kind::Thread:
+        once(seen_thread), thread = term.low;
+        break;
+      case Term::Kind::Stream:
+        once(has_stream), stream = term.stream;
+        break;
+      case Term::Kind::Family:
+        if (family >= 0) simple = false;
+        family = static_cast<int>(term.family);
+        break;
+      case Term::Kind::Library:
+        library = true;
+        break;
+      default:
+        break;
+    }
+  }
+
+  bool match(const LaunchFacts& facts) const {
+    return !library && facts.sequence >= sequence_low && facts.sequence <= sequence_high &&
+           facts.kernel_ordinal >= ordinal_low && facts.kernel_ordinal <= ordinal_high &&
+           (every == 0 || facts.sequence % every == 0) && facts.elapsed_ms >= after_ms &&
+           (thread == 0 || facts.thread == thread) && (!has_stream || facts.stream == stream) &&
+           (family < 0 || static_cast<int>(facts.family) == family);
+  }
+
+ private:
+  bool seen_sequence = false, seen_ordinal = false, seen_every = false, seen_after = false, seen_thread = false;
+};
+
 struct Policy::Rule {
   std::string text;
   bool exclude = false;
   std::vector<Term> terms;
+  Checks checks;
   Decision decision;  // action and on-error of this rule (rule index set when deciding)
   bool names_nccl = false;
   bool per_launch = false;
 
-  bool matches(const LaunchFacts& facts) const {
+  bool matches(const LaunchFacts& facts, bool names_known) const {
     for (const Term& term : terms) {
-      if (!term.matches(facts)) return false;
+      if (!term.matches(facts, names_known)) return false;
+    }
+    return true;
+  }
+
+  bool names_match(const KernelName& name) const {
+    LaunchFacts facts;
+    facts.kernel = &name;
+    for (const Term& term : terms) {
+      if (!term.names_kernel()) continue;
+      Term name_only = term;
+      if (name_only.kind == Term::Kind::KernelOrdinal) name_only.kind = Term::Kind::KernelGlob;
+      if (!name_only.matches(facts, false)) return false;
     }
     return true;
   }
@@ -405,6 +488,8 @@ std::optional<Policy> Policy::parse(std::string_view text, std::string* error) {
       if (term.names_kernel() && !rule->exclude && mentions_nccl(term.glob)) rule->names_nccl = true;
       if (term.names_kernel() || term.kind == Term::Kind::Library) rule->decision.named = true;
       rule->per_launch = rule->per_launch || term.per_launch();
+      rule->checks.add(term);
+      if (term.kind == Term::Kind::Thread && term.low == 0) rule->checks.simple = false;  // thread=0 matches none
       policy.per_kernel_ = policy.per_kernel_ && term.per_kernel();
       policy.uses_time_ = policy.uses_time_ || term.kind == Term::Kind::After;
       rule->terms.push_back(std::move(term));
@@ -420,12 +505,24 @@ std::optional<Policy> Policy::parse(std::string_view text, std::string* error) {
   return policy;
 }
 
+uint64_t Policy::name_mask(const KernelName& name) const {
+  if (rules_.size() > 64) return ~uint64_t{0};
+  uint64_t mask = 0;
+  for (size_t index = 0; index < rules_.size(); ++index) {
+    if (rules_[index]->names_match(name)) mask |= uint64_t{1} << index;
+  }
+  return mask;
+}
+
 Decision Policy::decide(const LaunchFacts& facts) const {
+  bool masked = facts.kernel && facts.name_mask && rules_.size() <= 64;
   for (size_t index = 0; index < rules_.size(); ++index) {
     const Rule& rule = *rules_[index];
-    if (!rule.matches(facts)) continue;
+    if (masked && !(*facts.name_mask & (uint64_t{1} << index))) continue;
+    if (!(masked && rule.checks.simple ? rule.checks.match(facts) : rule.matches(facts, masked))) continue;
     // Blocking a collective can deadlock the job: NCCL kernels are left alone unless a rule names them.
-    if (!rule.exclude && !rule.names_nccl && facts.kernel && is_nccl_kernel(*facts.kernel)) return Decision{};
+    bool nccl = facts.nccl >= 0 ? facts.nccl == 1 : facts.kernel && is_nccl_kernel(*facts.kernel);
+    if (!rule.exclude && !rule.names_nccl && facts.kernel && nccl) return Decision{};
     Decision decision = rule.decision;
     decision.rule = static_cast<int>(index);
     return decision;

@@ -63,6 +63,10 @@ struct LaunchFacts {
   const void* stream = nullptr;
   uint32_t thread = 0;
   uint64_t elapsed_ms = 0;
+  // Per-kernel answers cached by the caller (Policy::name_mask, is_nccl_kernel), so that deciding a
+  // launch does no string matching: null where not cached.
+  const uint64_t* name_mask = nullptr;
+  int nccl = -1;  // 1, 0, or -1: not known
 };
 
 class Policy {
@@ -83,6 +87,10 @@ class Policy {
   bool uses_time() const { return uses_time_; }
 
   Decision decide(const LaunchFacts& facts) const;
+
+  // Bit i set: rule i's kernel-name terms all match this kernel (or it has none). Up to 64 rules;
+  // where there are more, every bit is set and decide() matches names itself.
+  uint64_t name_mask(const KernelName& name) const;
 
   // Convenience for callers that know only names (and for tests).
   bool blocks_kernel(const KernelName& name) const;

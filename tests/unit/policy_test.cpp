@@ -198,6 +198,35 @@ TEST(PolicyNccl, NcclKernelsAreNotBlockedUnlessNamed) {
   EXPECT_FALSE(parse_ok("!ncclDev*; all").blocks_kernel(kNccl));  // an exclusion names it, but blocks nothing
 }
 
+// The engine decides with a cached per-kernel name mask and compiled bounds: the answers must be the
+// same as deciding from scratch, for every kind of term.
+TEST(PolicyCache, MaskedDecisionsEqualFullDecisions) {
+  const char* policies[] = {"stencil#13 abort; !fill; all", "#10-20; every=7; thread=2", "family=driver stencil",
+                            "regex=^s.*l$ #5-9", "stream=0x10 block-device; fill log", "after=1s; ncclDev*",
+                            "library=cublas*; all", "stencil #3-4 #4-8", "thread=0"};
+  const KernelName* kernels[] = {&kStencil, &kFill, &kNccl};
+  for (const char* text : policies) {
+    Policy policy = parse_ok(text);
+    for (const KernelName* kernel : kernels) {
+      uint64_t mask = policy.name_mask(*kernel);
+      for (uint64_t sequence = 1; sequence < 30; ++sequence) {
+        LaunchFacts facts = kernel_launch(*kernel, sequence, sequence % 15);
+        facts.family = sequence % 2 ? LaunchFamily::Runtime : LaunchFamily::Driver;
+        facts.thread = static_cast<uint32_t>(sequence % 3);
+        facts.stream = reinterpret_cast<const void*>(sequence % 4 == 0 ? 0x10 : 0x20);
+        facts.elapsed_ms = sequence * 100;
+        Decision full = policy.decide(facts);
+        facts.name_mask = &mask;
+        facts.nccl = is_nccl_kernel(*kernel) ? 1 : 0;
+        Decision cached = policy.decide(facts);
+        EXPECT_EQ(cached.action, full.action) << text << " " << kernel->base << " #" << sequence;
+        EXPECT_EQ(cached.rule, full.rule) << text << " " << kernel->base << " #" << sequence;
+        EXPECT_EQ(cached.on_error, full.on_error) << text;
+      }
+    }
+  }
+}
+
 TEST(Names, BaseNameDropsParametersAndReturnType) {
   EXPECT_EQ(base_name("stencil(float*, int, long long)"), "stencil");
   EXPECT_EQ(base_name("void ns::kernel<float>(float*)"), "ns::kernel<float>");
