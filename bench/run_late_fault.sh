@@ -4,13 +4,15 @@
 # configurations run by run; prints, per configuration, where the fault surfaced and the median (over
 # runs) of each run's median step time before the fault.
 #   bench/run_late_fault.sh <build-dir> [repetitions] [kernel-glob]
+# Without a glob, it is learned from one run under --block all (bench/late_fault_glob.sh).
 set -uo pipefail
 build=$1
 repetitions=${2:-3}
-glob=${3:-*indexSelect*}
 root=$(cd "$(dirname "$0")/.." && pwd)
 script=$root/tests/gpu/torch_late_fault.py
 wrapper=$build/bin/cuda-blockrun
+glob=${3:-$("$root/bench/late_fault_glob.sh" "$wrapper" "$script")}
+echo "blocking only: $glob"
 names=("native" "CUDA_LAUNCH_BLOCKING=1" "shim, --block '$glob'" "shim, nothing blocked")
 run() {
   case $1 in

@@ -374,7 +374,15 @@ bool parse_term(const Piece& piece, Term* term, Decision* decision, bool* is_act
       return fail("expected a launch number or range after '#' (#1000 or #1000-2000)");
     term->kind = Term::Kind::Sequence;
   } else {
-    size_t hash = text.rfind('#');
+    // NAME#N: the last '#' outside brackets and braces (`{lambda()#1}` is part of a name).
+    size_t hash = std::string::npos;
+    int depth = 0;
+    for (size_t i = 0; i < text.size(); ++i) {
+      char c = text[i];
+      if (c == '(' || c == '<' || c == '[' || c == '{') ++depth;
+      if ((c == ')' || c == '>' || c == ']' || c == '}') && depth > 0) --depth;
+      if (c == '#' && depth == 0) hash = i;
+    }
     std::string glob = text;
     if (hash != std::string::npos && hash > 0) {
       glob = text.substr(0, hash);

@@ -125,6 +125,11 @@ TEST(PolicyMatch, LaunchNumbersOrdinalsAndEveryN) {
   EXPECT_FALSE(nth.decide(kernel_launch(kStencil, 38, 12)).blocks());
   EXPECT_TRUE(nth.decide(kernel_launch(kStencil, 38, 13)).blocks());
   EXPECT_FALSE(nth.decide(kernel_launch(kFill, 38, 13)).blocks());
+  // A '#' inside braces belongs to the name (lambdas demangle as `{lambda()#1}`).
+  KernelName lambda = make_kernel_name("_ZZ4mainENKUlvE_clEv");
+  EXPECT_EQ(lambda.demangled, "main::{lambda()#1}::operator()() const");
+  EXPECT_TRUE(parse_ok("main::{lambda()#1}::operator()").blocks_kernel(lambda));
+  EXPECT_TRUE(parse_ok("main::{lambda()#1}::operator()#1").decide(kernel_launch(lambda, 1, 1)).blocks());
   Policy every = parse_ok("every=100");
   EXPECT_TRUE(every.decide(kernel_launch(kFill, 300)).blocks());
   EXPECT_FALSE(every.decide(kernel_launch(kFill, 301)).blocks());
