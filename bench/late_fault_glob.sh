@@ -6,7 +6,6 @@
 set -u
 culprit=$("$1" --block all -- python3 "$2" 2>&1 | sed -n 's/^\[cuda-blockrun\]   in kernel //p' | head -n 1)
 [ -n "$culprit" ] || exit 0
-name=${culprit#void }
-name=${name%%[<(]*}
-name=${name##*::}
+# "void at::native::(anonymous namespace)::indexSelectSmallIndex<float, ...>(...)" -> indexSelectSmallIndex
+name=$(printf '%s\n' "$culprit" | sed -e 's/^void //' -e 's/(anonymous namespace):://g' -e 's/[<(].*$//' -e 's/.*:://')
 echo "*${name}*"
