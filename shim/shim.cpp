@@ -141,7 +141,8 @@ cudaError_t handle_runtime_launch(Engine& engine, Function real_function, Args..
     ErrnoKeeper keep_errno;
     ReentryGuard guard;
     try {
-      LaunchRequest request = kernel_request(engine, facts, LaunchFamily::Runtime, Traits::name, Traits::per_thread);
+      LaunchRequest request =
+          kernel_request(engine, facts, LaunchFamily::Runtime, Traits::name, Traits::per_thread);
       engine.begin_launch(request, &launch);
       recorded = true;
     } catch (...) {
@@ -166,11 +167,11 @@ CUresult handle_driver_launch(Engine& engine, Function real_function, Args... ar
     ReentryGuard guard;
     try {
       LaunchFamily family = context.library_depth > 0 ? LaunchFamily::Cublas
-                            : inside_runtime_launch  ? LaunchFamily::Runtime
-                                                     : LaunchFamily::Driver;
-      LaunchRequest request = kernel_request(engine, facts, family,
-                                             inside_runtime_launch ? context.runtime_api : Traits::name,
-                                             Traits::per_thread);
+                            : inside_runtime_launch   ? LaunchFamily::Runtime
+                                                      : LaunchFamily::Driver;
+      LaunchRequest request =
+          kernel_request(engine, facts, family, inside_runtime_launch ? context.runtime_api : Traits::name,
+                         Traits::per_thread);
       request.driver_api = inside_runtime_launch ? Traits::name : nullptr;
       if (context.library_depth > 0) {
         request.library_api = context.library_api;
@@ -294,7 +295,8 @@ cublasStatus_t handle_library(Engine& engine, Function real_function, Args... ar
     engine.begin_launch(request, &launch);
     BlockResult blocked;
     if (result == CUBLAS_STATUS_SUCCESS && launch.block())
-      blocked = block_stream(Family::Driver, facts.stream, false, launch.decision.action == Action::BlockDevice);
+      blocked =
+          block_stream(Family::Driver, facts.stream, false, launch.decision.action == Action::BlockDevice);
     engine.end_launch(launch, code_of(result), blocked.outcome, blocked.result, blocked.api);
     // cuBLAS reports a failed kernel as an execution failure; the CUDA error is in the log.
     if (blocked.outcome == BlockOutcome::Synchronized && !blocked.result.ok())

@@ -139,11 +139,16 @@ std::string expand_path(const std::string& pattern, long pid, long rank, const s
   for (size_t i = 0; i < pattern.size(); ++i) {
     if (pattern[i] == '%' && i + 1 < pattern.size()) {
       char next = pattern[++i];
-      if (next == 'p') out += std::to_string(pid);
-      else if (next == 'r') out += std::to_string(rank);
-      else if (next == 'h') out += host;
-      else if (next == '%') out += '%';
-      else out += std::string("%") + next;
+      if (next == 'p')
+        out += std::to_string(pid);
+      else if (next == 'r')
+        out += std::to_string(rank);
+      else if (next == 'h')
+        out += host;
+      else if (next == '%')
+        out += '%';
+      else
+        out += std::string("%") + next;
       continue;
     }
     out += pattern[i];
@@ -195,7 +200,8 @@ long rank_from_environment(const EnvLookup& lookup) {
   return 0;
 }
 
-bool selects_process(const Config& config, const std::string& name, const std::string& command_line, long rank) {
+bool selects_process(const Config& config, const std::string& name, const std::string& command_line,
+                     long rank) {
   if (!config.ranks.contains(rank)) return false;
   if (config.process.empty()) return true;
   try {

@@ -80,7 +80,8 @@ std::string expand_path(const std::string& pattern, long pid, long rank = 0, con
 long rank_from_environment(const EnvLookup& lookup);
 
 // Whether the configuration selects this process (its name, command line and rank).
-bool selects_process(const Config& config, const std::string& name, const std::string& command_line, long rank);
+bool selects_process(const Config& config, const std::string& name, const std::string& command_line,
+                     long rank);
 
 std::optional<RankSet> parse_ranks(const std::string& text, std::string* error);
 

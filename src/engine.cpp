@@ -55,9 +55,9 @@ const void* const kLegacyStream = reinterpret_cast<const void*>(0x1);     // cud
 const void* const kPerThreadStream = reinterpret_cast<const void*>(0x2);  // cudaStreamPerThread
 
 uint64_t now_ms() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count());
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
 }
 
 void default_terminate(OnError on_error, int exit_status) {
@@ -116,7 +116,8 @@ Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescr
 
 Engine::~Engine() = default;
 
-const KernelInfo* Engine::new_kernel(const void* handle, const std::function<const char*()>& resolve_mangled_name) {
+const KernelInfo* Engine::new_kernel(const void* handle,
+                                     const std::function<const char*()>& resolve_mangled_name) {
   // Where the rules look only at names, the decision is made once per kernel.
   auto decide_once = [&](KernelInfo* info) {
     info->rule_mask = config_.block.name_mask(info->name);
@@ -193,7 +194,8 @@ void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
   record.shared_memory = request.shared_memory;
   record.thread = current_thread_number();
   record.stream = stream_id(request.stream, request.per_thread_default_stream);
-  if (request.kernel) record.kernel_ordinal = const_cast<KernelInfo*>(request.kernel)->launches.fetch_add(1) + 1;
+  if (request.kernel)
+    record.kernel_ordinal = const_cast<KernelInfo*>(request.kernel)->launches.fetch_add(1) + 1;
   if (config_.block.blocks_nothing()) {
     launch.decision = Decision{};
   } else if (request.kernel && request.kernel->decided) {

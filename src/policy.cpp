@@ -85,7 +85,8 @@ bool parse_range(std::string_view text, uint64_t* low, uint64_t* high) {
     *high = *low;
     return true;
   }
-  return parse_number(text.substr(0, dash), low) && parse_number(text.substr(dash + 1), high) && *low <= *high;
+  return parse_number(text.substr(0, dash), low) && parse_number(text.substr(dash + 1), high) &&
+         *low <= *high;
 }
 
 // "30s", "500ms", "2m", "1h" -> milliseconds.
@@ -95,11 +96,16 @@ bool parse_duration(std::string_view text, uint64_t* ms) {
   uint64_t value = 0;
   if (!parse_number(text.substr(0, digits), &value)) return false;
   std::string_view unit = text.substr(digits);
-  if (unit == "ms") *ms = value;
-  else if (unit == "s" || unit.empty()) *ms = value * 1000;
-  else if (unit == "m") *ms = value * 60000;
-  else if (unit == "h") *ms = value * 3600000;
-  else return false;
+  if (unit == "ms")
+    *ms = value;
+  else if (unit == "s" || unit.empty())
+    *ms = value * 1000;
+  else if (unit == "m")
+    *ms = value * 60000;
+  else if (unit == "h")
+    *ms = value * 3600000;
+  else
+    return false;
   return true;
 }
 
@@ -135,7 +141,19 @@ const char* const kFamilies[] = {"runtime", "driver", "cublas", "graph"};
 }  // namespace
 
 struct Term {
-  enum class Kind { All, KernelGlob, KernelRegex, KernelOrdinal, Family, Library, Sequence, Every, Stream, Thread, After };
+  enum class Kind {
+    All,
+    KernelGlob,
+    KernelRegex,
+    KernelOrdinal,
+    Family,
+    Library,
+    Sequence,
+    Every,
+    Stream,
+    Thread,
+    After
+  };
   Kind kind = Kind::All;
   std::string glob;
   std::shared_ptr<const std::regex> regex;
@@ -147,11 +165,13 @@ struct Term {
     return kind == Kind::KernelGlob || kind == Kind::KernelRegex || kind == Kind::KernelOrdinal;
   }
   bool per_launch() const {
-    return kind == Kind::KernelOrdinal || kind == Kind::Sequence || kind == Kind::Every || kind == Kind::Stream ||
-           kind == Kind::Thread || kind == Kind::After;
+    return kind == Kind::KernelOrdinal || kind == Kind::Sequence || kind == Kind::Every ||
+           kind == Kind::Stream || kind == Kind::Thread || kind == Kind::After;
   }
   // Depends on nothing but the kernel's names (All included).
-  bool per_kernel() const { return kind == Kind::All || kind == Kind::KernelGlob || kind == Kind::KernelRegex; }
+  bool per_kernel() const {
+    return kind == Kind::All || kind == Kind::KernelGlob || kind == Kind::KernelRegex;
+  }
 
   bool name_matches(std::string_view name) const {
     if (kind == Kind::KernelRegex) {
@@ -261,7 +281,8 @@ struct Checks {
   }
 
  private:
-  bool seen_sequence = false, seen_ordinal = false, seen_every = false, seen_after = false, seen_thread = false;
+  bool seen_sequence = false, seen_ordinal = false, seen_every = false, seen_after = false,
+       seen_thread = false;
 };
 
 struct Policy::Rule {
@@ -352,7 +373,8 @@ bool parse_term(const Piece& piece, Term* term, Decision* decision, bool* is_act
     term->kind = Term::Kind::Library;
     term->glob = value;
   } else if (key == "every") {
-    if (!parse_number(value, &term->low) || term->low == 0) return fail("expected a positive number after 'every='");
+    if (!parse_number(value, &term->low) || term->low == 0)
+      return fail("expected a positive number after 'every='");
     term->kind = Term::Kind::Every;
   } else if (key == "thread") {
     if (!parse_number(value, &term->low)) return fail("expected a thread number after 'thread='");
@@ -364,10 +386,12 @@ bool parse_term(const Piece& piece, Term* term, Decision* decision, bool* is_act
     term->kind = Term::Kind::Stream;
     term->stream = reinterpret_cast<const void*>(static_cast<uintptr_t>(handle));
   } else if (key == "after") {
-    if (!parse_duration(value, &term->low)) return fail("expected a duration (500ms, 30s, 2m, 1h) after 'after='");
+    if (!parse_duration(value, &term->low))
+      return fail("expected a duration (500ms, 30s, 2m, 1h) after 'after='");
     term->kind = Term::Kind::After;
   } else if (!key.empty() && key.find_first_of("*?[(<") == std::string::npos) {
-    return fail("unknown term '" + key + "='; terms are kernel=, regex=, family=, library=, every=, thread=, "
+    return fail("unknown term '" + key +
+                "='; terms are kernel=, regex=, family=, library=, every=, thread=, "
                 "stream=, after=, #N, NAME#N");
   } else if (text[0] == '#') {
     if (!parse_range(text.substr(1), &term->low, &term->high))
@@ -450,7 +474,9 @@ std::vector<std::string> split_top_level(std::string_view text, std::string_view
   return out;
 }
 
-const char* launch_family_name(LaunchFamily family) { return kFamilies[static_cast<size_t>(family)]; }
+const char* launch_family_name(LaunchFamily family) {
+  return kFamilies[static_cast<size_t>(family)];
+}
 
 bool is_nccl_kernel(const KernelName& name) {
   return name.base.rfind("nccl", 0) == 0 || name.mangled.find("nccl") != std::string::npos;
@@ -497,7 +523,8 @@ std::optional<Policy> Policy::parse(std::string_view text, std::string* error) {
       if (term.names_kernel() || term.kind == Term::Kind::Library) rule->decision.named = true;
       rule->per_launch = rule->per_launch || term.per_launch();
       rule->checks.add(term);
-      if (term.kind == Term::Kind::Thread && term.low == 0) rule->checks.simple = false;  // thread=0 matches none
+      if (term.kind == Term::Kind::Thread && term.low == 0)
+        rule->checks.simple = false;  // thread=0 matches none
       policy.per_kernel_ = policy.per_kernel_ && term.per_kernel();
       policy.uses_time_ = policy.uses_time_ || term.kind == Term::Kind::After;
       rule->terms.push_back(std::move(term));

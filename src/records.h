@@ -32,7 +32,7 @@ struct KernelInfo {
   KernelName name;
   uint64_t rule_mask = 0;  // Policy::name_mask of this kernel: which rules its names satisfy
   bool nccl = false;
-  bool decided = false;    // `decision` holds the policy's answer for every launch of this kernel
+  bool decided = false;  // `decision` holds the policy's answer for every launch of this kernel
   Decision decision;
   std::atomic<uint64_t> launches{0};
 };

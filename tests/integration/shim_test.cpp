@@ -137,11 +137,13 @@ TEST(Shim, DriverLaunchesByExportedSymbolAreSeen) {
 TEST(Shim, LibraryCallNamedByThePolicyIsBlockedAsAWhole) {
   ProcessResult r = wrapped({"--block", "cublasSgemm*", "--log-launches"}, "cublas");
   EXPECT_TRUE(contains(r.out, "cublasSgemm returned 13\n")) << r.out;
-  EXPECT_TRUE(contains(r.err, "_execute_kernel_cublas, launched by cublasSgemm_v2 m=64 n=64 k=64 transa=N transb=N, "
-                              "launch #1, stream 0x0, grid (1,1,1) block (128,1,1) via cuLaunchKernelEx\n"))
+  EXPECT_TRUE(contains(r.err,
+                       "_execute_kernel_cublas, launched by cublasSgemm_v2 m=64 n=64 k=64 transa=N transb=N, "
+                       "launch #1, stream 0x0, grid (1,1,1) block (128,1,1) via cuLaunchKernelEx\n"))
       << r.err;
-  EXPECT_TRUE(contains(r.err, "[cuda-blockrun]   in cublasSgemm_v2 m=64 n=64 k=64 transa=N transb=N, launch #2, "
-                              "stream 0x0, blocked\n"))
+  EXPECT_TRUE(contains(r.err,
+                       "[cuda-blockrun]   in cublasSgemm_v2 m=64 n=64 k=64 transa=N transb=N, launch #2, "
+                       "stream 0x0, blocked\n"))
       << r.err;
 }
 
@@ -398,17 +400,21 @@ TEST(Policy, OnlyMatchingLaunchesAreBlocked) {
 }
 
 TEST(Policy, AbortLeavesACompleteReportAndAbnormalStatus) {
-  ProcessResult r = run_process({"/bin/sh", "-c", "ulimit -c 0; exec \"$0\" \"$@\"", kWrapper, "--block", "stencil abort",
-                                 "--", kApp, "steps"},
+  ProcessResult r = run_process({"/bin/sh", "-c", "ulimit -c 0; exec \"$0\" \"$@\"", kWrapper, "--block",
+                                 "stencil abort", "--", kApp, "steps"},
                                 {{"LD_LIBRARY_PATH", kSimLib}, {"CUDA_SIM_FAULT", "stencil:13"}});
   EXPECT_EQ(r.status, 128 + 6) << r.err;  // SIGABRT
-  EXPECT_TRUE(contains(r.err, "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long), launch #38, "
-                              "stream 0x0, grid (4096,1,1) block (256,1,1), blocked\n"
-                              "[cuda-blockrun]   not exact: "))
+  EXPECT_TRUE(
+      contains(r.err,
+               "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long), launch #38, "
+               "stream 0x0, grid (4096,1,1) block (256,1,1), blocked\n"
+               "[cuda-blockrun]   not exact: "))
       << r.err;
-  EXPECT_TRUE(contains(r.err, "[cuda-blockrun]   ending the process as rule 1 says (abort)\n"
-                              "[cuda-blockrun] summary: 38 launches, 13 blocked; first error cudaErrorIllegalAddress "
-                              "at launch #38, 0 later errors\n"))
+  EXPECT_TRUE(
+      contains(r.err,
+               "[cuda-blockrun]   ending the process as rule 1 says (abort)\n"
+               "[cuda-blockrun] summary: 38 launches, 13 blocked; first error cudaErrorIllegalAddress "
+               "at launch #38, 0 later errors\n"))
       << r.err;
   EXPECT_FALSE(contains(r.out, "done")) << r.out;
 }
@@ -417,14 +423,17 @@ TEST(Policy, ExitStatusAndBlockDeviceAndLogActions) {
   ProcessResult exited = wrapped({"--block", "stencil exit=3"}, "steps", {{"CUDA_SIM_FAULT", "stencil:13"}});
   EXPECT_EQ(exited.status, 3);
   EXPECT_TRUE(contains(exited.err, "ending the process as rule 1 says (exit 3)")) << exited.err;
-  ProcessResult device = wrapped({"--block", "stencil block-device"}, "steps", {{"CUDA_SIM_FAULT", "stencil:13"}});
+  ProcessResult device =
+      wrapped({"--block", "stencil block-device"}, "steps", {{"CUDA_SIM_FAULT", "stencil:13"}});
   EXPECT_TRUE(contains(device.out, "launch 38 returned 700\n")) << device.out;
-  EXPECT_TRUE(contains(device.err, "returned by cudaDeviceSynchronize (blocking synchronize after the launch)"))
+  EXPECT_TRUE(
+      contains(device.err, "returned by cudaDeviceSynchronize (blocking synchronize after the launch)"))
       << device.err;
   ProcessResult logged = wrapped({"--block", "stencil log"}, "steps");
-  EXPECT_TRUE(contains(logged.err, "[cuda-blockrun] launch: kernel stencil(float*, float const*, int, long long), "
-                                   "launch #2, stream 0x0, grid (4096,1,1) block (256,1,1) -> logged by rule 1 via "
-                                   "__cudaLaunchKernel > cuLaunchKernel\n"))
+  EXPECT_TRUE(contains(logged.err,
+                       "[cuda-blockrun] launch: kernel stencil(float*, float const*, int, long long), "
+                       "launch #2, stream 0x0, grid (4096,1,1) block (256,1,1) -> logged by rule 1 via "
+                       "__cudaLaunchKernel > cuLaunchKernel\n"))
       << logged.err;
   EXPECT_FALSE(contains(logged.err, "launch: kernel fill")) << logged.err;
   EXPECT_TRUE(contains(logged.err, "summary: 60 launches, 0 blocked; no CUDA errors")) << logged.err;
@@ -441,13 +450,17 @@ TEST(Policy, RankAndProcessFiltersLeaveOtherProcessesUntouched) {
   ProcessResult rank1 = app("steps", env, true);
   EXPECT_TRUE(contains(rank1.out, "launch 38 returned 700\n")) << rank1.out;
 
-  ProcessResult other = app("steps", {{"CUDA_SIM_FAULT", "stencil:13"}, {"CUDA_BLOCKRUN_BLOCK", "all"},
-                                      {"CUDA_BLOCKRUN_PROCESS", "^trainer$"}},
+  ProcessResult other = app("steps",
+                            {{"CUDA_SIM_FAULT", "stencil:13"},
+                             {"CUDA_BLOCKRUN_BLOCK", "all"},
+                             {"CUDA_BLOCKRUN_PROCESS", "^trainer$"}},
                             true);
   EXPECT_EQ(other.out, without.out);
   EXPECT_EQ(other.err, "");
-  ProcessResult chosen = app("steps", {{"CUDA_SIM_FAULT", "stencil:13"}, {"CUDA_BLOCKRUN_BLOCK", "all"},
-                                       {"CUDA_BLOCKRUN_PROCESS", "cuda_app steps"}},
+  ProcessResult chosen = app("steps",
+                             {{"CUDA_SIM_FAULT", "stencil:13"},
+                              {"CUDA_BLOCKRUN_BLOCK", "all"},
+                              {"CUDA_BLOCKRUN_PROCESS", "cuda_app steps"}},
                              true);
   EXPECT_TRUE(contains(chosen.out, "launch 38 returned 700\n")) << chosen.out;
 }
@@ -455,26 +468,28 @@ TEST(Policy, RankAndProcessFiltersLeaveOtherProcessesUntouched) {
 TEST(Policy, LogPathCarriesTheRank) {
   std::string directory = ::testing::TempDir() + "blockrun_rank_logs_" + std::to_string(getpid());
   run_process({"/bin/mkdir", "-p", directory}, {});
-  ProcessResult r = app("steps", {{"CUDA_BLOCKRUN_LOG", directory + "/rank%r.log"}, {"OMPI_COMM_WORLD_RANK", "5"}},
-                        true);
+  ProcessResult r =
+      app("steps", {{"CUDA_BLOCKRUN_LOG", directory + "/rank%r.log"}, {"OMPI_COMM_WORLD_RANK", "5"}}, true);
   EXPECT_EQ(r.err, "");
   EXPECT_TRUE(contains(read_file(directory + "/rank5.log"), "summary: 60 launches")) << directory;
   run_process({"/bin/rm", "-rf", directory}, {});
 }
 
 TEST(Wrapper, ExplainSaysWhichRuleDecides) {
-  ProcessResult r = run_process({kWrapper, "--block", "!fill", "--block", "stencil#13 abort", "--explain",
-                                 "stencil ordinal=13 #38"},
-                                {});
+  ProcessResult r = run_process(
+      {kWrapper, "--block", "!fill", "--block", "stencil#13 abort", "--explain", "stencil ordinal=13 #38"},
+      {});
   EXPECT_EQ(r.status, 0);
   EXPECT_EQ(r.out,
             "kernel stencil, launch #38 (its launch 13), family runtime:\n"
             "  blocked (its stream is synchronized after it); on error: report, then abort\n"
             "  decided by rule 2: 'stencil#13 abort'\n");
-  ProcessResult nccl = run_process({kWrapper, "--block", "all", "--explain", "ncclDevKernel_AllReduce_Sum_f32"}, {});
+  ProcessResult nccl =
+      run_process({kWrapper, "--block", "all", "--explain", "ncclDevKernel_AllReduce_Sum_f32"}, {});
   EXPECT_TRUE(contains(nccl.out, "  not blocked\n  decided by the NCCL default")) << nccl.out;
   ProcessResult unmatched = run_process({kWrapper, "--block", "stencil", "--explain", "fill"}, {});
-  EXPECT_TRUE(contains(unmatched.out, "  not blocked\n  no rule matches (policy: stencil)\n")) << unmatched.out;
+  EXPECT_TRUE(contains(unmatched.out, "  not blocked\n  no rule matches (policy: stencil)\n"))
+      << unmatched.out;
 }
 
 TEST(Wrapper, ReturnsTheProgramsStatusAndRefusesBadInput) {

@@ -49,10 +49,10 @@ TEST(Config, ReadsEveryOption) {
 TEST(Config, InvalidValueNamesVariableValueAndAcceptedForms) {
   ConfigResult result = parse({{"CUDA_BLOCKRUN_LOG_LAUNCHES", "maybe"}, {"CUDA_BLOCKRUN_BLOCK", "a,,b"}});
   ASSERT_EQ(result.errors.size(), 2u);
-  EXPECT_EQ(
-      result.errors[0].message(),
-      "invalid CUDA_BLOCKRUN_BLOCK='a,,b': at 3: empty rule; accepted: none | all | rules separated by ';' or "
-      "',' (docs/policy.md)");
+  EXPECT_EQ(result.errors[0].message(),
+            "invalid CUDA_BLOCKRUN_BLOCK='a,,b': at 3: empty rule; accepted: none | all | rules separated by "
+            "';' or "
+            "',' (docs/policy.md)");
   EXPECT_EQ(result.errors[1].message(), "invalid CUDA_BLOCKRUN_LOG_LAUNCHES='maybe'; accepted: 0 or 1");
 }
 

@@ -76,16 +76,20 @@ TEST(PolicyParse, ErrorsNameThePositionAndWhatIsExpected) {
   EXPECT_EQ(parse_error("stencil; none"), "at 10: 'none' must stand alone");
   EXPECT_EQ(parse_error("sten[cil"), "at 1 ('sten[cil'): unclosed '[' in 'sten[cil'");
   EXPECT_EQ(parse_error("stencil#x"),
-            "at 1 ('stencil#x'): expected the kernel's launch number or range after '#' (stencil#13 or stencil#10-20)");
+            "at 1 ('stencil#x'): expected the kernel's launch number or range after '#' (stencil#13 or "
+            "stencil#10-20)");
   EXPECT_EQ(parse_error("all; #20-10"),
             "at 6 ('#20-10'): expected a launch number or range after '#' (#1000 or #1000-2000)");
-  EXPECT_EQ(parse_error("family=gpu"), "at 1 ('family=gpu'): family must be runtime, driver, cublas or graph");
+  EXPECT_EQ(parse_error("family=gpu"),
+            "at 1 ('family=gpu'): family must be runtime, driver, cublas or graph");
   EXPECT_EQ(parse_error("stencil exit=300"), "at 9 ('exit=300'): exit status must be 0-255");
-  EXPECT_EQ(parse_error("colour=red"),
-            "at 1 ('colour=red'): unknown term 'colour='; terms are kernel=, regex=, family=, library=, every=, "
-            "thread=, stream=, after=, #N, NAME#N");
+  EXPECT_EQ(
+      parse_error("colour=red"),
+      "at 1 ('colour=red'): unknown term 'colour='; terms are kernel=, regex=, family=, library=, every=, "
+      "thread=, stream=, after=, #N, NAME#N");
   EXPECT_EQ(parse_error("every=0"), "at 1 ('every=0'): expected a positive number after 'every='");
-  EXPECT_EQ(parse_error("after=soon"), "at 1 ('after=soon'): expected a duration (500ms, 30s, 2m, 1h) after 'after='");
+  EXPECT_EQ(parse_error("after=soon"),
+            "at 1 ('after=soon'): expected a duration (500ms, 30s, 2m, 1h) after 'after='");
   EXPECT_EQ(parse_error("stream=zz"), "at 1 ('stream=zz'): expected a stream handle (0x...) after 'stream='");
   EXPECT_EQ(parse_error("!fill abort"), "at 7 ('abort'): an exclusion ('!') takes no action");
   EXPECT_EQ(parse_error("block"),
@@ -206,9 +210,15 @@ TEST(PolicyNccl, NcclKernelsAreNotBlockedUnlessNamed) {
 // The engine decides with a cached per-kernel name mask and compiled bounds: the answers must be the
 // same as deciding from scratch, for every kind of term.
 TEST(PolicyCache, MaskedDecisionsEqualFullDecisions) {
-  const char* policies[] = {"stencil#13 abort; !fill; all", "#10-20; every=7; thread=2", "family=driver stencil",
-                            "regex=^s.*l$ #5-9", "stream=0x10 block-device; fill log", "after=1s; ncclDev*",
-                            "library=cublas*; all", "stencil #3-4 #4-8", "thread=0"};
+  const char* policies[] = {"stencil#13 abort; !fill; all",
+                            "#10-20; every=7; thread=2",
+                            "family=driver stencil",
+                            "regex=^s.*l$ #5-9",
+                            "stream=0x10 block-device; fill log",
+                            "after=1s; ncclDev*",
+                            "library=cublas*; all",
+                            "stencil #3-4 #4-8",
+                            "thread=0"};
   const KernelName* kernels[] = {&kStencil, &kFill, &kNccl};
   for (const char* text : policies) {
     Policy policy = parse_ok(text);

@@ -146,7 +146,8 @@ std::string driver_version() {
 }
 
 // --explain: how the configured policy (flags, else CUDA_BLOCKRUN_BLOCK) treats a described launch:
-// a kernel name (mangled or demangled), and any of #N, ordinal=N, family=, library=, stream=, thread=, after=.
+// a kernel name (mangled or demangled), and any of #N, ordinal=N, family=, library=, stream=, thread=,
+// after=.
 int explain_launch(const std::map<std::string, std::string>& settings, const std::string& description) {
   std::string policy_text = "none";
   if (auto found = settings.find("CUDA_BLOCKRUN_BLOCK"); found != settings.end()) {
@@ -189,7 +190,8 @@ int explain_launch(const std::map<std::string, std::string>& settings, const std
           known = true;
         }
       }
-      if (!known) usage_error("--explain: family must be runtime, driver, cublas or graph, not '" + family + "'");
+      if (!known)
+        usage_error("--explain: family must be runtime, driver, cublas or graph, not '" + family + "'");
     } else {
       kernel = blockrun::make_kernel_name(term.c_str());
       have_kernel = true;
@@ -206,21 +208,25 @@ int explain_launch(const std::map<std::string, std::string>& settings, const std
   std::vector<std::string> rules = policy->describe_rules();
   std::string what = have_kernel ? "kernel " + kernel.demangled : "library call " + library;
   std::printf("%s, launch #%llu (its launch %llu), family %s", what.c_str(),
-              static_cast<unsigned long long>(facts.sequence), static_cast<unsigned long long>(facts.kernel_ordinal),
+              static_cast<unsigned long long>(facts.sequence),
+              static_cast<unsigned long long>(facts.kernel_ordinal),
               blockrun::launch_family_name(facts.family));
   if (have_kernel && !library.empty()) std::printf(", launched by %s", library.c_str());
   std::printf(":\n");
   static const char* const kActions[] = {"not blocked", "blocked (its stream is synchronized after it)",
-                                         "blocked (the device is synchronized after it)", "logged, not blocked"};
+                                         "blocked (the device is synchronized after it)",
+                                         "logged, not blocked"};
   std::printf("  %s", kActions[static_cast<int>(decision.action)]);
   if (decision.blocks()) {
     if (decision.on_error == blockrun::OnError::Abort) std::printf("; on error: report, then abort");
-    if (decision.on_error == blockrun::OnError::Exit) std::printf("; on error: report, then exit %d", decision.exit_status);
+    if (decision.on_error == blockrun::OnError::Exit)
+      std::printf("; on error: report, then exit %d", decision.exit_status);
     if (decision.on_error == blockrun::OnError::Return) std::printf("; on error: returned to the program");
   }
   std::printf("\n");
   if (decision.rule >= 0) {
-    std::printf("  decided by rule %d: '%s'\n", decision.rule + 1, rules[static_cast<size_t>(decision.rule)].c_str());
+    std::printf("  decided by rule %d: '%s'\n", decision.rule + 1,
+                rules[static_cast<size_t>(decision.rule)].c_str());
   } else if (have_kernel && blockrun::is_nccl_kernel(kernel) && !rules.empty()) {
     std::printf("  decided by the NCCL default: NCCL kernels are blocked only by a rule that names them\n");
   } else {
@@ -256,7 +262,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (argument == "--explain" || argument.rfind("--explain=", 0) == 0) {
-      if (argument == "--explain" && index + 1 >= argc) usage_error("option --explain needs a launch description");
+      if (argument == "--explain" && index + 1 >= argc)
+        usage_error("option --explain needs a launch description");
       explain = argument == "--explain" ? argv[++index] : argument.substr(10);
       continue;
     }
