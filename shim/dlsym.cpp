@@ -15,11 +15,15 @@
 
 #include "shim.h"
 
+// The sanitizers' own start-up calls dlsym (RTLD_NEXT) before their shadow memory exists: in a sanitized
+// build of the shim, the code on that path must not be instrumented.
+#define CUDA_BLOCKRUN_NOT_SANITIZED __attribute__((no_sanitize("address", "undefined", "thread")))
+
 extern "C" {
 // Read by the assembly below; hidden, set once.
 __attribute__((visibility("hidden"))) void* blockrun_real_dlsym = nullptr;
 
-__attribute__((visibility("hidden"))) void* blockrun_resolve_real_dlsym() {
+__attribute__((visibility("hidden"))) CUDA_BLOCKRUN_NOT_SANITIZED void* blockrun_resolve_real_dlsym() {
   if (blockrun_real_dlsym) return blockrun_real_dlsym;
   // glibc 2.34 moved dlsym into libc (GLIBC_2.34) and keeps the old version as a compatibility alias.
   static const char* const kVersions[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17"};
@@ -32,7 +36,8 @@ __attribute__((visibility("hidden"))) void* blockrun_resolve_real_dlsym() {
   return nullptr;  // cannot happen on glibc; the trampoline then returns null rather than jump to it
 }
 
-__attribute__((visibility("hidden"))) void* blockrun_dlsym_for_handle(void* handle, const char* name) {
+__attribute__((visibility("hidden"))) CUDA_BLOCKRUN_NOT_SANITIZED void* blockrun_dlsym_for_handle(void* handle,
+                                                                                         const char* name) {
   using Dlsym = void* (*)(void*, const char*);
   auto real = reinterpret_cast<Dlsym>(blockrun_resolve_real_dlsym());
   if (!real) return nullptr;
@@ -126,7 +131,7 @@ dlsym:
 
 namespace blockrun::shim {
 
-void* real_dlsym(void* handle, const char* name) {
+CUDA_BLOCKRUN_NOT_SANITIZED void* real_dlsym(void* handle, const char* name) {
   using Dlsym = void* (*)(void*, const char*);
   auto real = reinterpret_cast<Dlsym>(blockrun_resolve_real_dlsym());
   return real ? real(handle, name) : nullptr;

@@ -163,19 +163,20 @@ StreamState* Engine::stream_state(StreamId id) {
   uint64_t key =
       (reinterpret_cast<uint64_t>(id.handle) + 1) ^ (static_cast<uint64_t>(id.per_thread_owner) << 48);
   // Threads mostly launch into the stream they launched into last: skip the table for that one.
+  // Keyed by the engine's serial number, not its address: a new engine may reuse a freed one's address.
   struct LastStream {
-    const Engine* engine;
+    uint64_t engine;
     uint64_t key;
     StreamState* state;
   };
-  thread_local LastStream last{nullptr, 0, nullptr};
-  if (last.engine == this && last.key == key) return last.state;
+  thread_local LastStream last{0, 0, nullptr};
+  if (last.engine == serial_ && last.key == key) return last.state;
   StreamState* state = streams_.find_or_insert(key, [&] {
     auto* created = new StreamState;
     created->id = id;
     return created;
   });
-  if (state) last = LastStream{this, key, state};
+  if (state) last = LastStream{serial_, key, state};
   return state;
 }
 

@@ -132,6 +132,12 @@ class Engine {
   ErrorDescriber describe_error_;
   Terminate terminate_;
   uint64_t start_ms_ = 0;
+  const uint64_t serial_ = next_serial();  // distinguishes engines for per-thread caches (never 0)
+
+  static uint64_t next_serial() {
+    static std::atomic<uint64_t> counter{0};
+    return ++counter;
+  }
 
   HandleTable<KernelInfo> kernels_;
   HandleTable<StreamState> streams_;
