@@ -383,6 +383,41 @@ TEST(Shim, LogGoesToTheFileNamedWithProcessId) {
   run_process({"/bin/rm", "-rf", directory}, {});
 }
 
+// ---- many threads ----
+
+// 8 threads x 100,000 launches over 16 streams with a per-launch policy: the counts are exact.
+TEST(Threads, CountsAreExactUnderLoad) {
+  ProcessResult r = run_process({kWrapper, "--block", "every=1000", "--", CUDA_BLOCKRUN_THREADS_APP, "8", "100000"},
+                                {{"LD_LIBRARY_PATH", kSimLib}});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "800000 launches, 0 failed, cudaDeviceSynchronize returned 0\n");
+  // Launch numbers are unique and dense: exactly those divisible by 1000 were blocked.
+  EXPECT_TRUE(contains(r.err, "summary: 800000 launches, 800 blocked; no CUDA errors")) << r.err;
+}
+
+// With per-launch logging, every launch is logged exactly once: no record lost or duplicated.
+TEST(Threads, EveryLaunchIsLoggedOnce) {
+  std::string log = ::testing::TempDir() + "blockrun_threads_" + std::to_string(getpid()) + ".log";
+  ProcessResult r = run_process({kWrapper, "--log-launches", "--log", log, "--block", "every=97", "--",
+                                 CUDA_BLOCKRUN_THREADS_APP, "8", "10000"},
+                                {{"LD_LIBRARY_PATH", kSimLib}});
+  EXPECT_EQ(r.status, 0) << r.err;
+  std::string text = read_file(log);
+  std::vector<bool> seen(80001, false);
+  size_t lines = 0, duplicates = 0;
+  for (size_t at = text.find(", launch #"); at != std::string::npos; at = text.find(", launch #", at + 1)) {
+    size_t sequence = std::strtoul(text.c_str() + at + 10, nullptr, 10);
+    if (text.compare(text.rfind('\n', at) + 1, 24, "[cuda-blockrun] launch: ") != 0) continue;
+    ++lines;
+    if (sequence < seen.size() && seen[sequence]) ++duplicates;
+    if (sequence < seen.size()) seen[sequence] = true;
+  }
+  EXPECT_EQ(lines, 80000u);
+  EXPECT_EQ(duplicates, 0u);
+  EXPECT_TRUE(contains(text, "summary: 80000 launches, 824 blocked; no CUDA errors")) << text.substr(text.size() - 300);
+  std::remove(log.c_str());
+}
+
 // ---- the policy language ----
 
 TEST(Policy, OnlyMatchingLaunchesAreBlocked) {
