@@ -405,7 +405,7 @@ void Engine::log_launch(const Launch& launch, const char* what) {
 
 std::string Engine::describe(const LaunchRecord& record) const {
   auto library_call = [&] {
-    std::string text = record.library_api;
+    std::string text = printable(record.library_api);
     const LibraryCall& call = record.library;
     if (call.m || call.n || call.k) {
       text += fmt::format(" m={} n={} k={} transa={} transb={}", call.m, call.n, call.k, call.transa,
@@ -416,7 +416,7 @@ std::string Engine::describe(const LaunchRecord& record) const {
   };
   std::string head;
   if (record.kernel) {
-    head = "kernel " + record.kernel->name.demangled;
+    head = "kernel " + printable(record.kernel->name.demangled);
     if (record.library_api) head += ", launched by " + library_call();
   } else if (record.graph) {
     head = fmt::format("graph {}", record.graph->exec);

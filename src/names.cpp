@@ -51,6 +51,25 @@ std::string base_name(std::string_view name) {
   return std::string(name.substr(start));
 }
 
+std::string printable(std::string_view text, size_t limit) {
+  std::string out;
+  size_t kept = text.size() > limit ? limit : text.size();
+  out.reserve(kept + 16);
+  static const char kHex[] = "0123456789abcdef";
+  for (size_t i = 0; i < kept; ++i) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (kept < text.size()) out += "...(" + std::to_string(text.size()) + " bytes)";
+  return out;
+}
+
 KernelName make_kernel_name(const char* mangled) {
   KernelName name;
   name.mangled = mangled ? mangled : "";

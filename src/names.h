@@ -18,4 +18,8 @@ std::string base_name(std::string_view demangled);
 
 KernelName make_kernel_name(const char* mangled);
 
+// A name as it may appear in a log line: control bytes escaped (\xNN), so that one record stays one
+// line whatever a kernel was called, and at most `limit` bytes kept (the length said after an ellipsis).
+std::string printable(std::string_view text, size_t limit = 4096);
+
 }  // namespace blockrun

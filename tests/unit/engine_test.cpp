@@ -240,6 +240,19 @@ TEST_F(EngineTest, LibraryCallIsDescribedByItsArguments) {
             "cublasSgemm_v2 m=512 n=256 k=128 transa=N transb=T, launch #1, stream 0x0, blocked");
 }
 
+TEST_F(EngineTest, UntrustedNamesStayOnOneLine) {
+  auto engine = make("all");
+  std::string long_name(10000, 'k');
+  const KernelInfo* evil = kernel(*engine, 0x10, "evil\nkernel\x1b[31m");
+  const KernelInfo* huge = engine->kernel(reinterpret_cast<const void*>(0x20), [&] { return long_name.c_str(); });
+  Launch l = launch(*engine, evil, nullptr);
+  EXPECT_EQ(engine->describe(l.record).substr(0, 37), "kernel evil\\x0akernel\\x1b[31m, launch");
+  Launch h = launch(*engine, huge, nullptr);
+  std::string text = engine->describe(h.record);
+  EXPECT_EQ(text.find('\n'), std::string::npos);
+  EXPECT_NE(text.find("...(10000 bytes), launch #2"), std::string::npos) << text.substr(4000, 200);
+}
+
 TEST_F(EngineTest, ConcurrentLaunchesAreNumberedExactlyOnce) {
   auto engine = make("none");
   const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
