@@ -9,11 +9,11 @@
 #include <cstdlib>
 #include <mutex>
 
-#include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "facts.h"
+#include "log_file.h"
 #include "shim.h"
 
 namespace blockrun::shim {
@@ -95,12 +95,7 @@ std::shared_ptr<spdlog::logger> make_logger(const Config& config) {
   if (!config.log.empty()) {
     std::string path = expand_path(config.log, static_cast<long>(getpid()),
                                    rank_from_environment(process_environment()), host_name());
-    try {
-      // Appending: several processes may share one path; nothing already there is lost.
-      sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, false);
-    } catch (const std::exception& error) {
-      problem = "cannot open the log file '" + path + "' (" + error.what() + "); logging to standard error";
-    }
+    sink = open_log_file(path, &problem);
   }
   if (!sink) sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
   // Not registered with spdlog's registry: the registry is a static that dies at exit, and CUDA

@@ -527,6 +527,32 @@ TEST(Wrapper, ExplainSaysWhichRuleDecides) {
       << unmatched.out;
 }
 
+// The log never follows a planted symbolic link: one clear line, then the log goes to standard error.
+TEST(Shim, LogFileRefusesSymbolicLinksAndIsCreated0644) {
+  std::string directory = ::testing::TempDir() + "blockrun_links_" + std::to_string(getpid());
+  run_process({"/bin/mkdir", "-p", directory}, {});
+  std::string target = directory + "/victim", link = directory + "/run.log";
+  run_process({"/bin/sh", "-c", "echo precious > " + target + " && ln -s " + target + " " + link}, {});
+  ProcessResult r = wrapped({"--log", link}, "steps");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_TRUE(contains(r.err, "[cuda-blockrun] cannot open the log file '" + link +
+                                  "' (it is a symbolic link, which the shim never follows); logging to standard "
+                                  "error\n"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "summary: 60 launches")) << r.err;
+  EXPECT_EQ(read_file(target), "precious\n");
+
+  std::string fresh = directory + "/fresh.log";
+  r = wrapped({"--log", fresh}, "steps");
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(run_process({"/usr/bin/stat", "-c", "%a", fresh}, {{"LD_PRELOAD", "<unset>"}}).out, "644\n");
+  EXPECT_TRUE(contains(read_file(fresh), "summary: 60 launches"));
+
+  r = wrapped({"--log", directory + "/no/such/dir/x.log"}, "steps");
+  EXPECT_TRUE(contains(r.err, "(No such file or directory); logging to standard error\n")) << r.err;
+  run_process({"/bin/rm", "-rf", directory}, {});
+}
+
 TEST(Wrapper, ReturnsTheProgramsStatusAndRefusesBadInput) {
   EXPECT_EQ(run_process({kWrapper, "--", "/bin/sh", "-c", "exit 42"}, {}).status, 42);
   ProcessResult missing = run_process({kWrapper, "--block", "all", "--", "/nonexistent/program"}, {});
