@@ -110,7 +110,6 @@ Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescr
       kernels_(kKernelCapacity),
       streams_(kStreamCapacity),
       graphs_(kGraphCapacity) {
-  overflow_kernel_.name = make_kernel_name("(kernel table full: name not kept)");
   if (!terminate_) terminate_ = default_terminate;
 }
 

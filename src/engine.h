@@ -142,7 +142,6 @@ class Engine {
   HandleTable<KernelInfo> kernels_;
   HandleTable<StreamState> streams_;
   HandleTable<GraphInfo> graphs_;
-  KernelInfo overflow_kernel_;
   GraphInfo overflow_graph_;
 
   std::atomic<uint64_t> next_sequence_{1};

@@ -164,10 +164,6 @@ struct Term {
   bool names_kernel() const {
     return kind == Kind::KernelGlob || kind == Kind::KernelRegex || kind == Kind::KernelOrdinal;
   }
-  bool per_launch() const {
-    return kind == Kind::KernelOrdinal || kind == Kind::Sequence || kind == Kind::Every ||
-           kind == Kind::Stream || kind == Kind::Thread || kind == Kind::After;
-  }
   // Depends on nothing but the kernel's names (All included).
   bool per_kernel() const {
     return kind == Kind::All || kind == Kind::KernelGlob || kind == Kind::KernelRegex;
@@ -292,7 +288,6 @@ struct Policy::Rule {
   Checks checks;
   Decision decision;  // action and on-error of this rule (rule index set when deciding)
   bool names_nccl = false;
-  bool per_launch = false;
 
   bool matches(const LaunchFacts& facts, bool names_known) const {
     for (const Term& term : terms) {
@@ -521,7 +516,6 @@ std::optional<Policy> Policy::parse(std::string_view text, std::string* error) {
       }
       if (term.names_kernel() && !rule->exclude && mentions_nccl(term.glob)) rule->names_nccl = true;
       if (term.names_kernel() || term.kind == Term::Kind::Library) rule->decision.named = true;
-      rule->per_launch = rule->per_launch || term.per_launch();
       rule->checks.add(term);
       if (term.kind == Term::Kind::Thread && term.low == 0)
         rule->checks.simple = false;  // thread=0 matches none
