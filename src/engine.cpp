@@ -107,6 +107,7 @@ Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescr
       describe_error_(std::move(describe)),
       terminate_(std::move(terminate)),
       start_ms_(now_ms()),
+      owner_pid_(static_cast<long>(getpid())),
       kernels_(kKernelCapacity),
       streams_(kStreamCapacity),
       graphs_(kGraphCapacity) {
@@ -466,6 +467,9 @@ const GraphInfo* Engine::note_graph(const void* exec, uint64_t nodes) {
 }
 
 void Engine::finish() {
+  // A child forked from the process inherits the engine and its counts: the summary is the parent's to
+  // write (a forked child that exits normally must not repeat it).
+  if (getpid() != owner_pid_) return;
   std::lock_guard<std::mutex> guard(report_mutex_);
   uint64_t launches = next_sequence_.load() - 1;
   bool used = launches > 0 || first_error_taken_.load();

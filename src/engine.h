@@ -133,6 +133,7 @@ class Engine {
   Terminate terminate_;
   uint64_t start_ms_ = 0;
   const uint64_t serial_ = next_serial();  // distinguishes engines for per-thread caches (never 0)
+  const long owner_pid_;                   // the process that created the engine
 
   static uint64_t next_serial() {
     static std::atomic<uint64_t> counter{0};

@@ -383,12 +383,20 @@ TEST(Shim, LogGoesToTheFileNamedWithProcessId) {
   run_process({"/bin/rm", "-rf", directory}, {});
 }
 
+// A forked child that exits normally does not repeat the parent's summary.
+TEST(Shim, ForkedChildDoesNotRepeatTheSummary) {
+  ProcessResult r = wrapped({"--block", "all"}, "fork");
+  EXPECT_EQ(r.out, "child exited 0\ndone\n");
+  EXPECT_EQ(r.err, "[cuda-blockrun] summary: 3 launches, 3 blocked; no CUDA errors\n");
+}
+
 // ---- many threads ----
 
 // 8 threads x 100,000 launches over 16 streams with a per-launch policy: the counts are exact.
 TEST(Threads, CountsAreExactUnderLoad) {
-  ProcessResult r = run_process({kWrapper, "--block", "every=1000", "--", CUDA_BLOCKRUN_THREADS_APP, "8", "100000"},
-                                {{"LD_LIBRARY_PATH", kSimLib}});
+  ProcessResult r =
+      run_process({kWrapper, "--block", "every=1000", "--", CUDA_BLOCKRUN_THREADS_APP, "8", "100000"},
+                  {{"LD_LIBRARY_PATH", kSimLib}});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "800000 launches, 0 failed, cudaDeviceSynchronize returned 0\n");
   // Launch numbers are unique and dense: exactly those divisible by 1000 were blocked.
@@ -414,7 +422,8 @@ TEST(Threads, EveryLaunchIsLoggedOnce) {
   }
   EXPECT_EQ(lines, 80000u);
   EXPECT_EQ(duplicates, 0u);
-  EXPECT_TRUE(contains(text, "summary: 80000 launches, 824 blocked; no CUDA errors")) << text.substr(text.size() - 300);
+  EXPECT_TRUE(contains(text, "summary: 80000 launches, 824 blocked; no CUDA errors"))
+      << text.substr(text.size() - 300);
   std::remove(log.c_str());
 }
 
@@ -535,9 +544,10 @@ TEST(Shim, LogFileRefusesSymbolicLinksAndIsCreated0644) {
   run_process({"/bin/sh", "-c", "echo precious > " + target + " && ln -s " + target + " " + link}, {});
   ProcessResult r = wrapped({"--log", link}, "steps");
   EXPECT_EQ(r.status, 0);
-  EXPECT_TRUE(contains(r.err, "[cuda-blockrun] cannot open the log file '" + link +
-                                  "' (it is a symbolic link, which the shim never follows); logging to standard "
-                                  "error\n"))
+  EXPECT_TRUE(
+      contains(r.err, "[cuda-blockrun] cannot open the log file '" + link +
+                          "' (it is a symbolic link, which the shim never follows); logging to standard "
+                          "error\n"))
       << r.err;
   EXPECT_TRUE(contains(r.err, "summary: 60 launches")) << r.err;
   EXPECT_EQ(read_file(target), "precious\n");

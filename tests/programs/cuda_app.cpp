@@ -3,12 +3,15 @@
 // compare the program's view with and without the shim, and check what a blocked launch returns.
 //
 //   cuda_app steps | direct | exc | ptsz | streams | config-error | capture | capture-other-thread |
-//            cublas | errno | unknown-stub
+//            cublas | errno | unknown-stub | fork
 //
 // Kernels: fill, stencil, scale (mangled names as nvcc gives them). Faults are injected by the test
 // through CUDA_SIM_FAULT (e.g. stencil:13, the 13th stencil launch, launch #38 in `steps`).
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <condition_variable>
@@ -177,6 +180,20 @@ int unknown_stub() {
   return 0;
 }
 
+// A child forked after launches, exiting normally (destructors run): the shim's summary must stay the
+// parent's alone.
+int fork_child() {
+  for (int i = 0; i < 3; ++i) report("launch", sim::launch(fill, kGrid, kBlock, nullptr));
+  report("cudaDeviceSynchronize", cudaDeviceSynchronize());
+  pid_t child = fork();
+  if (child == 0) std::exit(0);
+  int status = 0;
+  waitpid(child, &status, 0);
+  std::printf("child exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  std::printf("done\n");
+  return 0;
+}
+
 int errno_kept() {
   float* device = nullptr;
   report("cudaMalloc", cudaMalloc(reinterpret_cast<void**>(&device), 64));
@@ -207,6 +224,7 @@ int main(int argc, char** argv) {
   if (scenario == "cublas") return cublas();
   if (scenario == "errno") return errno_kept();
   if (scenario == "unknown-stub") return unknown_stub();
+  if (scenario == "fork") return fork_child();
   std::fprintf(stderr, "cuda_app: unknown scenario '%s'\n", scenario.c_str());
   return 2;
 }
