@@ -390,6 +390,27 @@ TEST(Shim, ForkedChildDoesNotRepeatTheSummary) {
   EXPECT_EQ(r.err, "[cuda-blockrun] summary: 3 launches, 3 blocked; no CUDA errors\n");
 }
 
+// CUDA calls from atexit handlers and static destructors, and exit while another thread launches: the
+// program ends as it would without the shim, and the summary is written once, last.
+TEST(Shim, ExitWithCudaCallsInFlightIsClean) {
+  for (int run = 0; run < 5; ++run) {
+    ProcessResult r = run_process({kWrapper, "--block", "every=7", "--", CUDA_BLOCKRUN_LIFECYCLE_APP},
+                                  {{"LD_LIBRARY_PATH", kSimLib}});
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, "main done\n");
+    EXPECT_TRUE(contains(r.err, "atexit: cudaDeviceSynchronize returned 0\n")) << r.err;
+    EXPECT_TRUE(contains(r.err, "static destructor: cudaDeviceSynchronize returned 0\n")) << r.err;
+    size_t summary = r.err.find("[cuda-blockrun] summary: ");
+    EXPECT_NE(summary, std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("[cuda-blockrun] summary: ", summary + 1), std::string::npos) << r.err;
+    EXPECT_GT(summary, r.err.find("static destructor: ")) << r.err;  // the shim's summary comes last
+  }
+  ProcessResult fast = run_process({kWrapper, "--block", "all", "--", CUDA_BLOCKRUN_LIFECYCLE_APP, "fast"},
+                                   {{"LD_LIBRARY_PATH", kSimLib}});
+  EXPECT_EQ(fast.status, 3);
+  EXPECT_EQ(fast.out, "main done\n");
+}
+
 // ---- many threads ----
 
 // 8 threads x 100,000 launches over 16 streams with a per-launch policy: the counts are exact.
