@@ -225,7 +225,12 @@ struct LaunchConfig {
   size_t shmem;
   cudaStream_t stream;
 };
-thread_local std::vector<LaunchConfig> t_config_stack;
+// Never destroyed: the real runtime accepts launches from atexit handlers, which run after thread-local
+// destructors of the main thread.
+std::vector<LaunchConfig>& config_stack() {
+  thread_local std::vector<LaunchConfig>* stack = new std::vector<LaunchConfig>();
+  return *stack;
+}
 
 // Host stub -> CUkernel, creating the library and kernel in the driver the first time.
 cudaError_t kernel_for_stub(const void* stub, CUkernel* out) {
@@ -373,14 +378,14 @@ SIM_RT char __cudaInitModule(void** /*handle*/) {
 }
 
 SIM_RT unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shmem, struct CUstream_st* stream) {
-  t_config_stack.push_back(LaunchConfig{grid, block, shmem, stream});
+  config_stack().push_back(LaunchConfig{grid, block, shmem, stream});
   return 0;
 }
 
 SIM_RT cudaError_t __cudaPopCallConfiguration(dim3* grid, dim3* block, size_t* shmem, void* stream) {
-  if (t_config_stack.empty()) return fail(cudaErrorMissingConfiguration);
-  const LaunchConfig c = t_config_stack.back();
-  t_config_stack.pop_back();
+  if (config_stack().empty()) return fail(cudaErrorMissingConfiguration);
+  const LaunchConfig c = config_stack().back();
+  config_stack().pop_back();
   *grid = c.grid;
   *block = c.block;
   *shmem = c.shmem;
