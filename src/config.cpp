@@ -79,6 +79,7 @@ std::optional<ConfigError> check_value(const OptionSpec& spec, const std::string
       if (Policy::parse(value, &detail)) return std::nullopt;
       break;
     case OptionKind::Regex:
+      if (!regex_is_acceptable(value, &detail)) break;
       try {
         std::regex check(value, std::regex::ECMAScript);
         return std::nullopt;

@@ -46,15 +46,15 @@ struct Piece {
   size_t offset;  // in the whole policy text
 };
 
-// Splits at separators outside (), <> and [], keeping each piece's offset; trims blanks.
+// Splits at separators outside (), <>, [] and {}, keeping each piece's offset; trims blanks.
 std::vector<Piece> split_with_offsets(std::string_view text, size_t base, std::string_view separators) {
   std::vector<Piece> pieces;
   int depth = 0;
   size_t start = 0;
   for (size_t i = 0; i <= text.size(); ++i) {
     char c = i < text.size() ? text[i] : separators[0];
-    if (c == '(' || c == '<' || c == '[') ++depth;
-    if ((c == ')' || c == '>' || c == ']') && depth > 0) --depth;
+    if (c == '(' || c == '<' || c == '[' || c == '{') ++depth;
+    if ((c == ')' || c == '>' || c == ']' || c == '}') && depth > 0) --depth;
     if ((separators.find(c) != std::string_view::npos && depth == 0) || i == text.size()) {
       std::string_view raw = text.substr(start, i - start);
       size_t lead = 0;
@@ -121,6 +121,17 @@ bool well_formed_glob(std::string_view glob, std::string* problem) {
       }
       i = close;
     }
+  }
+  return true;
+}
+
+bool parse_regex(const std::string& text, std::shared_ptr<const std::regex>* out, std::string* problem) {
+  if (!regex_is_acceptable(text, problem)) return false;
+  try {
+    *out = std::make_shared<const std::regex>(text, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error& regex_error) {
+    *problem = std::string("invalid regular expression: ") + regex_error.what();
+    return false;
   }
   return true;
 }
@@ -345,11 +356,7 @@ bool parse_term(const Piece& piece, Term* term, Decision* decision, bool* is_act
     term->kind = Term::Kind::KernelGlob;
     term->glob = value;
   } else if (key == "regex") {
-    try {
-      term->regex = std::make_shared<const std::regex>(value, std::regex::ECMAScript | std::regex::optimize);
-    } catch (const std::regex_error& regex_error) {
-      return fail(std::string("invalid regular expression: ") + regex_error.what());
-    }
+    if (!parse_regex(value, &term->regex, &problem)) return fail(problem);
     term->kind = Term::Kind::KernelRegex;
     term->glob = value;  // kept as text: whether the rule names NCCL
   } else if (key == "family") {
@@ -467,6 +474,22 @@ std::vector<std::string> split_top_level(std::string_view text, std::string_view
   std::vector<std::string> out;
   for (Piece& piece : split_with_offsets(text, 0, separators)) out.push_back(std::move(piece.text));
   return out;
+}
+
+bool regex_is_acceptable(std::string_view pattern, std::string* problem) {
+  if (pattern.size() > 1024) {
+    *problem = "regular expressions are limited to 1024 bytes";
+    return false;
+  }
+  size_t digits = 0;
+  for (char c : pattern) {
+    digits = std::isdigit(static_cast<unsigned char>(c)) ? digits + 1 : 0;
+    if (digits > 6) {
+      *problem = "numbers in regular expressions are limited to 6 digits";
+      return false;
+    }
+  }
+  return true;
 }
 
 const char* launch_family_name(LaunchFamily family) {

@@ -24,7 +24,7 @@ struct KernelName {
 // Shell-style glob: `*`, `?`, `[abc]`, `[!a-z]`, backslash escapes the next character.
 bool glob_match(std::string_view pattern, std::string_view text);
 
-// Splits at any of `separators` outside (), <> and []; trims blanks around each piece.
+// Splits at any of `separators` outside (), <>, [] and {}; trims blanks around each piece.
 std::vector<std::string> split_top_level(std::string_view text, std::string_view separators);
 
 // What a launch unit is, for the `family=` term: how the program reached it.
@@ -108,6 +108,11 @@ class Policy {
   bool uses_time_ = false;
   bool names_nccl_ = false;  // some rule names NCCL kernels explicitly: the NCCL default steps aside
 };
+
+// Whether `pattern` may be given to std::regex: libstdc++ parses the numbers of back-references and
+// {n,m} into a long without an overflow check (undefined behaviour, found by the fuzzer) and compiles
+// recursively, so numbers are limited to 6 digits and patterns to 1024 bytes. Sets *problem when not.
+bool regex_is_acceptable(std::string_view pattern, std::string* problem);
 
 // Whether a kernel is one of NCCL's (by name): blocking a collective can deadlock the job.
 bool is_nccl_kernel(const KernelName& name);

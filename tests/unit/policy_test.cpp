@@ -95,6 +95,11 @@ TEST(PolicyParse, ErrorsNameThePositionAndWhatIsExpected) {
   EXPECT_EQ(parse_error("block"),
             "at 1 ('block'): a rule needs something to match (a kernel name, #N, family=, ... or all)");
   EXPECT_NE(parse_error("regex=(").find("at 1 ('regex=('): invalid regular expression"), std::string::npos);
+  // Found by the fuzzer: libstdc++ overflows a long on long numbers in back-references and {n,m}.
+  EXPECT_EQ(parse_error("regex=f\\88888888888888888888"),
+            "at 1 ('regex=f\\88888888888888888888'): numbers in regular expressions are limited to 6 digits");
+  EXPECT_EQ(parse_error("regex=a{1,99999999999}"),
+            "at 1 ('regex=a{1,99999999999}'): numbers in regular expressions are limited to 6 digits");
 }
 
 TEST(PolicyMatch, KernelNamesByGlobAndRegex) {
