@@ -443,16 +443,6 @@ void* lookup_hook_address(Hook hook) {
   return address;
 }
 
-void* wrapper_address(Hook hook) {
-  return kHookRows[static_cast<size_t>(hook)].wrapper;
-}
-const char* hook_name(Hook hook) {
-  return kHookRows[static_cast<size_t>(hook)].name;
-}
-Family hook_family(Hook hook) {
-  return kHookRows[static_cast<size_t>(hook)].family;
-}
-
 void* substitute_wrapper(const char* symbol, void* address, bool by_base_name) {
   if (!shim_active()) return address;
   for (size_t index = 0; index < static_cast<size_t>(Hook::Count); ++index) {

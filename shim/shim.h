@@ -85,11 +85,6 @@ typename HelperTraits<id>::Function helper() {
       lookup<HelperTraits<id>>(helper_addresses[static_cast<size_t>(id)]));
 }
 
-// The address of the shim's own exported wrapper of a hook (what dlsym and cuGetProcAddress hand out).
-void* wrapper_address(Hook hook);
-const char* hook_name(Hook hook);
-Family hook_family(Hook hook);
-
 // Where a lookup (dlsym on a library handle, cuGetProcAddress) found `address` for `symbol`: returns
 // the shim's wrapper when `address` is the real function of a hook of that name (for cuGetProcAddress,
 // of that base name: "cuLaunchKernel" may give cuLaunchKernel or cuLaunchKernel_ptsz), else `address`.

@@ -118,32 +118,29 @@ Engine::~Engine() = default;
 
 const KernelInfo* Engine::new_kernel(const void* handle,
                                      const std::function<const char*()>& resolve_mangled_name) {
-  // Where the rules look only at names, the decision is made once per kernel.
-  auto decide_once = [&](KernelInfo* info) {
+  // Names the kernel and caches what depends only on its names; where the rules look only at names,
+  // the decision itself is made once per kernel (`keep`: the record lives as long as the process).
+  auto classify = [&](KernelInfo* info, const char* fallback_name, bool keep) {
+    const char* mangled = resolve_mangled_name();
+    info->name = make_kernel_name(mangled ? mangled : fallback_name);
     info->rule_mask = config_.block.name_mask(info->name);
     info->nccl = is_nccl_kernel(info->name);
-    if (config_.block.per_kernel()) {
+    info->decided = keep && config_.block.per_kernel();
+    if (info->decided) {
       LaunchFacts facts;
       facts.kernel = &info->name;
       info->decision = config_.block.decide(facts);
-      info->decided = true;
     }
   };
   KernelInfo* info = kernels_.find_or_insert(kernel_key(handle), [&] {
     auto* created = new KernelInfo;
-    const char* mangled = resolve_mangled_name();
-    created->name = make_kernel_name(mangled ? mangled : "(unnamed kernel)");
-    decide_once(created);
+    classify(created, "(unnamed kernel)", true);
     return created;
   });
   if (info) return info;
   // Past the bound: one shared record, decided per launch from the name resolved now (documented).
   thread_local KernelInfo overflow;
-  const char* mangled = resolve_mangled_name();
-  overflow.name = make_kernel_name(mangled ? mangled : "(kernel table full)");
-  overflow.decided = false;
-  overflow.rule_mask = config_.block.name_mask(overflow.name);
-  overflow.nccl = is_nccl_kernel(overflow.name);
+  classify(&overflow, "(kernel table full)", false);
   return &overflow;
 }
 

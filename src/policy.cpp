@@ -588,15 +588,6 @@ bool Policy::blocks_kernel(const KernelName& name) const {
   return decide(facts).blocks();
 }
 
-bool Policy::blocks_library_call(std::string_view api_name) const {
-  std::string api(api_name);
-  LaunchFacts facts;
-  facts.family = LaunchFamily::Cublas;
-  facts.library_api = api.c_str();
-  facts.library_unit = true;
-  return decide(facts).blocks();
-}
-
 std::vector<std::string> Policy::describe_rules() const {
   std::vector<std::string> out;
   for (const auto& rule : rules_) out.push_back(rule->text);

@@ -92,9 +92,8 @@ class Policy {
   // where there are more, every bit is set and decide() matches names itself.
   uint64_t name_mask(const KernelName& name) const;
 
-  // Convenience for callers that know only names (and for tests).
+  // Convenience for tests and tools that know only a kernel's names.
   bool blocks_kernel(const KernelName& name) const;
-  bool blocks_library_call(std::string_view api_name) const;
 
   // The rules as text, one per line, numbered as Decision::rule counts them.
   std::vector<std::string> describe_rules() const;
