@@ -1,6 +1,8 @@
 // Making a launch blocking (see blocking.h).
 #include "blocking.h"
 
+#include <chrono>
+
 namespace blockrun::shim {
 
 namespace {
@@ -76,6 +78,79 @@ BlockResult block_with_driver(CUstream stream, bool per_thread, bool whole_devic
 }
 
 }  // namespace
+
+uint64_t steady_now_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+namespace {
+
+CUstream driver_stream(const void* stream, bool per_thread) {
+  if (per_thread && stream == nullptr) return CU_STREAM_PER_THREAD;
+  return static_cast<CUstream>(const_cast<void*>(stream));
+}
+
+// The calling thread's pair of timing events, for the context they were created in.
+struct ThreadEvents {
+  CUcontext context = nullptr;
+  CUevent start = nullptr;
+  CUevent end = nullptr;
+};
+
+ThreadEvents& thread_events() {
+  thread_local ThreadEvents events;
+  return events;
+}
+
+}  // namespace
+
+void start_block_timing(BlockTiming* timing, const void* stream, bool per_thread) {
+  timing->start_ns = steady_now_ns();
+  timing->events_recorded = false;
+  auto get_context = helper<Helper::cuCtxGetCurrent>();
+  auto create = helper<Helper::cuEventCreate>();
+  auto record = helper<Helper::cuEventRecord>();
+  auto is_capturing = helper<Helper::cuStreamIsCapturing>();
+  if (!get_context || !create || !record || !is_capturing || !helper<Helper::cuEventElapsedTime_v2>()) return;
+  CUstream cu_stream = driver_stream(stream, per_thread);
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (is_capturing(cu_stream, &status) != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE) return;
+  CUcontext context = nullptr;
+  if (get_context(&context) != CUDA_SUCCESS || !context) return;
+  ThreadEvents& events = thread_events();
+  if (events.context != context) {
+    if (auto destroy = helper<Helper::cuEventDestroy_v2>()) {
+      if (events.start) destroy(events.start);
+      if (events.end) destroy(events.end);
+    }
+    events = ThreadEvents{};
+    if (create(&events.start, CU_EVENT_DEFAULT) != CUDA_SUCCESS ||
+        create(&events.end, CU_EVENT_DEFAULT) != CUDA_SUCCESS)
+      return;
+    events.context = context;
+  }
+  timing->events_recorded = record(events.start, cu_stream) == CUDA_SUCCESS;
+}
+
+void end_block_timing(const BlockTiming& timing, const void* stream, bool per_thread) {
+  if (!timing.events_recorded) return;
+  if (auto record = helper<Helper::cuEventRecord>())
+    record(thread_events().end, driver_stream(stream, per_thread));
+}
+
+void finish_block_timing(BlockTiming* timing, bool synchronized_ok) {
+  uint64_t now = steady_now_ns();
+  timing->wall_ns = timing->start_ns ? now - timing->start_ns : 0;
+  timing->gpu_ns = -1;
+  if (!timing->events_recorded || !synchronized_ok) return;
+  float milliseconds = 0;
+  auto elapsed = helper<Helper::cuEventElapsedTime_v2>();
+  ThreadEvents& events = thread_events();
+  if (elapsed && elapsed(&milliseconds, events.start, events.end) == CUDA_SUCCESS && milliseconds >= 0)
+    timing->gpu_ns = static_cast<int64_t>(static_cast<double>(milliseconds) * 1e6);
+}
 
 BlockResult block_stream(Family family, cudaStream_t stream, bool per_thread, bool whole_device) {
   if (family != Family::Runtime && helper<Helper::cuStreamSynchronize>()) {

@@ -20,4 +20,14 @@ struct BlockResult {
 // the launch's stream): the `block-device` action.
 BlockResult block_stream(Family family, cudaStream_t stream, bool per_thread, bool whole_device = false);
 
+// Timing a blocked launch: start_block_timing just before the launch (wall clock, and an event on the
+// launch's stream unless it is capturing: an event recorded there would join the graph), end_block_timing
+// just after it (the second event), finish_block_timing after the blocking synchronize (GPU time from
+// the two events when the synchronize succeeded). The events are the calling thread's own, created once
+// per thread and context.
+void start_block_timing(BlockTiming* timing, const void* stream, bool per_thread);
+uint64_t steady_now_ns();
+void end_block_timing(const BlockTiming& timing, const void* stream, bool per_thread);
+void finish_block_timing(BlockTiming* timing, bool synchronized_ok);
+
 }  // namespace blockrun::shim

@@ -12,6 +12,12 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <dlfcn.h>
+
+#include <climits>
+#include <cstring>
+
+#include "capture.h"
 #include "facts.h"
 #include "log_file.h"
 #include "shim.h"
@@ -139,10 +145,76 @@ ErrorText describe_error(ErrorCode error) {
   return out;
 }
 
+std::string shim_module_path() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&shim_module_path), &info) || !info.dli_fname) return "";
+  // The symbolizer names modules by their real path: a preload through a symbolic link must match too.
+  char resolved[PATH_MAX];
+  if (realpath(info.dli_fname, resolved)) return resolved;
+  return info.dli_fname;
+}
+
+ProcessInfo process_info() {
+  ProcessInfo info;
+  info.pid = static_cast<long>(getpid());
+  info.rank = rank_from_environment(process_environment());
+  info.host = host_name();
+  info.name = read_file_text("/proc/self/comm");
+  while (!info.name.empty() && info.name.back() == '\n') info.name.pop_back();
+  std::string command_line = read_file_text("/proc/self/cmdline");
+  for (size_t start = 0; start < command_line.size();) {
+    size_t end = command_line.find('\0', start);
+    if (end == std::string::npos) end = command_line.size();
+    info.argv.push_back(command_line.substr(start, end - start));
+    start = end + 1;
+  }
+  info.shim_version = CUDA_BLOCKRUN_VERSION;
+  if (auto get_version = helper<Helper::cuDriverGetVersion>()) {
+    if (get_version(&info.driver_version) != CUDA_SUCCESS) info.driver_version = 0;
+  }
+  if (auto get_version = helper<Helper::cudaRuntimeGetVersion>()) {
+    RuntimeErrorScope scope;
+    if (scope.clean() && get_version(&info.runtime_version) != cudaSuccess) {
+      info.runtime_version = 0;
+      scope.clear_own_error();
+    }
+  }
+  info.shim_module = shim_module_path();
+  for (const OptionSpec& spec : option_specs()) {
+    const char* value = std::getenv(spec.variable);
+    info.configuration.emplace_back(spec.variable, value ? value : spec.default_value);
+  }
+  return info;
+}
+
+void on_driver_log(void* data, CUlogLevel, char* message, size_t length) {
+  if (Engine* engine = g_engine.load(std::memory_order_acquire)) {
+    ReentryGuard guard;
+    try {
+      engine->note_driver_log(message, message ? strnlen(message, length) : 0);
+    } catch (...) {
+    }
+  }
+}
+
+std::atomic<bool> g_driver_log_registered{false};
+
 void create_engine() {
   int saved_errno = errno;
   try {
-    g_engine.store(new Engine(*g_config, make_logger(*g_config), describe_error), std::memory_order_release);
+    auto engine = std::make_unique<Engine>(*g_config, make_logger(*g_config), describe_error);
+    std::unique_ptr<ReportFile> report;
+    ProcessInfo info = process_info();
+    if (!g_config->report.empty()) {
+      std::string path = expand_path(g_config->report, info.pid, info.rank, info.host);
+      std::string problem;
+      report = ReportFile::open(path, &problem);
+      if (!report) engine->report_shim_problem(problem);
+    }
+    if (g_config->callsites != "none") warm_up_capture();
+    engine->start(std::move(info), std::move(report), capture_launch_site);
+    g_engine.store(engine.release(), std::memory_order_release);
+    register_driver_log(false);
   } catch (...) {
     // Without an engine the shim stays a pass-through; the program is not affected.
     g_state.store(State::Inert);
@@ -165,6 +237,18 @@ __attribute__((destructor)) void on_unload() {
 }
 
 }  // namespace
+
+void register_driver_log(bool driver_loaded) {
+  if (g_driver_log_registered.load(std::memory_order_relaxed)) return;
+  auto register_callback = helper<Helper::cuLogsRegisterCallback>();
+  // Missing before CUDA 12.9, or libcuda is not loaded yet (then tried again from the first driver
+  // launch; once the driver is there, a missing function stays missing and is not looked for again).
+  if (!register_callback && !driver_loaded) return;
+  if (g_driver_log_registered.exchange(true) || !register_callback) return;
+  ReentryGuard guard;
+  CUlogsCallbackHandle handle = nullptr;
+  register_callback(on_driver_log, nullptr, &handle);
+}
 
 bool shim_active() {
   State state = g_state.load(std::memory_order_acquire);

@@ -87,8 +87,11 @@ Result finish_launch(Engine& engine, Launch& launch, Result result, Family famil
   try {
     BlockResult blocked;
     if (code_of(result).ok() && launch.block()) {
+      if (!launch.timing.start_ns) launch.timing.start_ns = steady_now_ns();  // recorded late: the wait only
       blocked = block_stream(family, static_cast<cudaStream_t>(const_cast<void*>(stream)), per_thread,
                              launch.decision.action == Action::BlockDevice);
+      finish_block_timing(&launch.timing,
+                          blocked.outcome == BlockOutcome::Synchronized && blocked.result.ok());
     }
     engine.end_launch(launch, code_of(result), blocked.outcome, blocked.result, blocked.api);
     if (blocked.outcome == BlockOutcome::Synchronized && !blocked.result.ok()) {
@@ -158,6 +161,7 @@ CUresult handle_driver_launch(Engine& engine, Function real_function, Args... ar
   using Traits = HookTraits<id>;
   ThreadContext& context = thread_context();
   LaunchFacts facts = launch_facts(args...);
+  register_driver_log(true);
   bool inside_runtime_launch = context.runtime_api && context.runtime_launch && !context.driver_recorded;
   Launch own_launch;
   Launch& launch = inside_runtime_launch ? *context.runtime_launch : own_launch;
@@ -180,14 +184,20 @@ CUresult handle_driver_launch(Engine& engine, Function real_function, Args... ar
       }
       engine.begin_launch(request, &launch);
       recorded = true;
+      if (launch.block()) start_block_timing(&launch.timing, facts.stream, Traits::per_thread);
     } catch (...) {
     }
   }
+  CUresult result = real_function(args...);
+  if (recorded && launch.block() && result == CUDA_SUCCESS) {
+    ErrnoKeeper keep_errno;
+    ReentryGuard guard;
+    end_block_timing(launch.timing, facts.stream, Traits::per_thread);
+  }
   if (recorded && inside_runtime_launch) {
     context.driver_recorded = true;  // the runtime wrapper blocks and finishes it
-    return real_function(args...);
+    return result;
   }
-  CUresult result = real_function(args...);
   if (!recorded) return result;
   return finish_launch(engine, launch, result, Family::Driver, facts.stream, Traits::per_thread);
 }
@@ -294,9 +304,12 @@ cublasStatus_t handle_library(Engine& engine, Function real_function, Args... ar
     Launch launch;
     engine.begin_launch(request, &launch);
     BlockResult blocked;
-    if (result == CUBLAS_STATUS_SUCCESS && launch.block())
+    if (result == CUBLAS_STATUS_SUCCESS && launch.block()) {
+      launch.timing.start_ns = steady_now_ns();  // the call already ran: the wait only
       blocked =
           block_stream(Family::Driver, facts.stream, false, launch.decision.action == Action::BlockDevice);
+      finish_block_timing(&launch.timing, false);
+    }
     engine.end_launch(launch, code_of(result), blocked.outcome, blocked.result, blocked.api);
     // cuBLAS reports a failed kernel as an execution failure; the CUDA error is in the log.
     if (blocked.outcome == BlockOutcome::Synchronized && !blocked.result.ok())

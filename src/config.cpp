@@ -30,6 +30,7 @@ void assign(Config& config, const OptionSpec& spec, const std::string& value) {
 #define CUDA_BLOCKRUN_ASSIGN_Switch(field) config.field = *parse_switch(value);
 #define CUDA_BLOCKRUN_ASSIGN_Text(field) config.field = value;
 #define CUDA_BLOCKRUN_ASSIGN_Path(field) config.field = value;
+#define CUDA_BLOCKRUN_ASSIGN_Choice(field) config.field = value;
 #define CUDA_BLOCKRUN_ASSIGN_Policy(field) \
   std::string ignored;                     \
   config.field = *Policy::parse(value, &ignored);
@@ -75,6 +76,16 @@ std::optional<ConfigError> check_value(const OptionSpec& spec, const std::string
     case OptionKind::Path:
       if (value.find('\0') == std::string::npos) return std::nullopt;
       break;
+    case OptionKind::Choice: {
+      std::string accepted = spec.accepted;
+      for (size_t start = 0; start <= accepted.size();) {
+        size_t end = accepted.find(" | ", start);
+        if (end == std::string::npos) end = accepted.size();
+        if (accepted.compare(start, end - start, value) == 0 && !value.empty()) return std::nullopt;
+        start = end + 3;
+      }
+      break;
+    }
     case OptionKind::Policy:
       if (Policy::parse(value, &detail)) return std::nullopt;
       break;

@@ -12,7 +12,7 @@
 
 namespace blockrun {
 
-enum class OptionKind { Switch, Text, Path, Policy, Regex, Ranks };
+enum class OptionKind { Switch, Text, Path, Choice, Policy, Regex, Ranks };
 
 // One row of options.def, as data.
 struct OptionSpec {
@@ -42,6 +42,10 @@ struct Config {
   std::string log;  // raw path as given (with %p unexpanded)
   bool log_launches = false;
   bool summary = true;
+  std::string report;            // raw path as given (with %p unexpanded); empty: no report
+  std::string callsites = "auto";  // auto | all | none
+  bool stack = false;
+  std::string libdw;  // empty: find libdw.so.1; "off"; or a path
 };
 
 // A configuration value that cannot be used: names the variable, the value and what is accepted.

@@ -13,6 +13,7 @@
 #include <cstdlib>
 
 #include "names.h"
+#include "sites.h"
 
 namespace blockrun {
 
@@ -25,22 +26,30 @@ struct StreamState {
   std::atomic_flag lock = ATOMIC_FLAG_INIT;
   uint64_t written = 0;
   LaunchRecord ring[kRing];
+  // The call sites of the ring's launches, only with CUDA_BLOCKRUN_CALLSITES=all (about 2.5 KB each).
+  std::unique_ptr<Capture[]> captures;
   std::atomic<uint64_t> synced_through{0};
 
-  void push(const LaunchRecord& record) {
+  void push(const LaunchRecord& record, const Capture* capture) {
     while (lock.test_and_set(std::memory_order_acquire)) {
     }
-    ring[written++ % kRing] = record;
+    size_t slot = written++ % kRing;
+    ring[slot] = record;
+    ring[slot].captured = captures && capture && record.captured;
+    if (ring[slot].captured) captures[slot] = *capture;
     lock.clear(std::memory_order_release);
   }
   // Records newer than `after`, oldest first.
-  void collect(uint64_t after, uint64_t exclude, std::vector<LaunchRecord>* out) {
+  void collect(uint64_t after, uint64_t exclude, std::vector<ReportedLaunch>* out) {
     while (lock.test_and_set(std::memory_order_acquire)) {
     }
     uint64_t first = written > kRing ? written - kRing : 0;
     for (uint64_t i = first; i < written; ++i) {
       const LaunchRecord& record = ring[i % kRing];
-      if (record.sequence > after && record.sequence != exclude) out->push_back(record);
+      if (record.sequence <= after || record.sequence == exclude) continue;
+      ReportedLaunch reported{record, nullptr};
+      if (record.captured) reported.capture = std::make_shared<Capture>(captures[i % kRing]);
+      out->push_back(std::move(reported));
     }
     lock.clear(std::memory_order_release);
   }
@@ -51,8 +60,22 @@ namespace {
 constexpr size_t kKernelCapacity = 1 << 16;
 constexpr size_t kStreamCapacity = 1 << 12;
 constexpr size_t kGraphCapacity = 1 << 12;
+constexpr size_t kApiCapacity = 1 << 7;           // launch entry points: a few dozen exist
+constexpr size_t kDriverLogs = 16;                // newest driver log messages kept
+constexpr uint64_t kDriverLogWindowMs = 10000;    // attached to an error this soon after, same thread
+constexpr uint64_t kMaxBlockedErrorRecords = 64;  // later ones are counted in the summary
 const void* const kLegacyStream = reinterpret_cast<const void*>(0x1);     // cudaStreamLegacy
 const void* const kPerThreadStream = reinterpret_cast<const void*>(0x2);  // cudaStreamPerThread
+
+// Wall-clock time for records, seconds since the epoch with microseconds: what merges the reports of
+// several processes.
+double epoch_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string hex(uint64_t value) {
+  return fmt::format("{:#x}", value);
+}
 
 uint64_t now_ms() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -110,8 +133,46 @@ Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescr
       owner_pid_(static_cast<long>(getpid())),
       kernels_(kKernelCapacity),
       streams_(kStreamCapacity),
-      graphs_(kGraphCapacity) {
+      graphs_(kGraphCapacity),
+      api_counts_(kApiCapacity) {
   if (!terminate_) terminate_ = default_terminate;
+  capture_all_ = config_.callsites == "all";
+  capture_auto_ = config_.callsites == "auto";
+  symbolizer_ = std::make_unique<Symbolizer>(config_.libdw);
+}
+
+void Engine::start(ProcessInfo info, std::unique_ptr<ReportFile> report, CaptureFunction capture) {
+  process_ = std::move(info);
+  report_ = std::move(report);
+  capture_ = config_.callsites == "none" ? nullptr : capture;
+  if (!report_) return;
+  JsonWriter json;
+  json.begin_object()
+      .field("type", "start")
+      .field("schema", kReportSchemaVersion)
+      .field("time", epoch_seconds())
+      .field("host", process_.host)
+      .field("pid", static_cast<int64_t>(process_.pid))
+      .field("rank", static_cast<int64_t>(process_.rank))
+      .field("process", process_.name);
+  json.key("argv").begin_array();
+  for (const std::string& argument : process_.argv) json.value(argument);
+  json.end_array();
+  json.field("shim_version", process_.shim_version);
+  auto version = [&](const char* name, int number) {
+    json.key(name);
+    if (number > 0) {
+      json.value(fmt::format("{}.{}", number / 1000, (number % 1000) / 10));
+    } else {
+      json.null();
+    }
+  };
+  version("cuda_driver_version", process_.driver_version);
+  version("cuda_runtime_version", process_.runtime_version);
+  json.key("configuration").begin_object();
+  for (const auto& [variable, value] : process_.configuration) json.field(variable, value);
+  json.end_object().end_object();
+  report_->write_record(json.text());
 }
 
 Engine::~Engine() = default;
@@ -171,6 +232,7 @@ StreamState* Engine::stream_state(StreamId id) {
   StreamState* state = streams_.find_or_insert(key, [&] {
     auto* created = new StreamState;
     created->id = id;
+    if (capture_all_) created->captures.reset(new Capture[StreamState::kRing]);
     return created;
   });
   if (state) last = LastStream{serial_, key, state};
@@ -216,41 +278,83 @@ void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
     launch.decision = config_.block.decide(facts);
   }
   record.blocked = launch.decision.blocks();
+  record.captured = false;
+  if (capture_ && wants_capture(launch.decision)) {
+    capture_(&launch.capture);
+    record.captured = true;
+  }
+  count_api(record.api);
+  if (record.graph) const_cast<GraphInfo*>(record.graph)->launches.fetch_add(1, std::memory_order_relaxed);
   launch.stream = stream_state(record.stream);
-  if (launch.stream) launch.stream->push(record);
+  if (launch.stream) launch.stream->push(record, &launch.capture);
+}
+
+void Engine::count_api(const char* api) {
+  if (!api) return;
+  struct Last {
+    uint64_t engine;
+    const char* api;
+    ApiCount* count;
+  };
+  thread_local Last last{0, nullptr, nullptr};
+  if (last.engine != serial_ || last.api != api) {
+    ApiCount* count = api_counts_.find_or_insert(reinterpret_cast<uint64_t>(api), [&] {
+      auto* created = new ApiCount;
+      created->api = api;
+      return created;
+    });
+    if (!count) return;
+    last = Last{serial_, api, count};
+  }
+  last.count->launches.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Engine::capture_now(Launch& launch) {
+  if (launch.record.captured || !capture_) return;
+  capture_(&launch.capture);
+  launch.record.captured = true;
 }
 
 void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome outcome, ErrorCode sync_result,
                         const char* sync_api) {
   const LaunchRecord& record = launch.record;
   if (!launch_result.ok()) {
-    if (config_.log_launches) log_launch(launch, "failed");
-    // A launch error is synchronous (a bad configuration, a dead context): it is this launch's own.
-    first_error(record.api, launch_result, &record, true, "the launch itself failed", {});
+    // A launch error is synchronous (a bad configuration, a dead context): it is this launch's own,
+    // and the thread is still in the launch, so its call site can be taken now.
+    capture_now(launch);
+    if (config_.log_launches) log_launch(launch, "failed", launch_result);
+    first_error(record.api, launch_result, &launch, true, "the launch itself failed", {});
     return;
   }
   switch (outcome) {
     case BlockOutcome::NotBlocked:
       if (launch.decision.action == Action::Log) {
-        log_launch(launch, fmt::format("logged by rule {}", launch.decision.rule + 1).c_str());
+        log_launch(launch, fmt::format("logged by rule {}", launch.decision.rule + 1).c_str(), launch_result);
       } else if (config_.log_launches) {
-        log_launch(launch, "");
+        log_launch(launch, "", launch_result);
       }
       return;
     case BlockOutcome::Synchronized: {
       blocked_.fetch_add(1, std::memory_order_relaxed);
-      if (config_.log_launches) log_launch(launch, sync_result.ok() ? "blocked" : "blocked, failed");
+      note_blocked(launch);
+      if (config_.log_launches)
+        log_launch(launch, sync_result.ok() ? "blocked" : "blocked, failed", sync_result);
       if (sync_result.ok()) {
         if (launch.stream) atomic_max(launch.stream->synced_through, record.sequence);
         return;
       }
       // Exact when everything earlier on this stream was known complete; otherwise the earlier
       // unsynchronized launches on the stream are suspects as well.
-      std::vector<LaunchRecord> earlier =
-          launch.stream ? suspects(launch.stream, record.sequence) : std::vector<LaunchRecord>{};
+      std::vector<ReportedLaunch> earlier =
+          launch.stream ? suspects(launch.stream, record.sequence) : std::vector<ReportedLaunch>{};
       bool exact = earlier.empty();
-      first_error(sync_api, sync_result, &record, exact, "blocking synchronize after the launch",
+      first_error(sync_api, sync_result, &launch, exact, "blocking synchronize after the launch",
                   std::move(earlier));
+      if (report_) {
+        ErrorText text = describe_error_(sync_result);
+        std::lock_guard<std::mutex> guard(report_mutex_);
+        write_blocked_error(launch, text, sync_api, sync_result);
+      }
       if (launch.decision.on_error != OnError::Return) {
         {
           std::lock_guard<std::mutex> guard(report_mutex_);
@@ -267,7 +371,7 @@ void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome ou
     }
     case BlockOutcome::SkippedCapture: {
       capture_skips_.fetch_add(1, std::memory_order_relaxed);
-      if (config_.log_launches) log_launch(launch, "not blocked: stream capturing");
+      if (config_.log_launches) log_launch(launch, "not blocked: stream capturing", launch_result);
       std::lock_guard<std::mutex> guard(report_mutex_);
       if (!capture_skip_logged_) {
         capture_skip_logged_ = true;
@@ -281,12 +385,55 @@ void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome ou
       return;
     }
     case BlockOutcome::SkippedUnknown:
-      if (config_.log_launches) log_launch(launch, "not blocked: capture state unknown");
+      if (config_.log_launches) log_launch(launch, "not blocked: capture state unknown", launch_result);
       report_shim_problem(
           "could not tell whether a stream is capturing (the CUDA query failed or is missing); launches on "
           "such streams are not blocked");
       return;
   }
+}
+
+void Engine::note_blocked(Launch& launch) {
+  const LaunchRecord& record = launch.record;
+  BlockStats* stats = nullptr;
+  if (record.kernel) {
+    stats = &const_cast<KernelInfo*>(record.kernel)->stats;
+  } else if (record.graph) {
+    stats = &const_cast<GraphInfo*>(record.graph)->stats;
+  } else if (record.library_api) {
+    std::lock_guard<std::mutex> guard(report_mutex_);  // the blocked path only: it synchronizes anyway
+    std::unique_ptr<BlockStats>& slot = unit_stats_[record.library_api];
+    if (!slot) slot = std::make_unique<BlockStats>();
+    stats = slot.get();
+  }
+  blocking_ns_.fetch_add(launch.timing.wall_ns, std::memory_order_relaxed);
+  if (!stats) return;
+  stats->blocked.fetch_add(1, std::memory_order_relaxed);
+  stats->wall_ns_total.fetch_add(launch.timing.wall_ns, std::memory_order_relaxed);
+  atomic_max(stats->wall_ns_max, launch.timing.wall_ns);
+  if (launch.timing.gpu_ns >= 0) {
+    uint64_t gpu = static_cast<uint64_t>(launch.timing.gpu_ns);
+    stats->gpu_timed.fetch_add(1, std::memory_order_relaxed);
+    stats->gpu_ns_total.fetch_add(gpu, std::memory_order_relaxed);
+    atomic_max(stats->gpu_ns_max, gpu);
+  }
+}
+
+void Engine::write_blocked_error(const Launch& launch, const ErrorText& text, const char* sync_api,
+                                 ErrorCode code) {
+  if (++blocked_error_records_ > kMaxBlockedErrorRecords) return;
+  JsonWriter json;
+  json.begin_object()
+      .field("type", "blocked_error")
+      .field("time", epoch_seconds())
+      .field("error", text.name)
+      .field("code", code.code)
+      .field("message", text.text)
+      .field("surfaced_api", sync_api);
+  json.key("launch");
+  launch_json(json, launch.record, launch.record.captured ? &launch.capture : nullptr);
+  json.end_object();
+  report_->write_record(json.text());
 }
 
 void Engine::end_sync(const char* api, bool device_wide, const void* stream, bool per_thread_default_stream,
@@ -313,13 +460,14 @@ void Engine::observe_error(const char* api, ErrorCode result, const void* stream
   }
   StreamState* state = nullptr;
   if (stream || per_thread_default_stream) state = stream_state(stream_id(stream, per_thread_default_stream));
-  std::vector<LaunchRecord> found = suspects(state, 0);
+  std::vector<ReportedLaunch> found = suspects(state, 0);
   if (found.empty() && state) found = suspects(nullptr, 0);  // a sticky fault from another stream
   first_error(api, result, nullptr, false, "", std::move(found));
 }
 
-std::vector<LaunchRecord> Engine::suspects(const StreamState* only_stream, uint64_t exclude_sequence) const {
-  std::vector<LaunchRecord> found;
+std::vector<ReportedLaunch> Engine::suspects(const StreamState* only_stream,
+                                             uint64_t exclude_sequence) const {
+  std::vector<ReportedLaunch> found;
   uint64_t device_synced = device_synced_through_.load(std::memory_order_acquire);
   auto visit = [&](StreamState& state) {
     uint64_t after = std::max(device_synced, state.synced_through.load(std::memory_order_acquire));
@@ -330,8 +478,9 @@ std::vector<LaunchRecord> Engine::suspects(const StreamState* only_stream, uint6
   } else {
     streams_.for_each(visit);
   }
-  std::sort(found.begin(), found.end(),
-            [](const LaunchRecord& a, const LaunchRecord& b) { return a.sequence < b.sequence; });
+  std::sort(found.begin(), found.end(), [](const ReportedLaunch& a, const ReportedLaunch& b) {
+    return a.record.sequence < b.record.sequence;
+  });
   if (found.size() > StreamState::kRing) found.erase(found.begin(), found.end() - StreamState::kRing);
   return found;
 }
@@ -343,18 +492,71 @@ bool Engine::take_first_error() {
   return false;
 }
 
-void Engine::first_error(const char* api, ErrorCode result, const LaunchRecord* culprit, bool culprit_exact,
-                         const char* how, std::vector<LaunchRecord> suspects_found) {
+void Engine::first_error(const char* api, ErrorCode result, const Launch* culprit, bool culprit_exact,
+                         const char* how, std::vector<ReportedLaunch> suspects_found) {
   if (!take_first_error()) return;
   ErrorText text = describe_error_(result);
+  std::vector<std::string> driver_logs = recent_driver_logs();
   std::lock_guard<std::mutex> guard(report_mutex_);
+  const LaunchRecord* culprit_record = culprit ? &culprit->record : nullptr;
+  const Capture* culprit_capture = culprit && culprit->record.captured ? &culprit->capture : nullptr;
+
+  // The kernels to block in a second run, so that each suspect is synchronized on its own.
+  std::vector<std::string> names;
+  auto add_name = [&](const LaunchRecord& record) {
+    std::string name = record.kernel        ? record.kernel->name.base
+                       : record.library_api ? record.library_api
+                                            : "";
+    if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  };
+  if (culprit_record) add_name(*culprit_record);
+  for (const ReportedLaunch& suspect : suspects_found) add_name(suspect.record);
+  std::string pin_rule = fmt::format("{}", fmt::join(names, ","));
+
+  // The report first: a process that dies right after this still leaves a complete record.
+  if (report_) {
+    JsonWriter json;
+    json.begin_object()
+        .field("type", "first_error")
+        .field("time", epoch_seconds())
+        .field("error", text.name)
+        .field("code", result.code)
+        .field("family", family_name(result.family))
+        .field("message", text.text)
+        .field("surfaced_api", api ? api : "(unknown call)")
+        .field("how", *how ? how : "surfaced at a later call")
+        .field("certainty", culprit_record && culprit_exact ? "exact" : "suspects");
+    json.key("launch");
+    if (culprit_record) {
+      launch_json(json, *culprit_record, culprit_capture);
+    } else {
+      json.null();
+    }
+    json.key("suspects").begin_array();
+    for (const ReportedLaunch& suspect : suspects_found)
+      launch_json(json, suspect.record, suspect.capture.get());
+    json.end_array();
+    json.key("pin_rule");
+    if (suspects_found.empty()) {
+      json.null();
+    } else {
+      json.value(pin_rule);
+    }
+    json.key("driver_log").begin_array();
+    for (const std::string& line : driver_logs) json.value(line);
+    json.end_array().end_object();
+    report_->write_record(json.text());
+  }
+
   std::string returned_by = fmt::format("returned by {}", api ? api : "(unknown call)");
   if (*how) returned_by += fmt::format(" ({})", how);
   logger_->error("first error: {} ({}), {}", text.name, text.text, returned_by);
+  for (const std::string& line : driver_logs) logger_->error("  driver log: {}", printable(line));
   first_error_summary_ = text.name;
-  if (culprit) {
-    logger_->error("  in {}", describe(*culprit));
-    first_error_summary_ += fmt::format(" at launch #{}", culprit->sequence);
+  if (culprit_record) {
+    logger_->error("  in {}", describe(*culprit_record));
+    log_site(*culprit_record, culprit_capture, "  ", true);
+    first_error_summary_ += fmt::format(" at launch #{}", culprit_record->sequence);
   }
   if (!suspects_found.empty()) {
     logger_->error(
@@ -362,22 +564,12 @@ void Engine::first_error(const char* api, ErrorCode result, const LaunchRecord* 
                   "faulted instead, newest last:"
                 : "  culprit unknown (no blocked launch failed); suspects: launches not known to "
                   "have completed, newest last:");
-    // The kernels to block in a second run, so that each suspect is synchronized on its own.
-    std::vector<std::string> names;
-    auto add_name = [&](const LaunchRecord& record) {
-      std::string name = record.kernel        ? record.kernel->name.base
-                         : record.library_api ? record.library_api
-                                              : "";
-      if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
-    };
-    if (culprit) add_name(*culprit);
-    for (const LaunchRecord& suspect : suspects_found) {
-      logger_->error("    {}", describe(suspect));
-      add_name(suspect);
+    for (const ReportedLaunch& suspect : suspects_found) {
+      logger_->error("    {}", describe(suspect.record));
+      log_site(suspect.record, suspect.capture.get(), "      ", true);
     }
-    std::string rule = fmt::format("{}", fmt::join(names, ","));
     logger_->error("  to pin it: run again with --block '{}' (or CUDA_BLOCKRUN_BLOCK='{}'), or --block all",
-                   rule, rule);
+                   pin_rule, pin_rule);
   } else if (!culprit) {
     logger_->error(
         "  no launch is on record as unfinished: the error comes from the call itself or from work "
@@ -393,11 +585,218 @@ void Engine::report_shim_problem(const std::string& text) {
   logger_->flush();
 }
 
-void Engine::log_launch(const Launch& launch, const char* what) {
+void Engine::note_driver_log(const char* message, size_t length) {
+  if (!message) return;
+  DriverLog entry;
+  entry.thread = current_thread_number();
+  entry.time_ms = now_ms();
+  entry.text.assign(message, std::min<size_t>(length, 4096));
+  while (!entry.text.empty() && (entry.text.back() == '\n' || entry.text.back() == '\0'))
+    entry.text.pop_back();
+  std::lock_guard<std::mutex> guard(driver_log_mutex_);
+  if (driver_logs_.size() == kDriverLogs) driver_logs_.erase(driver_logs_.begin());
+  driver_logs_.push_back(std::move(entry));
+}
+
+std::vector<std::string> Engine::recent_driver_logs() {
+  // The driver writes its explanation during the failing call, on the calling thread.
+  uint32_t thread = current_thread_number();
+  uint64_t now = now_ms();
+  std::vector<std::string> found;
+  std::lock_guard<std::mutex> guard(driver_log_mutex_);
+  for (const DriverLog& entry : driver_logs_) {
+    if (entry.thread == thread && now - entry.time_ms <= kDriverLogWindowMs) found.push_back(entry.text);
+  }
+  return found;
+}
+
+void Engine::log_launch(const Launch& launch, const char* what, ErrorCode result) {
   LaunchRecord record = launch.record;
   record.blocked = false;  // `what` says what happened; the record says only what the policy wanted
+  const Capture* capture = launch.record.captured ? &launch.capture : nullptr;
+  std::lock_guard<std::mutex> guard(report_mutex_);
   logger_->info("launch: {}{}{} via {}{}{}", describe(record), *what ? " -> " : "", what, record.api,
                 record.driver_api ? " > " : "", record.driver_api ? record.driver_api : "");
+  log_site(record, capture, "  ", false);
+  if (report_ && config_.log_launches) {
+    JsonWriter json;
+    json.begin_object().field("type", "launch").field("time", epoch_seconds());
+    json.field("outcome", *what ? what : "launched");
+    json.key("result");
+    if (result.ok()) {
+      json.null();
+    } else {
+      json.value(describe_error_(result).name);
+    }
+    json.key("launch");
+    launch_json(json, launch.record, capture);
+    json.end_object();
+    report_->write_record(json.text());
+  }
+}
+
+void Engine::log_site(const LaunchRecord& record, const Capture* capture, const char* indent, bool error) {
+  if (!capture) return;
+  spdlog::level::level_enum level = error ? spdlog::level::err : spdlog::level::info;
+  Site site = resolve_site(*symbolizer_, capture->native, process_.shim_module,
+                           record.kernel ? &record.kernel->name : nullptr);
+  if (site.call_site >= 0) {
+    const Frame& frame = site.frames[site.call_site];
+    std::string where = short_location(frame);
+    if (!frame.function.empty() && frame.line > 0) where += " in " + frame.function;
+    logger_->log(level, "{}launched at {}", indent, printable(where));
+  } else if (!site.frames.empty()) {
+    logger_->log(level, "{}launched from CUDA's own code (no frame of the program on the stack)", indent);
+  }
+  const PythonStack& python = capture->python;
+  if (python.status == PythonStatus::Captured && python.count > 0) {
+    const PythonFrame& top = python.frames[0];
+    logger_->log(level, "{}python: {}:{} in {}", indent, printable(top.file), top.line,
+                 printable(top.function));
+  } else if (python.status == PythonStatus::Unavailable) {
+    logger_->log(level, "{}python: frames unavailable: {}", indent,
+                 python.reason ? python.reason : "unknown reason");
+  }
+  if (!config_.stack) return;
+  for (size_t i = 0; i < site.frames.size(); ++i) {
+    const Frame& frame = site.frames[i];
+    logger_->log(level, "{}  #{:<2} {}{} {}", indent, i, static_cast<int>(i) == site.call_site ? "*" : " ",
+                 printable(frame.function.empty() ? "??" : frame.function), printable(short_location(frame)));
+  }
+  if (capture->native.truncated) logger_->log(level, "{}  ... (more frames)", indent);
+  if (python.status == PythonStatus::Captured) {
+    for (uint8_t i = 0; i < python.count; ++i) {
+      const PythonFrame& frame = python.frames[i];
+      logger_->log(level, "{}  py#{} {}:{} in {}", indent, i, printable(frame.file), frame.line,
+                   printable(frame.function));
+    }
+  }
+}
+
+void Engine::launch_json(JsonWriter& json, const LaunchRecord& record, const Capture* capture) {
+  json.begin_object().field("seq", record.sequence).field("api", record.api);
+  json.key("driver_api").value(record.driver_api);
+  if (record.kernel) {
+    json.field("kernel", record.kernel->name.demangled)
+        .field("kernel_mangled", record.kernel->name.mangled)
+        .field("kernel_base", record.kernel->name.base)
+        .field("kernel_launch", record.kernel_ordinal);
+  } else {
+    json.key("kernel").null().key("kernel_mangled").null();
+  }
+  json.field("stream", describe_stream(record.stream)).field("thread", record.thread);
+  json.key("grid").begin_array().value(record.grid.x).value(record.grid.y).value(record.grid.z).end_array();
+  json.key("block")
+      .begin_array()
+      .value(record.block.x)
+      .value(record.block.y)
+      .value(record.block.z)
+      .end_array();
+  json.field("shared_memory", record.shared_memory).field("blocked", record.blocked);
+  json.key("library_call");
+  if (record.library_api) {
+    json.begin_object().field("api", record.library_api);
+    const LibraryCall& call = record.library;
+    if (call.m || call.n || call.k) {
+      json.field("m", static_cast<int64_t>(call.m))
+          .field("n", static_cast<int64_t>(call.n))
+          .field("k", static_cast<int64_t>(call.k))
+          .field("transa", std::string(1, call.transa ? call.transa : '?'))
+          .field("transb", std::string(1, call.transb ? call.transb : '?'));
+    }
+    if (call.batch) json.field("batch", static_cast<int64_t>(call.batch));
+    json.end_object();
+  } else {
+    json.null();
+  }
+  json.key("graph");
+  if (record.graph) {
+    json.begin_object().field("exec", hex(reinterpret_cast<uintptr_t>(record.graph->exec)));
+    json.key("nodes");
+    if (record.graph->nodes) {
+      json.value(record.graph->nodes);
+    } else {
+      json.null();
+    }
+    json.end_object();
+  } else {
+    json.null();
+  }
+  // Where it was launched from.
+  Site site;
+  if (capture) {
+    site = resolve_site(*symbolizer_, capture->native, process_.shim_module,
+                        record.kernel ? &record.kernel->name : nullptr);
+  }
+  auto frame_json = [&](const Frame& frame) {
+    json.begin_object()
+        .field("address", hex(frame.address))
+        .field("module", frame.module)
+        .field("offset", hex(frame.module_offset));
+    json.key("function").value(frame.function.empty() ? nullptr : frame.function.c_str());
+    json.key("file").value(frame.file.empty() ? nullptr : frame.file.c_str());
+    json.key("line");
+    if (frame.line > 0) {
+      json.value(frame.line);
+    } else {
+      json.null();
+    }
+    json.end_object();
+  };
+  json.key("callsite");
+  if (capture && site.call_site >= 0) {
+    frame_json(site.frames[site.call_site]);
+  } else {
+    json.null();
+  }
+  json.key("frames");
+  if (capture) {
+    json.begin_array();
+    for (const Frame& frame : site.frames) frame_json(frame);
+    json.end_array();
+    json.field("frames_truncated", capture->native.truncated);
+  } else {
+    json.null();
+  }
+  json.key("python");
+  if (capture && capture->python.status == PythonStatus::Captured) {
+    json.begin_array();
+    for (uint8_t i = 0; i < capture->python.count; ++i) {
+      const PythonFrame& frame = capture->python.frames[i];
+      json.begin_object()
+          .field("file", frame.file)
+          .field("line", frame.line)
+          .field("function", frame.function)
+          .end_object();
+    }
+    json.end_array();
+  } else {
+    json.null();
+  }
+  json.key("python_status");
+  if (!capture) {
+    json.value("not captured");
+  } else {
+    switch (capture->python.status) {
+      case PythonStatus::NotCaptured:
+        json.value("not captured");
+        break;
+      case PythonStatus::NoPython:
+        json.value("no python");
+        break;
+      case PythonStatus::NoThreadState:
+        json.value("no python thread state");
+        break;
+      case PythonStatus::Captured:
+        json.value(capture->python.gil_held ? "captured, GIL held" : "captured, GIL released");
+        break;
+      case PythonStatus::Unavailable:
+        json.value(
+            fmt::format("unavailable: {}", capture->python.reason ? capture->python.reason : "unknown"));
+        break;
+    }
+  }
+  json.end_object();
 }
 
 std::string Engine::describe(const LaunchRecord& record) const {
@@ -470,18 +869,117 @@ void Engine::finish() {
   std::lock_guard<std::mutex> guard(report_mutex_);
   uint64_t launches = next_sequence_.load() - 1;
   bool used = launches > 0 || first_error_taken_.load();
-  if (config_.summary && used && !finished_.exchange(true)) {
-    std::string errors = first_error_taken_.load()
-                             ? fmt::format("first error {}, {} later error{}", first_error_summary_,
-                                           later_errors_.load(), later_errors_.load() == 1 ? "" : "s")
-                             : std::string("no CUDA errors");
-    std::string skips = capture_skips_.load()
-                            ? fmt::format(", {} not blocked during stream capture", capture_skips_.load())
-                            : std::string();
-    logger_->info("summary: {} launch{}, {} blocked{}; {}", launches, launches == 1 ? "" : "es",
-                  blocked_.load(), skips, errors);
+  if (used && !finished_.exchange(true)) {
+    if (config_.summary) {
+      std::string errors = first_error_taken_.load()
+                               ? fmt::format("first error {}, {} later error{}", first_error_summary_,
+                                             later_errors_.load(), later_errors_.load() == 1 ? "" : "s")
+                               : std::string("no CUDA errors");
+      std::string skips = capture_skips_.load()
+                              ? fmt::format(", {} not blocked during stream capture", capture_skips_.load())
+                              : std::string();
+      logger_->info("summary: {} launch{}, {} blocked{}; {}", launches, launches == 1 ? "" : "es",
+                    blocked_.load(), skips, errors);
+      if (blocked_.load() > 0) log_blocked_times();
+    }
+    if (report_) write_summary_record();
   }
   logger_->flush();
+}
+
+namespace {
+
+// One row of the per-kernel table.
+struct UnitRow {
+  std::string name;
+  std::string mangled;
+  uint64_t launches = 0;
+  const BlockStats* stats = nullptr;
+};
+
+double to_ms(uint64_t ns) {
+  return static_cast<double>(ns) / 1e6;
+}
+
+}  // namespace
+
+// Every kernel, library call and graph launched, most wall time blocked first, then most launches.
+static std::vector<UnitRow> unit_rows(const HandleTable<KernelInfo>& kernels,
+                                      const HandleTable<GraphInfo>& graphs,
+                                      const std::map<std::string, std::unique_ptr<BlockStats>>& units) {
+  std::vector<UnitRow> rows;
+  kernels.for_each([&](KernelInfo& kernel) {
+    rows.push_back({kernel.name.demangled, kernel.name.mangled, kernel.launches.load(), &kernel.stats});
+  });
+  graphs.for_each([&](GraphInfo& graph) {
+    rows.push_back({fmt::format("graph {}", graph.exec), "", graph.launches.load(), &graph.stats});
+  });
+  for (const auto& [name, stats] : units) rows.push_back({name, "", stats->blocked.load(), stats.get()});
+  std::sort(rows.begin(), rows.end(), [](const UnitRow& a, const UnitRow& b) {
+    uint64_t wall_a = a.stats->wall_ns_total.load(), wall_b = b.stats->wall_ns_total.load();
+    if (wall_a != wall_b) return wall_a > wall_b;
+    if (a.launches != b.launches) return a.launches > b.launches;
+    return a.name < b.name;
+  });
+  return rows;
+}
+
+void Engine::log_blocked_times() {
+  std::vector<UnitRow> rows = unit_rows(kernels_, graphs_, unit_stats_);
+  logger_->info("blocked launches by wall time (top 10; GPU time from events around the kernel):");
+  size_t shown = 0;
+  for (const UnitRow& row : rows) {
+    const BlockStats& stats = *row.stats;
+    uint64_t blocked = stats.blocked.load();
+    if (blocked == 0 || shown == 10) continue;
+    ++shown;
+    std::string gpu = stats.gpu_timed.load()
+                          ? fmt::format("GPU {:.3f} ms total, {:.3f} max", to_ms(stats.gpu_ns_total.load()),
+                                        to_ms(stats.gpu_ns_max.load()))
+                          : std::string("GPU time not measured");
+    logger_->info("  {:>9.3f} ms wall ({:.3f} max), {}; {} of {} launches blocked: {}",
+                  to_ms(stats.wall_ns_total.load()), to_ms(stats.wall_ns_max.load()), gpu, blocked,
+                  row.launches, printable(row.name, 200));
+  }
+}
+
+void Engine::write_summary_record() {
+  JsonWriter json;
+  json.begin_object()
+      .field("type", "summary")
+      .field("time", epoch_seconds())
+      .field("launches", next_sequence_.load() - 1);
+  json.key("launches_by_api").begin_object();
+  std::vector<std::pair<std::string, uint64_t>> apis;
+  api_counts_.for_each([&](ApiCount& count) { apis.emplace_back(count.api, count.launches.load()); });
+  std::sort(apis.begin(), apis.end());
+  for (const auto& [api, count] : apis) json.field(api, count);
+  json.end_object();
+  json.field("blocked", blocked_.load())
+      .field("blocking_ms", to_ms(blocking_ns_.load()))
+      .field("capture_skips", capture_skips_.load());
+  json.key("first_error");
+  if (first_error_taken_.load()) {
+    json.value(first_error_summary_);
+  } else {
+    json.null();
+  }
+  json.field("later_errors", later_errors_.load());
+  json.key("kernels").begin_array();
+  for (const UnitRow& row : unit_rows(kernels_, graphs_, unit_stats_)) {
+    const BlockStats& stats = *row.stats;
+    json.begin_object().field("kernel", row.name);
+    json.key("kernel_mangled").value(row.mangled.empty() ? nullptr : row.mangled.c_str());
+    json.field("launches", row.launches).field("blocked", stats.blocked.load());
+    json.field("gpu_timed", stats.gpu_timed.load())
+        .field("gpu_ms_total", to_ms(stats.gpu_ns_total.load()))
+        .field("gpu_ms_max", to_ms(stats.gpu_ns_max.load()))
+        .field("wall_ms_total", to_ms(stats.wall_ns_total.load()))
+        .field("wall_ms_max", to_ms(stats.wall_ns_max.load()))
+        .end_object();
+  }
+  json.end_array().end_object();
+  report_->write_record(json.text());
 }
 
 }  // namespace blockrun

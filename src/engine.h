@@ -5,15 +5,19 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "callsite.h"
 #include "config.h"
 #include "handle_table.h"
 #include "records.h"
+#include "report.h"
+#include "symbolize.h"
 
 namespace spdlog {
 class logger;
@@ -28,12 +32,47 @@ struct ErrorText {
 };
 using ErrorDescriber = std::function<ErrorText(ErrorCode)>;
 
-// A launch in progress: its record and what the policy decided.
+// How long a blocked launch took, measured by the shim: GPU time from events recorded around the
+// kernel (-1 where none could be recorded, e.g. on a capturing stream) and wall time from just before
+// the launch to the end of the blocking synchronize.
+struct BlockTiming {
+  int64_t gpu_ns = -1;
+  uint64_t wall_ns = 0;
+  uint64_t start_ns = 0;         // steady clock at the start; 0: from the synchronize only
+  bool events_recorded = false;  // the start event was recorded (the shim's)
+};
+
+// A launch in progress: its record, what the policy decided, and where it came from.
 struct Launch {
   LaunchRecord record;
   struct StreamState* stream = nullptr;
   Decision decision;
+  Capture capture;  // valid when record.captured
+  BlockTiming timing;
   bool block() const { return decision.blocks(); }
+};
+
+// Takes a Capture of the calling thread (the shim's stack walk and Python frames; tests pass their own).
+using CaptureFunction = void (*)(Capture* out);
+
+// A launch as reported: its record and, when one was taken, its capture.
+struct ReportedLaunch {
+  LaunchRecord record;
+  std::shared_ptr<const Capture> capture;
+};
+
+// What the start record says about the process, filled by the shim.
+struct ProcessInfo {
+  long pid = 0;
+  long rank = 0;
+  std::string host;
+  std::string name;
+  std::vector<std::string> argv;
+  std::string shim_version;
+  int driver_version = 0;   // cuDriverGetVersion, 0: unknown
+  int runtime_version = 0;  // cudaRuntimeGetVersion, 0: unknown
+  std::string shim_module;  // the shim's own file: its frames are not the program's
+  std::vector<std::pair<std::string, std::string>> configuration;  // variable, effective value
 };
 
 // Ends the process after a blocked launch failed under an `abort` or `exit=N` rule, once the report is
@@ -56,6 +95,10 @@ class Engine {
          Terminate terminate = nullptr);
   ~Engine();
 
+  // Before the engine is used: the process facts and, when configured, the report file (the `start`
+  // record is written now), and how to capture call sites.
+  void start(ProcessInfo info, std::unique_ptr<ReportFile> report, CaptureFunction capture);
+
   const Config& config() const { return config_; }
 
   // Returns the kernel known by `handle`, naming it with `resolve_mangled_name` (which returns the
@@ -74,9 +117,16 @@ class Engine {
   const GraphInfo* graph(const void* exec);
   const GraphInfo* note_graph(const void* exec, uint64_t nodes);
 
-  // Numbers and records a launch and asks the policy. Cheap: no lock but the stream's own, no
-  // allocation for known kernels and streams.
+  // Numbers and records a launch and asks the policy; captures its call site when it needs one
+  // (wants_capture). Cheap: no lock but the stream's own, no allocation for known kernels and streams.
   void begin_launch(const LaunchRequest& request, Launch* launch);
+
+  // Whether a launch with this decision gets its call site captured (CUDA_BLOCKRUN_CALLSITES).
+  bool wants_capture(const Decision& decision) const {
+    return capture_all_ || (capture_auto_ && (decision.action != Action::Run || config_.log_launches));
+  }
+  // Captures the call site of a launch that did not get one at begin_launch (a launch that failed).
+  void capture_now(Launch& launch);
   Launch begin_launch(const LaunchRequest& request) {
     Launch launch;
     begin_launch(request, &launch);
@@ -101,6 +151,10 @@ class Engine {
   // The shim's own trouble (a missing CUDA function, ...): logged once per distinct text.
   void report_shim_problem(const std::string& text);
 
+  // A message of the driver's error log (cuLogsRegisterCallback), from any thread: kept (the newest
+  // few) and attached to the first error when it comes from the same thread shortly after.
+  void note_driver_log(const char* message, size_t length);
+
   // Writes the summary line (when enabled and CUDA was used) and flushes. Safe to call repeatedly;
   // later calls log only what changed.
   void finish();
@@ -121,11 +175,20 @@ class Engine {
   const KernelInfo* new_kernel(const void* handle, const std::function<const char*()>& resolve_mangled_name);
   StreamState* stream_state(StreamId id);
   StreamId stream_id(const void* handle, bool per_thread_default_stream) const;
-  std::vector<LaunchRecord> suspects(const StreamState* only_stream, uint64_t exclude_sequence) const;
-  void first_error(const char* api, ErrorCode result, const LaunchRecord* culprit, bool culprit_exact,
-                   const char* how, std::vector<LaunchRecord> suspects);
+  std::vector<ReportedLaunch> suspects(const StreamState* only_stream, uint64_t exclude_sequence) const;
+  void first_error(const char* api, ErrorCode result, const Launch* culprit, bool culprit_exact,
+                   const char* how, std::vector<ReportedLaunch> suspects);
   bool take_first_error();
-  void log_launch(const Launch& launch, const char* what);
+  void log_launch(const Launch& launch, const char* what, ErrorCode result);
+  void note_blocked(Launch& launch);
+  void count_api(const char* api);
+  void write_blocked_error(const Launch& launch, const ErrorText& text, const char* sync_api, ErrorCode code);
+  // The report's view of a launch (a JSON object) and the log's (call site, Python line, stack).
+  void launch_json(JsonWriter& json, const LaunchRecord& record, const Capture* capture);
+  void log_site(const LaunchRecord& record, const Capture* capture, const char* indent, bool error);
+  std::vector<std::string> recent_driver_logs();
+  void write_summary_record();
+  void log_blocked_times();
 
   Config config_;
   std::shared_ptr<spdlog::logger> logger_;
@@ -144,6 +207,31 @@ class Engine {
   HandleTable<StreamState> streams_;
   HandleTable<GraphInfo> graphs_;
   GraphInfo overflow_graph_;
+  std::map<std::string, std::unique_ptr<BlockStats>> unit_stats_;  // library calls blocked as units
+
+  // Launches by entry point (the API the program called).
+  struct ApiCount {
+    const char* api = nullptr;
+    std::atomic<uint64_t> launches{0};
+  };
+  HandleTable<ApiCount> api_counts_;
+  std::atomic<uint64_t> blocking_ns_{0};
+
+  bool capture_all_ = false;
+  bool capture_auto_ = true;
+  CaptureFunction capture_ = nullptr;
+  ProcessInfo process_;
+  std::unique_ptr<ReportFile> report_;
+  std::unique_ptr<Symbolizer> symbolizer_;
+  uint64_t blocked_error_records_ = 0;
+
+  struct DriverLog {
+    uint32_t thread = 0;
+    uint64_t time_ms = 0;
+    std::string text;
+  };
+  std::mutex driver_log_mutex_;
+  std::vector<DriverLog> driver_logs_;  // the newest kDriverLogs, oldest first
 
   std::atomic<uint64_t> next_sequence_{1};
   std::atomic<uint64_t> device_synced_through_{0};

@@ -26,6 +26,15 @@ struct ErrorCode {
   bool ok() const { return code == 0; }
 };
 
+// What blocked launches of one kernel (or library call, or graph) cost: the precise per-kernel timing
+// people turn CUDA_LAUNCH_BLOCKING=1 on for. Updated only on the blocked path.
+struct BlockStats {
+  std::atomic<uint64_t> blocked{0};
+  std::atomic<uint64_t> gpu_timed{0};  // blocked launches with a GPU time (events could be recorded)
+  std::atomic<uint64_t> gpu_ns_total{0}, gpu_ns_max{0};
+  std::atomic<uint64_t> wall_ns_total{0}, wall_ns_max{0};
+};
+
 // One kernel, as first seen by the shim. Created once per distinct handle and never freed (the
 // table that holds them is bounded), so records may point at it from anywhere.
 struct KernelInfo {
@@ -35,6 +44,7 @@ struct KernelInfo {
   bool decided = false;  // `decision` holds the policy's answer for every launch of this kernel
   Decision decision;
   std::atomic<uint64_t> launches{0};
+  BlockStats stats;
 };
 
 // The main arguments of a library call that is recorded as one launch unit (cuBLAS GEMMs).
@@ -48,6 +58,8 @@ struct LibraryCall {
 struct GraphInfo {
   const void* exec = nullptr;
   uint64_t nodes = 0;  // 0: not known (instantiated before the shim could count)
+  std::atomic<uint64_t> launches{0};
+  BlockStats stats;
 };
 
 // Where a launch went. The per-thread default stream gets a key of its own per host thread, since
@@ -73,6 +85,7 @@ struct LaunchRecord {
   uint64_t shared_memory = 0;
   uint32_t thread = 0;  // host thread number, 1-based in order of first CUDA call
   bool blocked = false;
+  bool captured = false;  // a Capture (call site) was taken for this launch
 };
 
 // What the program asked for, before the engine numbers it.

@@ -6,6 +6,6 @@ import torch
 x = torch.randn(1000, device="cuda")
 y = torch.ones(1000, device="cuda") * 2  # a few unrelated kernels first
 index = torch.tensor([5, 2000], device="cuda")  # the bug: 2000 is out of range
-picked = x[index]
+picked = x[index]  # CALLSITE_INDEX
 total = (picked * 3).sum()
 print("total", total.item())

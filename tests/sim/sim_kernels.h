@@ -66,6 +66,36 @@ struct Registrar {
   }
 };
 
+}  // namespace detail
+
+// Writes the statistics file of the simulated driver, wherever it was loaded from.
+inline void write_stats() {
+  if (simWriteStats) {
+    simWriteStats();
+    return;
+  }
+  if (auto fn = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "simWriteStats"))) fn();
+}
+
+}  // namespace sim
+
+// Defines the host stub `name` and registers it under `mangled` before main() runs. The stub's body differs
+// per kernel (it stores its own name) so that identical-code folding can never merge two stubs into one
+// address.
+#define SIM_KERNEL(name, mangled)                                         \
+  void name() {                                                           \
+    static const char* volatile sim_kernel_name_ __attribute__((unused)); \
+    sim_kernel_name_ = mangled;                                           \
+  }                                                                       \
+  static ::sim::detail::Registrar sim_kernel_registrar_##name(&name, mangled)
+
+// The launch itself, as nvcc generates it into <file>.cudafe1.stub.c (the kernel's `__device_stub__`): the
+// #line makes the debug information say so, as it does for nvcc's stubs, so that the shim's call-site rules
+// see these frames as CUDA's and name the caller (an inlined stub reports its own file and line otherwise).
+#line 1 "sim_kernels.cudafe1.stub.c"
+namespace sim {
+namespace detail {
+
 inline cudaError_t launch(Stub stub, dim3 grid, dim3 block, cudaStream_t stream, size_t shmem, bool ptsz) {
   // <<<grid, block, shmem, stream>>> pushes the configuration; the stub pops it.
   if (__cudaPushCallConfiguration(grid, block, shmem, stream) != 0) return cudaErrorMissingConfiguration;
@@ -90,23 +120,4 @@ inline cudaError_t launch_ptsz(Stub stub, dim3 grid, dim3 block, cudaStream_t st
   return detail::launch(stub, grid, block, stream, shmem, true);
 }
 
-// Writes the statistics file of the simulated driver, wherever it was loaded from.
-inline void write_stats() {
-  if (simWriteStats) {
-    simWriteStats();
-    return;
-  }
-  if (auto fn = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "simWriteStats"))) fn();
-}
-
 }  // namespace sim
-
-// Defines the host stub `name` and registers it under `mangled` before main() runs. The stub's body differs
-// per kernel (it stores its own name) so that identical-code folding can never merge two stubs into one
-// address.
-#define SIM_KERNEL(name, mangled)                                         \
-  void name() {                                                           \
-    static const char* volatile sim_kernel_name_ __attribute__((unused)); \
-    sim_kernel_name_ = mangled;                                           \
-  }                                                                       \
-  static ::sim::detail::Registrar sim_kernel_registrar_##name(&name, mangled)

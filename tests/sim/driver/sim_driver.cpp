@@ -20,6 +20,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -37,6 +39,7 @@
 #undef cuGetProcAddress
 #undef cuStreamBeginCapture
 #undef cuStreamWriteValue64
+#undef cuEventElapsedTime
 
 #define SIM_API extern "C" __attribute__((visibility("default")))
 
@@ -47,7 +50,7 @@ namespace {
 // handle of the wrong kind (a CUkernel passed to cuFuncGetName, a freed stream) is rejected instead of
 // dereferenced.
 // ---------------------------------------------------------------------------------------------------------------
-enum class Kind { Stream, Event, Library, Kernel, Module, Function, Graph, GraphExec };
+enum class Kind { Stream, Event, Library, Kernel, Module, Function, Graph, GraphExec, LogCallback };
 
 // A device fault that happened on a stream but has not been observed by the host yet.
 struct Fault {
@@ -76,8 +79,13 @@ struct Stream {
 
 struct Event {
   unsigned flags = 0;
-  bool captured = false;  // last recorded into a capturing stream
-  Fault fault;            // a fault that precedes the event in its stream: waiting on the event reveals it
+  bool captured = false;    // last recorded into a capturing stream
+  uint64_t capture_id = 0;  // ... into this capture (Capture::id)
+  bool recorded = false;    // recorded outside a capture at least once: `time` is valid
+  // Host time of the last record. Work completes at once (kernels run, and busy-wait for CUDA_SIM_KERNEL_US,
+  // inside the launch call), so this is when everything before the event in its stream had completed.
+  std::chrono::steady_clock::time_point time;
+  Fault fault;  // a fault that precedes the event in its stream: waiting on the event reveals it
 };
 
 // Which kernel parameters are device pointers the kernel dereferences. Only images written by the sim itself
@@ -133,6 +141,18 @@ struct FaultSpec {
   CUresult err = CUDA_ERROR_ILLEGAL_ADDRESS;
 };
 
+// CUDA_SIM_KERNEL_US: launches of kernels matching `pattern` (as FaultSpec) take `us` microseconds.
+struct KernelTime {
+  std::string pattern;
+  unsigned long us = 0;
+};
+
+// A driver error-log callback (cuLogsRegisterCallback); its address is the CUlogsCallbackHandle.
+struct LogCallback {
+  CUlogsCallback fn;
+  void* user;
+};
+
 struct Alloc {
   size_t size;
   bool host;  // page-locked host memory (cuMemHostAlloc); its device address equals the host address (UVA)
@@ -157,6 +177,9 @@ struct State {
   std::unordered_map<std::string, unsigned long> launch_counts;
   std::vector<FaultSpec> fault_specs;
   bool fault_specs_parsed = false;
+  std::vector<KernelTime> kernel_times;
+  bool kernel_times_parsed = false;
+  std::vector<LogCallback*> log_callbacks;  // in registration order
   Stats stats;
   int primary_ctx_refs = 0;
 };
@@ -429,34 +452,94 @@ std::string strip_template_args(const std::string& s) {
   return s;
 }
 
+// The names a CUDA_SIM_FAULT or CUDA_SIM_KERNEL_US pattern is matched against: the mangled name, the
+// demangled name without its parameter list, and that without template arguments.
+struct KernelNames {
+  explicit KernelNames(const std::string& mangled)
+      : mangled(mangled), base(demangled_base(mangled)), bare(strip_template_args(base)) {}
+  bool match(const std::string& pattern) const {
+    for (const std::string* cand : {&mangled, &base, &bare})
+      if (fnmatch(pattern.c_str(), cand->c_str(), 0) == 0) return true;
+    return false;
+  }
+  const std::string& mangled;
+  const std::string base, bare;
+};
+
 CUresult injected_fault(const std::string& name, unsigned long ordinal) {
   parse_fault_specs();
   if (S().fault_specs.empty()) return CUDA_SUCCESS;
-  const std::string base = demangled_base(name);
-  const std::string bare = strip_template_args(base);
-  for (const FaultSpec& f : S().fault_specs) {
-    if (f.ordinal != ordinal) continue;
-    for (const std::string* cand : {&name, &base, &bare})
-      if (fnmatch(f.pattern.c_str(), cand->c_str(), 0) == 0) return f.err;
-  }
+  const KernelNames names(name);
+  for (const FaultSpec& f : S().fault_specs)
+    if (f.ordinal == ordinal && names.match(f.pattern)) return f.err;
   return CUDA_SUCCESS;
+}
+
+// --- kernel durations (CUDA_SIM_KERNEL_US)
+// ----------------------------------------------------------------------
+
+// "stencil=200,ns::kern=5": NAME=MICROSECONDS items; NAME as in CUDA_SIM_FAULT (the last '=' splits).
+void parse_kernel_times() {
+  State& st = S();
+  if (st.kernel_times_parsed) return;
+  st.kernel_times_parsed = true;
+  const char* env = std::getenv("CUDA_SIM_KERNEL_US");
+  if (!env) return;
+  std::string all(env);
+  size_t start = 0;
+  while (start <= all.size()) {
+    size_t comma = all.find(',', start);
+    std::string item = all.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? all.size() + 1 : comma + 1;
+    if (item.empty()) continue;
+    const size_t eq = item.rfind('=');
+    char* end = nullptr;
+    const unsigned long us = eq == std::string::npos ? 0 : std::strtoul(item.c_str() + eq + 1, &end, 10);
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size() || !end || *end != '\0') {
+      std::fprintf(stderr, "[cuda-sim] CUDA_SIM_KERNEL_US: ignoring '%s' (expected NAME=MICROSECONDS)\n",
+                   item.c_str());
+      continue;
+    }
+    st.kernel_times.push_back(KernelTime{item.substr(0, eq), us});
+  }
+}
+
+// How long a launch of the kernel takes: the first matching CUDA_SIM_KERNEL_US item, else 0.
+unsigned long kernel_us(const std::string& name) {
+  parse_kernel_times();
+  if (S().kernel_times.empty()) return 0;
+  const KernelNames names(name);
+  for (const KernelTime& t : S().kernel_times)
+    if (names.match(t.pattern)) return t.us;
+  return 0;
+}
+
+// The simulated kernel's run time, spent inside the launch call (with the lock released), so that events
+// recorded before and after the launch are at least this far apart.
+void busy_wait(unsigned long us) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+  while (std::chrono::steady_clock::now() < end) {
+  }
 }
 
 // A kernel "runs" on s: count it, decide whether it faults (fault injection, or a checked pointer parameter
 // outside device memory), and leave the fault pending on the stream; the host only learns of it when it
-// waits.
-void execute_kernel(Stream* s, const std::string& name, const std::vector<uint64_t>& ptrs) {
+// waits. Returns how many microseconds the kernel takes (CUDA_SIM_KERNEL_US): the caller busy-waits that
+// long after releasing the lock. Work queued behind a fault never runs, so it takes no time.
+unsigned long execute_kernel(Stream* s, const std::string& name, const std::vector<uint64_t>& ptrs) {
   State& st = S();
+  const unsigned long us = preceding_fault(s) ? 0 : kernel_us(name);
   st.stats.launches++;
   const unsigned long n = ++st.launch_counts[name];
   CUresult err = injected_fault(name, n);
   if (!err)
     for (uint64_t p : ptrs)
       if (!is_device_accessible(p, 1)) err = CUDA_ERROR_ILLEGAL_ADDRESS;
-  if (!err) return;
+  if (!err) return us;
   st.stats.faults_injected++;
   if (!s->fault)
     s->fault = Fault{err, ++st.fault_seq};  // the first fault kills the stream; later work never runs
+  return us;
 }
 
 void record_fault(Stream* s, CUresult err) {
@@ -496,6 +579,62 @@ void execute_node(Stream* s, const Node& n) {
   }
 }
 
+// --- driver error log (cuLogsRegisterCallback)
+// ----------------------------------------------------------------
+
+std::string strfmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
+std::string strfmt(const char* f, ...) {
+  va_list ap;
+  va_start(ap, f);
+  char buf[512];
+  std::vsnprintf(buf, sizeof buf, f, ap);
+  va_end(ap);
+  return buf;
+}
+
+const char* error_name(CUresult r);  // with the error strings, below
+
+// What the driver logs when a call fails on a context that has a sticky error.
+constexpr const char* kStickyText = "Sticky error detected";
+
+// The error-log messages of one API call, handed to every registered callback (level CU_LOG_LEVEL_ERROR) when
+// the object is destroyed. Declare it before the call takes S().mu, so that it is destroyed after the lock is
+// released: callbacks run outside the mutex and may call back into the driver. Like the real driver, a
+// failing call logs an optional explanation and then "Returning <code> (<name>) from <entry point>".
+class ApiLog {
+ public:
+  explicit ApiLog(const char* entry) : entry_(entry) {}
+  ApiLog(const ApiLog&) = delete;
+  ApiLog& operator=(const ApiLog&) = delete;
+  ~ApiLog() { deliver(); }
+
+  // Passes r through; a failure is logged, after `why` when there is one.
+  CUresult ret(CUresult r, const std::string& why = std::string()) {
+    if (r == CUDA_SUCCESS) return r;
+    if (!why.empty()) msgs_.push_back(why);
+    msgs_.push_back(strfmt("Returning %d (%s) from %s", static_cast<int>(r), error_name(r), entry_));
+    return r;
+  }
+
+ private:
+  void deliver() {
+    if (msgs_.empty()) return;
+    std::vector<LogCallback> cbs;
+    {
+      std::lock_guard<std::mutex> lk(S().mu);
+      for (const LogCallback* c : S().log_callbacks) cbs.push_back(*c);
+    }
+    for (const std::string& m : msgs_)
+      for (const LogCallback& c : cbs) {
+        std::vector<char> buf(m.c_str(), m.c_str() + m.size() + 1);  // NUL-terminated, writable: a copy each
+        c.fn(c.user, CU_LOG_LEVEL_ERROR, buf.data(), m.size());
+      }
+  }
+
+  const char* entry_;
+  std::vector<std::string> msgs_;
+};
+
 // Resolves a launchable handle: a CUkernel (runtime) or a CUfunction (module API) are both accepted by
 // cuLaunch*.
 bool resolve_launchable(CUfunction f, std::string* name, const PtrParams** pp) {
@@ -512,14 +651,37 @@ bool resolve_launchable(CUfunction f, std::string* name, const PtrParams** pp) {
   return false;
 }
 
+// Launch-configuration limits (H200), checked in the driver's order; *why gets the driver's error-log text
+// (measured on an H200 with driver 580, including its spelling "correspsonding").
 CUresult check_dims(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                    unsigned shmem) {
-  if (!gx || !gy || !gz || !bx || !by || !bz) return CUDA_ERROR_INVALID_VALUE;
-  if (bx > 1024 || by > 1024 || bz > 64) return CUDA_ERROR_INVALID_VALUE;
-  if (static_cast<uint64_t>(bx) * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
-  if (gx > 2147483647u || gy > 65535 || gz > 65535) return CUDA_ERROR_INVALID_VALUE;
-  if (shmem > 232448) return CUDA_ERROR_INVALID_VALUE;  // 227 KiB, the H200 opt-in maximum
-  return CUDA_SUCCESS;
+                    unsigned shmem, std::string* why) {
+  if (!bx || !by || !bz)
+    *why =
+        strfmt("Block dimensions (%u,%u,%u) include one or more zero values. All dimensions must be nonzero",
+               bx, by, bz);
+  else if (bx > 1024 || by > 1024 || bz > 64)
+    *why = strfmt(
+        "One or more of block dimensions of (%u,%u,%u) exceeds correspsonding maximum value of "
+        "(1024,1024,64)",
+        bx, by, bz);
+  else if (static_cast<uint64_t>(bx) * by * bz > 1024)
+    *why = strfmt("Requested block size of %llu threads exceeds device maximum 1024",
+                  static_cast<unsigned long long>(bx) * by * bz);
+  else if (!gx || !gy || !gz)
+    *why = strfmt("Grid Dimension %s must be nonzero", !gx ? "X" : !gy ? "Y" : "Z");
+  else if (gx > 2147483647u)
+    *why = strfmt("Grid Dimension X of %u exceeds maximum value of 2147483647", gx);
+  else if (gy > 65535 || gz > 65535)
+    *why = strfmt("Grid Dimension %s of %u exceeds maximum value of 65535", gy > 65535 ? "Y" : "Z",
+                  gy > 65535 ? gy : gz);
+  else if (shmem > 232448)  // 227 KiB, the H200 opt-in maximum
+    *why = strfmt(
+        "Requested dynamic shared memory size of %u bytes exceeds "
+        "maximum dynamic shared memory size of 232448 bytes",
+        shmem);
+  else
+    return CUDA_SUCCESS;
+  return CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult require_init() {
@@ -527,29 +689,36 @@ CUresult require_init() {
 }
 
 // Common launch path of cuLaunchKernel / cuLaunchKernelEx / cuLaunchCooperativeKernel (and their _ptsz
-// forms).
-CUresult do_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                   unsigned shmem, CUstream hs, void** params, bool ptsz, bool cooperative) {
-  std::lock_guard<std::mutex> lk(S().mu);
-  if (CUresult r = require_init()) return r;
+// forms); `entry` is the exported name the caller used, for the error log.
+CUresult do_launch(const char* entry, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                   unsigned by, unsigned bz, unsigned shmem, CUstream hs, void** params, bool ptsz,
+                   bool cooperative) {
+  ApiLog log(entry);  // declared before the lock: its messages are delivered after the lock is released
+  std::unique_lock<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return log.ret(r);
   std::string name;
   const PtrParams* pp = nullptr;
-  if (!resolve_launchable(f, &name, &pp)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!resolve_launchable(f, &name, &pp)) return log.ret(CUDA_ERROR_INVALID_HANDLE);
   Stream* s = resolve_stream(hs, ptsz);
-  if (!s) return CUDA_ERROR_INVALID_HANDLE;
-  if (S().sticky) return S().sticky;
-  if (CUresult r = check_dims(gx, gy, gz, bx, by, bz, shmem)) return r;
+  if (!s) return log.ret(CUDA_ERROR_INVALID_HANDLE);
+  if (S().sticky) return log.ret(S().sticky, kStickyText);
+  std::string why;
+  if (CUresult r = check_dims(gx, gy, gz, bx, by, bz, shmem, &why)) return log.ret(r, why);
   if (cooperative) {
     // All blocks must be co-resident: 132 SMs x 2048 threads.
-    const uint64_t per_sm = 2048 / (static_cast<uint64_t>(bx) * by * bz);
-    if (static_cast<uint64_t>(gx) * gy * gz > 132 * std::max<uint64_t>(per_sm, 1))
-      return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+    const uint64_t limit = 132 * std::max<uint64_t>(2048 / (static_cast<uint64_t>(bx) * by * bz), 1);
+    if (static_cast<uint64_t>(gx) * gy * gz > limit)
+      return log.ret(
+          CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
+          strfmt("Requested cooperative grid dimensions (%u,%u,%u) exceed occupancy limit for this "
+                 "kernel on this device of %llu blocks",
+                 gx, gy, gz, static_cast<unsigned long long>(limit)));
   }
   std::vector<uint64_t> ptrs;
   if (params)
     for (int i : *pp) ptrs.push_back(*static_cast<const uint64_t*>(params[i]));
   Graph* rec = nullptr;
-  if (CUresult r = route_async(s, &rec)) return r;
+  if (CUresult r = route_async(s, &rec)) return log.ret(r);
   if (rec) {
     auto n = std::make_unique<Node>();
     n->type = Node::KernelLaunch;
@@ -558,7 +727,9 @@ CUresult do_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned
     rec->nodes.push_back(std::move(n));
     return CUDA_SUCCESS;
   }
-  execute_kernel(s, name, ptrs);
+  const unsigned long us = execute_kernel(s, name, ptrs);
+  lk.unlock();
+  if (us) busy_wait(us);  // the kernel "runs" inside the launch call
   return CUDA_SUCCESS;
 }
 
@@ -730,13 +901,54 @@ CUresult event_record(CUevent he, CUstream hs, bool ptsz) {
   if (!e || !s) return CUDA_ERROR_INVALID_HANDLE;
   if (s->cap.status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
     e->captured = true;  // becomes an event-record node; we do not replay it
+    e->capture_id = s->cap.id;
     return CUDA_SUCCESS;
   }
   if (s->cap.status == CU_STREAM_CAPTURE_STATUS_INVALIDATED) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
   if (CUresult r = check_legacy_implicit(s, true)) return r;
   if (S().sticky) return S().sticky;
   e->captured = false;
+  e->recorded = true;
+  e->time = std::chrono::steady_clock::now();  // the preceding work has completed (it ran at launch)
   e->fault = preceding_fault(s);
+  return CUDA_SUCCESS;
+}
+
+bool capture_running(uint64_t id) {
+  for (const Stream* s : S().streams)
+    if (capturing(s) && s->cap.id == id) return true;
+  return false;
+}
+
+// cuEventElapsedTime[_v2]. Checks and error-log texts as measured on an H200 (driver 580); both entry points
+// log as "cuEventElapsedTime_v2", as the real driver does.
+CUresult event_elapsed(float* ms, CUevent hstart, CUevent hend) {
+  ApiLog log("cuEventElapsedTime_v2");  // declared before the lock: delivered after it is released
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return log.ret(r);
+  if (S().sticky) return log.ret(S().sticky, kStickyText);
+  if (!ms) return log.ret(CUDA_ERROR_INVALID_HANDLE);  // sic: not CUDA_ERROR_INVALID_VALUE
+  if (!hstart || !hend) return log.ret(CUDA_ERROR_INVALID_HANDLE, "Event handle is NULL");
+  Event* ev[2] = {lookup<Event>(hstart, Kind::Event), lookup<Event>(hend, Kind::Event)};
+  for (const Event* e : ev) {  // start first, then end
+    if (!e) return log.ret(CUDA_ERROR_INVALID_HANDLE);
+    if (e->captured) {
+      if (capture_running(e->capture_id))
+        return log.ret(CUDA_ERROR_CAPTURED_EVENT, "Recorded event not allowed on stream");
+      return log.ret(CUDA_ERROR_INVALID_VALUE,
+                     "Event is not valid. This can be related to a graph capture that is no longer running");
+    }
+    // Never recorded, or created with CU_EVENT_DISABLE_TIMING.
+    if (!e->recorded || (e->flags & CU_EVENT_DISABLE_TIMING)) return log.ret(CUDA_ERROR_INVALID_HANDLE);
+  }
+  // An event behind a fault never completes; like cuEventQuery, this reveals the fault (on hardware the
+  // context is already dead: the call returns the fault as a sticky error).
+  Fault f;
+  for (const Event* e : ev)
+    if (e->fault && (!f || e->fault.seq < f.seq)) f = e->fault;
+  if (f) return log.ret(make_sticky(f), kStickyText);
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(ev[1]->time - ev[0]->time).count();
+  *ms = static_cast<float>(static_cast<double>(ns) / 1e6);  // negative when the end was recorded first
   return CUDA_SUCCESS;
 }
 
@@ -836,6 +1048,14 @@ CUresult graph_launch(CUgraphExec he, CUstream hs, bool ptsz) {
       lk.lock();
       continue;
     }
+    if (n.type == Node::KernelLaunch) {
+      if (const unsigned long us = execute_kernel(s, n.name, n.ptrs)) {
+        lk.unlock();  // the replayed kernel takes its CUDA_SIM_KERNEL_US time, like a launch
+        busy_wait(us);
+        lk.lock();
+      }
+      continue;
+    }
     execute_node(s, n);
   }
   return CUDA_SUCCESS;
@@ -904,6 +1124,12 @@ const ErrText kErrors[] = {
     {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
+const char* error_name(CUresult r) {
+  for (const ErrText& e : kErrors)
+    if (e.code == r) return e.name;
+  return "CUDA_ERROR_UNKNOWN";
+}
+
 void write_stats_file() {
   const char* path = std::getenv("CUDA_SIM_STATS");
   if (!path || !*path) return;
@@ -959,6 +1185,7 @@ SIM_API CUresult cuInit(unsigned int flags) {
   std::lock_guard<std::mutex> lk(S().mu);
   S().initialized = true;
   parse_fault_specs();
+  parse_kernel_times();
   return CUDA_SUCCESS;
 }
 
@@ -1248,6 +1475,14 @@ SIM_API CUresult cuEventQuery(CUevent he) {
   return e->fault ? make_sticky(e->fault) : CUDA_SUCCESS;
 }
 
+SIM_API CUresult cuEventElapsedTime_v2(float* ms, CUevent start, CUevent end) {
+  return event_elapsed(ms, start, end);
+}
+// The pre-12.8 entry point, still exported; the same function on the real driver.
+SIM_API CUresult cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
+  return event_elapsed(ms, start, end);
+}
+
 SIM_API CUresult cuEventDestroy_v2(CUevent he) {
   std::lock_guard<std::mutex> lk(S().mu);
   if (CUresult r = require_init()) return r;
@@ -1414,21 +1649,22 @@ SIM_API CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, 
 
 SIM_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                 unsigned bz, unsigned shmem, CUstream s, void** params, void** /*extra*/) {
-  return do_launch(f, gx, gy, gz, bx, by, bz, shmem, s, params, false, false);
+  return do_launch("cuLaunchKernel", f, gx, gy, gz, bx, by, bz, shmem, s, params, false, false);
 }
 SIM_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                      unsigned by, unsigned bz, unsigned shmem, CUstream s, void** params,
                                      void** /*extra*/) {
-  return do_launch(f, gx, gy, gz, bx, by, bz, shmem, s, params, true, false);
+  return do_launch("cuLaunchKernel_ptsz", f, gx, gy, gz, bx, by, bz, shmem, s, params, true, false);
 }
 
 static CUresult launch_ex(const CUlaunchConfig* c, CUfunction f, void** params, bool ptsz) {
-  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  const char* entry = ptsz ? "cuLaunchKernelEx_ptsz" : "cuLaunchKernelEx";
+  if (!c) return ApiLog(entry).ret(CUDA_ERROR_INVALID_VALUE);
   bool cooperative = false;
   for (unsigned i = 0; i < c->numAttrs; ++i)
     if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && c->attrs[i].value.cooperative)
       cooperative = true;
-  return do_launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
+  return do_launch(entry, f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
                    c->sharedMemBytes, c->hStream, params, ptsz, cooperative);
 }
 SIM_API CUresult cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, void** params, void** /*extra*/) {
@@ -1442,12 +1678,12 @@ SIM_API CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* c, CUfunction f, vo
 SIM_API CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                            unsigned by, unsigned bz, unsigned shmem, CUstream s,
                                            void** params) {
-  return do_launch(f, gx, gy, gz, bx, by, bz, shmem, s, params, false, true);
+  return do_launch("cuLaunchCooperativeKernel", f, gx, gy, gz, bx, by, bz, shmem, s, params, false, true);
 }
 SIM_API CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                                 unsigned bx, unsigned by, unsigned bz, unsigned shmem,
                                                 CUstream s, void** params) {
-  return do_launch(f, gx, gy, gz, bx, by, bz, shmem, s, params, true, true);
+  return do_launch("cuLaunchCooperativeKernel_ptsz", f, gx, gy, gz, bx, by, bz, shmem, s, params, true, true);
 }
 
 SIM_API CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void* u) {
@@ -1688,6 +1924,34 @@ SIM_API CUresult cuFuncGetName(const char** name, CUfunction hf) {
   return CUDA_SUCCESS;
 }
 
+// --- driver error log (CUDA 12.9+)
+// -----------------------------------------------------------------------------------
+
+// Work without cuInit. Only the callback interface exists (no cuLogsCurrent / cuLogsDumpTo*).
+SIM_API CUresult cuLogsRegisterCallback(CUlogsCallback fn, void* user, CUlogsCallbackHandle* out) {
+  ApiLog log("cuLogsRegisterCallback");  // declared before the lock: delivered after it is released
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (!fn) return log.ret(CUDA_ERROR_INVALID_VALUE);
+  auto* cb = new LogCallback{fn, user};
+  S().objects[cb] = Kind::LogCallback;
+  S().log_callbacks.push_back(cb);
+  if (out) *out = reinterpret_cast<CUlogsCallbackHandle>(cb);  // optional, as documented
+  return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuLogsUnregisterCallback(CUlogsCallbackHandle h) {
+  ApiLog log("cuLogsUnregisterCallback");
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (!h) return log.ret(CUDA_ERROR_INVALID_VALUE, "Callback handle cannot be NULL");
+  LogCallback* cb = lookup<LogCallback>(h, Kind::LogCallback);
+  if (!cb) return log.ret(CUDA_ERROR_INVALID_VALUE);  // the real driver crashes on a stale handle
+  auto& v = S().log_callbacks;
+  v.erase(std::remove(v.begin(), v.end(), cb), v.end());
+  S().objects.erase(cb);
+  delete cb;
+  return CUDA_SUCCESS;
+}
+
 SIM_API CUresult cuGetErrorName(CUresult error, const char** pStr) {
   if (!pStr) return CUDA_ERROR_INVALID_VALUE;
   for (const ErrText& e : kErrors)
@@ -1757,6 +2021,8 @@ const ProcEntry kProcs[] = {
     {"cuEventRecord", 2000, P(cuEventRecord), P(cuEventRecord_ptsz)},
     {"cuEventSynchronize", 2000, P(cuEventSynchronize), nullptr},
     {"cuEventQuery", 2000, P(cuEventQuery), nullptr},
+    {"cuEventElapsedTime", 2000, P(cuEventElapsedTime), nullptr},
+    {"cuEventElapsedTime", 12080, P(cuEventElapsedTime_v2), nullptr},
     {"cuEventDestroy", 4000, P(cuEventDestroy_v2), nullptr},
     {"cuMemAlloc", 3020, P(cuMemAlloc_v2), nullptr},
     {"cuMemFree", 3020, P(cuMemFree_v2), nullptr},
@@ -1803,6 +2069,8 @@ const ProcEntry kProcs[] = {
     {"cuModuleUnload", 2000, P(cuModuleUnload), nullptr},
     {"cuGetErrorName", 6000, P(cuGetErrorName), nullptr},
     {"cuGetErrorString", 6000, P(cuGetErrorString), nullptr},
+    {"cuLogsRegisterCallback", 12090, P(cuLogsRegisterCallback), nullptr},
+    {"cuLogsUnregisterCallback", 12090, P(cuLogsUnregisterCallback), nullptr},
 };
 #undef P
 

@@ -1,0 +1,932 @@
+// The innermost Python frames of the launching thread (see python_frames.h).
+//
+// Two ways to read them:
+// - The thread holds the GIL: the public C API (PyEval_GetFrame, PyFrame_GetCode, PyFrame_GetBack, ...),
+//   with any pending exception saved and restored around it. Works on every CPython from 3.9 on.
+// - The thread released the GIL (PyTorch does around every operator, PyEval_SaveThread before the
+//   launch): the public API is not allowed, but the thread's own frame chain cannot change while it runs
+//   C code, because only the thread itself pushes and pops its frames, and every object reachable from it
+//   (code objects, their names) is kept alive by the frames. So it is read in place, touching nothing:
+//   no allocation, no reference count, no lock. That needs the layout of CPython's structures, which
+//   changes with every minor version: 3.8-3.10 (frame objects), 3.11 and 3.12 (interpreter frames, laid
+//   out below from the headers), 3.13 (the offsets CPython publishes for debuggers in
+//   _PyRuntime.debug_offsets). Any other version, or any pointer that fails a sanity check, gives
+//   Unavailable rather than a guess.
+//
+// No Python.h: the shim must build without Python headers, so what is needed is declared here as
+// untyped pointers and byte offsets. All offsets are for LP64 (x86-64 and aarch64 alike: natural
+// alignment, little-endian bit-fields allocated from the least significant bit), the only platforms
+// the shim is built for.
+#include "python_frames.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <time.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "real.h"
+
+static_assert(sizeof(void*) == 8 && sizeof(long) == 8, "the CPython layouts below are for LP64");
+
+namespace blockrun::shim {
+
+namespace {
+
+// ---- CPython's own constants (stable across the versions handled here) ----
+
+// enum _frameowner (Include/internal/pycore_frame.h, 3.11+).
+constexpr int kOwnedByGenerator = 1;  // FRAME_OWNED_BY_GENERATOR
+constexpr int kOwnedByCStack = 3;     // FRAME_OWNED_BY_CSTACK (3.12+): the entry frame of a C->Python call
+
+// PyASCIIObject.state bit-fields (Include/cpython/unicodeobject.h, 3.8-3.13): `interned:2` (bits 0-1),
+// `kind:3` (bits 2-4), `compact:1` (bit 5), `ascii:1` (bit 6), then in 3.8-3.11 `ready:1` (bit 7); 3.12
+// dropped `ready` (every str is ready) for `statically_allocated:1`.
+constexpr uint32_t kStateKindShift = 2;
+constexpr uint32_t kStateKindMask = 0x7;
+constexpr uint32_t kStateCompact = 1u << 5;
+constexpr uint32_t kStateAscii = 1u << 6;
+constexpr uint32_t kStateReady = 1u << 7;
+
+// Bounds that only corrupted data exceeds: a frame chain walked past this is cyclic or garbage (CPython's
+// recursion limit stops real chains long before), a str longer than this is not a code object's name.
+constexpr int kMaxFramesWalked = 100000;
+constexpr int64_t kMaxStringLength = int64_t{1} << 30;
+
+// How often to look for CPython again while it is not in the process, and how many of a thread's
+// captures go by between two reads of the clock (a read costs about as much as the rest of such a
+// capture together).
+constexpr int64_t kProbeIntervalNs = 1000000000;
+constexpr int kCapturesBetweenClockReads = 8;
+
+// ---- layouts: how to find the frames, and what is in them, without the GIL ----
+
+enum class Walker : uint8_t {
+  None,               // no known layout: Unavailable without the GIL
+  FrameObjects,       // 3.8-3.10: tstate->frame, a chain of PyFrameObject (f_back)
+  InterpreterFrames,  // 3.11+: tstate->[cframe->]current_frame, a chain of _PyInterpreterFrame (previous)
+};
+
+struct Layout {
+  Walker walker = Walker::None;
+  const char* method = nullptr;
+
+  // PyThreadState: the current frame is at `thread_frame`, either in the thread state itself or, when
+  // `thread_cframe` >= 0, in the _PyCFrame the thread state points to at that offset (3.11, 3.12).
+  int thread_cframe = -1;
+  int thread_frame = 0;
+
+  // The frame: its code object, the next outer frame, the instruction pointer, the owner (3.11+).
+  int frame_code = 0;
+  int frame_back = 0;
+  int frame_instruction = 0;  // 3.11+: prev_instr / instr_ptr; 3.8-3.10: f_lasti (int)
+  int frame_owner = -1;
+  bool owner_cstack = false;  // frames owned by the C stack exist (3.12+): skipped
+  // 3.8-3.10 frame objects: f_lineno is the line when the frame is traced (`f_trace` set, 3.8/3.9) or
+  // when it is non-zero (3.10); otherwise the line comes from f_lasti, counted in bytes (3.8/3.9) or in
+  // 2-byte code units (3.10).
+  int frame_trace = -1;
+  int frame_lineno = 0;
+  int lasti_unit = 1;
+
+  // PyCodeObject.
+  int code_units = -1;            // ob_size: number of 2-byte code units (3.11+), to bound offsets
+  int code_filename = 0;          // co_filename
+  int code_function = 0;          // co_qualname (3.11+), co_name before
+  int code_first_traceable = -1;  // _co_firsttraceable (3.11+): frames before it are incomplete
+  int code_instructions = 0;      // co_code_adaptive (3.11+): the first instruction
+
+  int object_type = 8;  // PyObject.ob_type, after the 8-byte ob_refcnt
+
+  // str (PyASCIIObject / PyCompactUnicodeObject).
+  int unicode_length = 16;         // PyASCIIObject.length (code points), after ob_refcnt and ob_type
+  int unicode_state = 32;          // PyASCIIObject.state, after length and the 8-byte hash
+  int unicode_ascii_size = 0;      // sizeof(PyASCIIObject): a compact ASCII str's data follows it
+  int unicode_compact_size = 0;    // sizeof(PyCompactUnicodeObject): a compact non-ASCII str's data
+  bool unicode_ready_bit = false;  // 3.8-3.11: state.ready must be set
+};
+
+// CPython 3.8, 3.9 (Include/cpython/pystate.h, Include/cpython/frameobject.h, Include/cpython/code.h,
+// Include/cpython/unicodeobject.h; checked with offsetof against 3.8.18 and 3.9.18).
+constexpr Layout layout_3_8() {
+  Layout layout;
+  layout.walker = Walker::FrameObjects;
+  layout.method = "read without the GIL (thread's own frozen frames, CPython 3.8/3.9 frame objects)";
+  layout.thread_frame = 24;  // struct _ts: prev 0, next 8, interp 16, `PyFrameObject *frame` 24
+  // struct _frame: PyObject_VAR_HEAD (ob_refcnt 0, ob_type 8, ob_size 16), f_back 24, f_code 32,
+  // f_builtins 40, f_globals 48, f_locals 56, f_valuestack 64, f_stacktop 72, f_trace 80,
+  // f_trace_lines 88, f_trace_opcodes 89, f_gen 96, `int f_lasti` 104, `int f_lineno` 108.
+  layout.frame_back = 24;
+  layout.frame_code = 32;
+  layout.frame_trace = 80;
+  layout.frame_instruction = 104;
+  layout.frame_lineno = 108;
+  layout.lasti_unit = 1;  // f_lasti is a byte offset before 3.10
+  // PyCodeObject: PyObject_HEAD (16), co_argcount 16, co_posonlyargcount 20, co_kwonlyargcount 24,
+  // co_nlocals 28, co_stacksize 32, co_flags 36, co_firstlineno 40, co_code 48, co_consts 56, co_names 64,
+  // co_varnames 72, co_freevars 80, co_cellvars 88, co_cell2arg 96, co_filename 104, co_name 112.
+  layout.code_filename = 104;
+  layout.code_function = 112;
+  // PyASCIIObject: length 16, hash 24, state 32 (4 bytes, 4 padding), `wchar_t *wstr` 40: size 48.
+  // PyCompactUnicodeObject: utf8_length 48, utf8 56, wstr_length 64: size 72.
+  layout.unicode_ascii_size = 48;
+  layout.unicode_compact_size = 72;
+  layout.unicode_ready_bit = true;
+  return layout;
+}
+
+// CPython 3.10: as 3.8/3.9 but PyFrameObject lost f_stacktop (checked with offsetof against 3.10.13).
+constexpr Layout layout_3_10() {
+  Layout layout = layout_3_8();
+  layout.method = "read without the GIL (thread's own frozen frames, CPython 3.10 frame objects)";
+  // struct _frame: ..., f_valuestack 64, f_trace 72, `int f_stackdepth` 80, f_trace_lines 84,
+  // f_trace_opcodes 85, f_gen 88, `int f_lasti` 96, `int f_lineno` 100.
+  layout.frame_trace = -1;  // 3.10's PyFrame_GetLineNumber trusts f_lineno whenever it is non-zero
+  layout.frame_instruction = 96;
+  layout.frame_lineno = 100;
+  layout.lasti_unit = 2;  // f_lasti counts 2-byte code units from 3.10 on
+  return layout;
+}
+
+// CPython 3.11 (checked with offsetof against the headers of 3.11.2 and 3.11.7).
+constexpr Layout layout_3_11() {
+  Layout layout;
+  layout.walker = Walker::InterpreterFrames;
+  layout.method = "read without the GIL (thread's own frozen frames, CPython 3.11 layout)";
+  // struct _ts (Include/cpython/pystate.h): prev 0, next 8, interp 16, `int _initialized` 24,
+  // `int _static` 28, recursion_remaining 32, recursion_limit 36, recursion_headroom 40, tracing 44,
+  // tracing_what 48, (4 padding), `_PyCFrame *cframe` 56.
+  layout.thread_cframe = 56;
+  // _PyCFrame: `uint8_t use_tracing` 0, (7 padding), `_PyInterpreterFrame *current_frame` 8.
+  layout.thread_frame = 8;
+  // _PyInterpreterFrame (Include/internal/pycore_frame.h): f_func 0, f_globals 8, f_builtins 16,
+  // f_locals 24, `PyCodeObject *f_code` 32, frame_obj 40, `previous` 48, `_Py_CODEUNIT *prev_instr` 56,
+  // `int stacktop` 64, `bool is_entry` 68, `char owner` 69. No C-stack-owned frames in 3.11: entry frames
+  // are ordinary frames marked is_entry.
+  layout.frame_code = 32;
+  layout.frame_back = 48;
+  layout.frame_instruction = 56;
+  layout.frame_owner = 69;
+  // PyCodeObject (Include/cpython/code.h, _PyCode_DEF): PyObject_VAR_HEAD (ob_size 16), co_consts 24,
+  // co_names 32, co_exceptiontable 40, `int co_flags` 48, `short co_warmup` 52,
+  // `short _co_linearray_entry_size` 54, co_argcount 56, co_posonlyargcount 60, co_kwonlyargcount 64,
+  // co_stacksize 68, co_firstlineno 72, co_nlocalsplus 76, co_nlocals 80, co_nplaincellvars 84,
+  // co_ncellvars 88, co_nfreevars 92, co_localsplusnames 96, co_localspluskinds 104, co_filename 112,
+  // co_name 120, co_qualname 128, co_linetable 136, co_weakreflist 144, _co_code 152, _co_linearray 160,
+  // `int _co_firsttraceable` 168, (4 padding), co_extra 176, `char co_code_adaptive[]` 184.
+  layout.code_units = 16;
+  layout.code_filename = 112;
+  layout.code_function = 128;
+  layout.code_first_traceable = 168;
+  layout.code_instructions = 184;
+  // str: as 3.8-3.10 (PyASCIIObject still has `wchar_t *wstr`): sizes 48 and 72, `ready` bit present.
+  layout.unicode_ascii_size = 48;
+  layout.unicode_compact_size = 72;
+  layout.unicode_ready_bit = true;
+  return layout;
+}
+
+// CPython 3.12 (checked with offsetof against the headers of 3.12.1; the structures below did not change
+// in 3.12 maintenance releases, which keep PyThreadState and PyCodeObject stable for extensions).
+constexpr Layout layout_3_12() {
+  Layout layout;
+  layout.walker = Walker::InterpreterFrames;
+  layout.method = "read without the GIL (thread's own frozen frames, CPython 3.12 layout)";
+  // struct _ts (Include/cpython/pystate.h): prev 0, next 8, interp 16, `struct {unsigned int
+  // initialized:1; ...; :24} _status` 24 (4 bytes), `int py_recursion_remaining` 28,
+  // py_recursion_limit 32, c_recursion_remaining 36, recursion_headroom 40, tracing 44, what_event 48,
+  // (4 padding), `_PyCFrame *cframe` 56.
+  layout.thread_cframe = 56;
+  // _PyCFrame lost use_tracing in 3.12: `_PyInterpreterFrame *current_frame` 0, previous 8.
+  layout.thread_frame = 0;
+  // _PyInterpreterFrame (Include/internal/pycore_frame.h) was reordered in 3.12: `PyCodeObject *f_code` 0,
+  // `previous` 8, f_funcobj 16, f_globals 24, f_builtins 32, f_locals 40, frame_obj 48,
+  // `_Py_CODEUNIT *prev_instr` 56, `int stacktop` 64, `uint16_t return_offset` 68, `char owner` 70.
+  layout.frame_code = 0;
+  layout.frame_back = 8;
+  layout.frame_instruction = 56;
+  layout.frame_owner = 70;
+  // The entry frame of every C->Python call (owner FRAME_OWNED_BY_CSTACK) is a shim whose f_code is the
+  // interpreter trampoline: skipped, as CPython's traceback code skips it.
+  layout.owner_cstack = true;
+  // PyCodeObject (Include/cpython/code.h, _PyCode_DEF): PyObject_VAR_HEAD (ob_size 16), co_consts 24,
+  // co_names 32, co_exceptiontable 40, `int co_flags` 48, co_argcount 52, co_posonlyargcount 56,
+  // co_kwonlyargcount 60, co_stacksize 64, co_firstlineno 68, co_nlocalsplus 72, co_framesize 76,
+  // co_nlocals 80, co_ncellvars 84, co_nfreevars 88, `uint32_t co_version` 92, co_localsplusnames 96,
+  // co_localspluskinds 104, co_filename 112, co_name 120, co_qualname 128, co_linetable 136,
+  // co_weakreflist 144, _co_cached 152, `uint64_t _co_instrumentation_version` 160, _co_monitoring 168,
+  // `int _co_firsttraceable` 176, (4 padding), co_extra 184, `char co_code_adaptive[]` 192.
+  layout.code_units = 16;
+  layout.code_filename = 112;
+  layout.code_function = 128;
+  layout.code_first_traceable = 176;
+  layout.code_instructions = 192;
+  // PyASCIIObject lost `wstr` in 3.12: length 16, hash 24, state 32 (4 bytes, 4 padding): size 40.
+  // PyCompactUnicodeObject: utf8_length 40, utf8 48: size 56. No `ready` bit any more.
+  layout.unicode_ascii_size = 40;
+  layout.unicode_compact_size = 56;
+  layout.unicode_ready_bit = false;
+  return layout;
+}
+
+// _Py_DebugOffsets as CPython 3.13 defines it (Include/internal/pycore_runtime.h), the first member of
+// _PyRuntime. CPython fills it with offsetof() of its own structures so that debuggers and profilers can
+// read frames without the GIL; its layout is stable within 3.13 and changes between minor versions,
+// hence the check of the version it carries.
+struct DebugOffsets313 {
+  char cookie[8];    // "xdebugpy"
+  uint64_t version;  // PY_VERSION_HEX
+  uint64_t free_threaded;
+  struct {
+    uint64_t size, finalizing, interpreters_head;
+  } runtime_state;
+  struct {
+    uint64_t size, id, next, threads_head, gc, imports_modules, sysdict, builtins, ceval_gil,
+        gil_runtime_state, gil_runtime_state_enabled, gil_runtime_state_locked, gil_runtime_state_holder;
+  } interpreter_state;
+  struct {
+    uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id, datastack_chunk, status;
+  } thread_state;
+  struct {
+    uint64_t size, previous, executable, instr_ptr, localsplus, owner;
+  } interpreter_frame;
+  struct {
+    uint64_t size, filename, name, qualname, linetable, firstlineno, argcount, localsplusnames,
+        localspluskinds, co_code_adaptive;
+  } code_object;
+  struct {
+    uint64_t size, ob_type;
+  } pyobject;
+  struct {
+    uint64_t size, tp_name, tp_repr, tp_flags;
+  } type_object;
+  struct {
+    uint64_t size, ob_item, ob_size;
+  } tuple_object;
+  struct {
+    uint64_t size, ob_item, ob_size;
+  } list_object;
+  struct {
+    uint64_t size, ma_keys, ma_values;
+  } dict_object;
+  struct {
+    uint64_t size, ob_fval;
+  } float_object;
+  struct {
+    uint64_t size, lv_tag, ob_digit;
+  } long_object;
+  struct {
+    uint64_t size, ob_size, ob_sval;
+  } bytes_object;
+  struct {
+    uint64_t size, state, length, asciiobject_size;
+  } unicode_object;
+  struct {
+    uint64_t size, collecting;
+  } gc;
+};
+
+// Whether `offset` is a field inside a structure of `size` bytes with room for `width` bytes.
+bool field_inside(uint64_t offset, uint64_t width, uint64_t size) {
+  return size <= 4096 && offset + width <= size;
+}
+
+// CPython 3.13, from its debug offsets. Returns nullptr when they fail validation (the reason).
+const char* layout_3_13(const void* runtime, Layout* layout) {
+  DebugOffsets313 offsets;
+  std::memcpy(&offsets, runtime, sizeof offsets);
+  if (std::memcmp(offsets.cookie, "xdebugpy", 8) != 0 || (offsets.version >> 16) != 0x030D) {
+    return "CPython 3.13's debug offsets (_PyRuntime.debug_offsets) are missing or not 3.13's";
+  }
+  if (offsets.free_threaded != 0) {
+    return "the launching thread had released the GIL and the frames of a free-threaded CPython build are "
+           "not read without it";
+  }
+  const auto& thread = offsets.thread_state;
+  const auto& frame = offsets.interpreter_frame;
+  const auto& code = offsets.code_object;
+  const auto& unicode = offsets.unicode_object;
+  bool valid = field_inside(thread.current_frame, 8, thread.size) &&
+               field_inside(frame.previous, 8, frame.size) && field_inside(frame.executable, 8, frame.size) &&
+               field_inside(frame.instr_ptr, 8, frame.size) && field_inside(frame.owner, 1, frame.size) &&
+               field_inside(code.filename, 8, code.size) && field_inside(code.qualname, 8, code.size) &&
+               field_inside(code.co_code_adaptive, 1, code.size) && code.co_code_adaptive >= 24 &&
+               offsets.pyobject.ob_type == 8 && field_inside(offsets.tuple_object.ob_size, 8, code.size) &&
+               unicode.length == 16 && unicode.state == 32 && unicode.asciiobject_size == 40;
+  if (!valid) return "CPython 3.13's debug offsets do not describe the expected (default, LP64) build";
+  layout->walker = Walker::InterpreterFrames;
+  layout->method = "read without the GIL (thread's own frozen frames, CPython 3.13 debug offsets)";
+  layout->thread_cframe = -1;  // 3.13 dropped _PyCFrame: tstate->current_frame
+  layout->thread_frame = static_cast<int>(thread.current_frame);
+  layout->frame_code = static_cast<int>(frame.executable);  // f_executable: a code object, or None (C stack)
+  layout->frame_back = static_cast<int>(frame.previous);
+  layout->frame_instruction = static_cast<int>(frame.instr_ptr);
+  layout->frame_owner = static_cast<int>(frame.owner);
+  layout->owner_cstack = true;
+  layout->code_units = static_cast<int>(offsets.tuple_object.ob_size);  // PyObject_VAR_HEAD's ob_size
+  layout->code_filename = static_cast<int>(code.filename);
+  layout->code_function = static_cast<int>(code.qualname);
+  // Not among the debug offsets: `int _co_firsttraceable; void *co_extra; char co_code_adaptive[]` end
+  // the 3.13 code object (Include/cpython/code.h), so it is 16 bytes before the instructions (184 and 200
+  // in 3.13.0).
+  layout->code_first_traceable = static_cast<int>(code.co_code_adaptive) - 16;
+  layout->code_instructions = static_cast<int>(code.co_code_adaptive);
+  layout->object_type = static_cast<int>(offsets.pyobject.ob_type);
+  layout->unicode_length = static_cast<int>(unicode.length);
+  layout->unicode_state = static_cast<int>(unicode.state);
+  layout->unicode_ascii_size = static_cast<int>(unicode.asciiobject_size);
+  // PyCompactUnicodeObject adds `Py_ssize_t utf8_length; char *utf8` to PyASCIIObject.
+  layout->unicode_compact_size = static_cast<int>(unicode.asciiobject_size) + 16;
+  layout->unicode_ready_bit = false;
+  return nullptr;
+}
+
+// ---- CPython's functions, found once ----
+
+using Object = void;  // PyObject*, opaque
+
+struct Cpython {
+  int minor = 0;  // 3.minor
+  // Usable when `failure` is null; otherwise every capture is Unavailable with it as the reason.
+  const char* failure = nullptr;
+
+  // Callable without the GIL: they read globals and thread-specific data, nothing more.
+  int (*is_initialized)() = nullptr;               // Py_IsInitialized
+  int (*is_finalizing)() = nullptr;                // Py_IsFinalizing (3.13+), _Py_IsFinalizing before
+  Object* (*this_thread_state)() = nullptr;        // PyGILState_GetThisThreadState
+  Object* (*current_thread_state)() = nullptr;     // PyThreadState_GetUnchecked / _PyThreadState_UncheckedGet
+  int (*gil_state_check)() = nullptr;              // PyGILState_Check, where the one above is missing
+  int (*address_to_line)(Object*, int) = nullptr;  // PyCode_Addr2Line: reads co_linetable, nothing else
+
+  // With the GIL only.
+  Object* (*eval_get_frame)() = nullptr;                        // PyEval_GetFrame (borrowed)
+  Object* (*frame_get_code)(Object*) = nullptr;                 // PyFrame_GetCode (3.9+, new reference)
+  Object* (*frame_get_back)(Object*) = nullptr;                 // PyFrame_GetBack (3.9+, new reference)
+  int (*frame_get_line)(Object*) = nullptr;                     // PyFrame_GetLineNumber
+  Object* (*get_attribute)(Object*, const char*) = nullptr;     // PyObject_GetAttrString
+  const char* (*as_utf8)(Object*, ptrdiff_t*) = nullptr;        // PyUnicode_AsUTF8AndSize
+  void (*increment)(Object*) = nullptr;                         // Py_IncRef
+  void (*decrement)(Object*) = nullptr;                         // Py_DecRef
+  void (*error_fetch)(Object**, Object**, Object**) = nullptr;  // PyErr_Fetch
+  void (*error_restore)(Object*, Object*, Object*) = nullptr;   // PyErr_Restore
+  const char* function_attribute = "co_name";                   // co_qualname on 3.11+
+
+  // Type objects, to check what a pointer points to.
+  uintptr_t code_type = 0;     // &PyCode_Type
+  uintptr_t unicode_type = 0;  // &PyUnicode_Type
+  uintptr_t frame_type = 0;    // &PyFrame_Type
+
+  Layout layout;                             // reading without the GIL
+  const char* without_gil_reason = nullptr;  // Unavailable without the GIL when layout.walker is None
+  char reason_text[160] = {};                // storage for the reasons built at resolution
+};
+
+Cpython g_python;                              // written once, before g_found publishes it
+std::atomic<const Cpython*> g_found{nullptr};  // non-null once CPython was found (never reset)
+std::atomic<int64_t> g_next_probe_ns{0};       // when to look for CPython again
+std::atomic<bool> g_probing{false};            // one thread looks at a time; the others answer NoPython
+thread_local bool t_capturing = false;         // a capture re-entered on its own thread
+thread_local int t_captures_until_clock = 0;   // this thread's captures before it reads the clock again
+
+int64_t coarse_now_ns() {
+  // CLOCK_MONOTONIC_COARSE is read from the vDSO without a system call: a few ns.
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+  return int64_t{now.tv_sec} * 1000000000 + now.tv_nsec;
+}
+
+struct LibraryScan {
+  void* handle = nullptr;
+};
+
+// Finds a libpython3.* loaded privately (RTLD_LOCAL, an embedding program): not in the global scope, so
+// not found through RTLD_DEFAULT.
+int find_libpython(struct dl_phdr_info* info, size_t, void* data) {
+  const char* path = info->dlpi_name;
+  if (!path || !*path) return 0;
+  const char* slash = std::strrchr(path, '/');
+  const char* file = slash ? slash + 1 : path;
+  if (std::strncmp(file, "libpython3", 10) != 0) return 0;
+  // RTLD_NOLOAD: only a handle to what is there. RTLD_NODELETE and no dlclose: the pointers kept below
+  // stay valid for the life of the process.
+  void* handle = dlopen(path, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+  if (!handle) return 0;
+  if (!real_dlsym(handle, "Py_IsInitialized")) {
+    dlclose(handle);
+    return 0;
+  }
+  static_cast<LibraryScan*>(data)->handle = handle;
+  return 1;
+}
+
+template <typename Function>
+bool resolve(void* scope, const char* name, Function* function) {
+  *function = reinterpret_cast<Function>(real_dlsym(scope, name));
+  return *function != nullptr;
+}
+
+// Fills g_python from the object that has Py_IsInitialized. Returns false where there is none.
+bool find_cpython() {
+  void* scope = RTLD_DEFAULT;
+  void* initialized = real_dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+  if (!initialized) {
+    LibraryScan scan;
+    dl_iterate_phdr(find_libpython, &scan);
+    if (!scan.handle) return false;
+    scope = scan.handle;
+    initialized = real_dlsym(scope, "Py_IsInitialized");
+  } else {
+    // Pin a libpython found in the global scope, so that the functions kept below cannot be unloaded
+    // (an embedding program's dlclose). The executable itself (a python binary exporting its symbols) is
+    // not found under its name, which is fine: it is never unloaded.
+    Dl_info info{};
+    if (dladdr(initialized, &info) && info.dli_fname && *info.dli_fname) {
+      dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+    }
+  }
+  Cpython& py = g_python;
+  py.is_initialized = reinterpret_cast<int (*)()>(initialized);
+
+  // The version: Py_Version (3.11+) is PY_VERSION_HEX; before, Py_GetVersion() starts with "3.x.y".
+  if (auto* version = static_cast<const unsigned long*>(real_dlsym(scope, "Py_Version"))) {
+    py.minor = (*version >> 24) == 3 ? static_cast<int>((*version >> 16) & 0xff) : -1;
+  } else if (auto get_version = reinterpret_cast<const char* (*)()>(real_dlsym(scope, "Py_GetVersion"))) {
+    const char* text = get_version();
+    py.minor = (text && text[0] == '3' && text[1] == '.') ? std::atoi(text + 2) : -1;
+  } else {
+    py.minor = -1;
+  }
+  if (py.minor < 8) {
+    py.failure = "this CPython version is not supported (3.8 or later is)";
+    return true;
+  }
+
+  bool found = resolve(scope, "PyGILState_GetThisThreadState", &py.this_thread_state) &&
+               resolve(scope, "PyGILState_Check", &py.gil_state_check) &&
+               resolve(scope, "PyCode_Addr2Line", &py.address_to_line) &&
+               resolve(scope, "PyEval_GetFrame", &py.eval_get_frame) &&
+               resolve(scope, "PyFrame_GetLineNumber", &py.frame_get_line) &&
+               resolve(scope, "PyObject_GetAttrString", &py.get_attribute) &&
+               resolve(scope, "PyUnicode_AsUTF8AndSize", &py.as_utf8) &&
+               resolve(scope, "Py_IncRef", &py.increment) && resolve(scope, "Py_DecRef", &py.decrement) &&
+               resolve(scope, "PyErr_Fetch", &py.error_fetch) &&
+               resolve(scope, "PyErr_Restore", &py.error_restore);
+  if (py.minor >= 9) {
+    found = found && resolve(scope, "PyFrame_GetCode", &py.frame_get_code) &&
+            resolve(scope, "PyFrame_GetBack", &py.frame_get_back);
+  }
+  py.code_type = reinterpret_cast<uintptr_t>(real_dlsym(scope, "PyCode_Type"));
+  py.unicode_type = reinterpret_cast<uintptr_t>(real_dlsym(scope, "PyUnicode_Type"));
+  py.frame_type = reinterpret_cast<uintptr_t>(real_dlsym(scope, "PyFrame_Type"));
+  if (!found || !py.code_type || !py.unicode_type || !py.frame_type) {
+    py.failure = "CPython was found but lacks a function or type that the capture needs";
+    return true;
+  }
+  // Optional: finalization (the thread states may be freed under a thread without the GIL), and the
+  // thread state holding the GIL (PyGILState_Check answers 1 for every thread once a subinterpreter was
+  // created, 3.8-3.12: the current thread state is compared instead).
+  if (!resolve(scope, "Py_IsFinalizing", &py.is_finalizing))
+    resolve(scope, "_Py_IsFinalizing", &py.is_finalizing);
+  if (!resolve(scope, "PyThreadState_GetUnchecked", &py.current_thread_state)) {
+    resolve(scope, "_PyThreadState_UncheckedGet", &py.current_thread_state);
+  }
+  if (py.minor >= 11) py.function_attribute = "co_qualname";
+
+  switch (py.minor) {
+    case 8:
+    case 9:
+      py.layout = layout_3_8();
+      break;
+    case 10:
+      py.layout = layout_3_10();
+      break;
+    case 11:
+      py.layout = layout_3_11();
+      break;
+    case 12:
+      py.layout = layout_3_12();
+      break;
+    case 13:
+      if (const void* runtime = real_dlsym(scope, "_PyRuntime")) {
+        py.without_gil_reason = layout_3_13(runtime, &py.layout);
+      } else {
+        py.without_gil_reason =
+            "CPython 3.13 does not export _PyRuntime, whose debug offsets locate its frames";
+      }
+      break;
+    default:
+      std::snprintf(py.reason_text, sizeof py.reason_text,
+                    "the launching thread had released the GIL and Python 3.%d frames cannot be read safely "
+                    "without it",
+                    py.minor);
+      py.without_gil_reason = py.reason_text;
+      break;
+  }
+  return true;
+}
+
+// The CPython of the process, or nullptr where there is none (yet). While there is none, the symbols are
+// looked for again at most once per kProbeIntervalNs.
+const Cpython* find_cached() {
+  const Cpython* found = g_found.load(std::memory_order_acquire);
+  if (found) return found;
+  t_captures_until_clock = kCapturesBetweenClockReads - 1;
+  int64_t now = coarse_now_ns();
+  if (now < g_next_probe_ns.load(std::memory_order_relaxed)) return nullptr;
+  if (g_probing.exchange(true, std::memory_order_acquire)) return nullptr;
+  found = g_found.load(std::memory_order_acquire);
+  if (!found) {
+    if (find_cpython()) {
+      found = &g_python;
+      g_found.store(found, std::memory_order_release);
+    } else {
+      g_next_probe_ns.store(now + kProbeIntervalNs, std::memory_order_relaxed);
+    }
+  }
+  g_probing.store(false, std::memory_order_release);
+  return found;
+}
+
+// ---- text ----
+
+// UTF-8 of one code point; a lone surrogate (a str may hold one, UTF-8 may not) or an invalid value is '?'.
+size_t encode_utf8(uint32_t code_point, char* out) {
+  if (code_point < 0x80) {
+    out[0] = static_cast<char>(code_point);
+    return 1;
+  }
+  if (code_point < 0x800) {
+    out[0] = static_cast<char>(0xC0 | (code_point >> 6));
+    out[1] = static_cast<char>(0x80 | (code_point & 0x3F));
+    return 2;
+  }
+  if ((code_point >= 0xD800 && code_point <= 0xDFFF) || code_point > 0x10FFFF) {
+    out[0] = '?';
+    return 1;
+  }
+  if (code_point < 0x10000) {
+    out[0] = static_cast<char>(0xE0 | (code_point >> 12));
+    out[1] = static_cast<char>(0x80 | ((code_point >> 6) & 0x3F));
+    out[2] = static_cast<char>(0x80 | (code_point & 0x3F));
+    return 3;
+  }
+  out[0] = static_cast<char>(0xF0 | (code_point >> 18));
+  out[1] = static_cast<char>(0x80 | ((code_point >> 12) & 0x3F));
+  out[2] = static_cast<char>(0x80 | ((code_point >> 6) & 0x3F));
+  out[3] = static_cast<char>(0x80 | (code_point & 0x3F));
+  return 4;
+}
+
+bool continuation_byte(char byte) {
+  return (static_cast<unsigned char>(byte) & 0xC0) == 0x80;
+}
+
+enum class Keep { Head, Tail };
+
+// Copies UTF-8 `text` into `out` (capacity `capacity`, NUL-terminated). Too long a text keeps its head
+// ("name...") or its tail ("...path/file.py"), cut between characters.
+void copy_text(const char* text, size_t length, char* out, size_t capacity, Keep keep) {
+  if (length < capacity) {
+    std::memcpy(out, text, length);
+    out[length] = '\0';
+    return;
+  }
+  size_t kept = capacity - 4;  // room for "..." and the NUL
+  if (keep == Keep::Head) {
+    while (kept > 0 && continuation_byte(text[kept])) --kept;
+    std::memcpy(out, text, kept);
+    std::memcpy(out + kept, "...", 4);
+  } else {
+    size_t start = length - kept;
+    while (start < length && continuation_byte(text[start])) ++start;
+    std::memcpy(out, "...", 3);
+    std::memcpy(out + 3, text + start, length - start);
+    out[3 + length - start] = '\0';
+  }
+}
+
+// Encodes the code points of a str's canonical data (kind 1, 2 or 4 bytes each) to UTF-8, enough of them
+// from the head or the tail to fill `out`, then copies as copy_text does.
+void copy_code_points(const unsigned char* data, int kind, int64_t length, char* out, size_t capacity,
+                      Keep keep) {
+  // One code point past the capacity tells whether the text is longer.
+  char buffer[kPythonFileBytes + 4];
+  size_t limit = capacity < sizeof buffer - 4 ? capacity : sizeof buffer - 4;
+  auto code_point = [&](int64_t index) -> uint32_t {
+    if (kind == 1) return data[index];
+    if (kind == 2) {
+      uint16_t unit;
+      std::memcpy(&unit, data + 2 * index, 2);
+      return unit;
+    }
+    uint32_t unit;
+    std::memcpy(&unit, data + 4 * index, 4);
+    return unit;
+  };
+  if (keep == Keep::Head) {
+    size_t used = 0;
+    for (int64_t index = 0; index < length && used < limit; ++index)
+      used += encode_utf8(code_point(index), buffer + used);
+    copy_text(buffer, used, out, capacity, keep);
+  } else {
+    // Filled backwards from the end of the buffer.
+    size_t used = 0;
+    for (int64_t index = length - 1; index >= 0 && used < limit; --index) {
+      char encoded[4];
+      size_t size = encode_utf8(code_point(index), encoded);
+      used += size;
+      std::memcpy(buffer + sizeof buffer - used, encoded, size);
+    }
+    copy_text(buffer + sizeof buffer - used, used, out, capacity, keep);
+  }
+}
+
+// ---- reading without the GIL ----
+
+template <typename T>
+T load(uintptr_t address) {
+  T value;
+  std::memcpy(&value, reinterpret_cast<const void*>(address), sizeof value);
+  return value;
+}
+
+// A pointer worth following: not null, not in the first page, in the user half of a 64-bit address
+// space, aligned as every CPython object and frame is.
+bool plausible(uintptr_t address) {
+  return address >= 4096 && address < (uintptr_t{1} << 56) && address % alignof(void*) == 0;
+}
+
+bool is_object_of(uintptr_t object, uintptr_t type, const Layout& layout) {
+  return plausible(object) && load<uintptr_t>(object + layout.object_type) == type;
+}
+
+// Copies a str object's text. The UTF-8 cache of a non-ASCII str is not used: a thread holding the GIL
+// can be filling it right now, and it is published without a barrier; the canonical data never changes.
+bool copy_str(const Cpython& py, uintptr_t text, char* out, size_t capacity, Keep keep) {
+  const Layout& layout = py.layout;
+  if (!is_object_of(text, py.unicode_type, layout)) return false;
+  uint32_t state = load<uint32_t>(text + layout.unicode_state);
+  int64_t length = load<int64_t>(text + layout.unicode_length);
+  int kind = static_cast<int>((state >> kStateKindShift) & kStateKindMask);
+  if (!(state & kStateCompact) || (layout.unicode_ready_bit && !(state & kStateReady))) return false;
+  if (length < 0 || length > kMaxStringLength || (kind != 1 && kind != 2 && kind != 4)) return false;
+  if (state & kStateAscii) {
+    if (kind != 1) return false;
+    copy_text(reinterpret_cast<const char*>(text + layout.unicode_ascii_size), static_cast<size_t>(length),
+              out, capacity, keep);
+  } else {
+    copy_code_points(reinterpret_cast<const unsigned char*>(text + layout.unicode_compact_size), kind, length,
+                     out, capacity, keep);
+  }
+  return true;
+}
+
+// Copies a code object's file and function names into `frame`.
+bool copy_names(const Cpython& py, uintptr_t code, PythonFrame* frame) {
+  return copy_str(py, load<uintptr_t>(code + py.layout.code_filename), frame->file, kPythonFileBytes,
+                  Keep::Tail) &&
+         copy_str(py, load<uintptr_t>(code + py.layout.code_function), frame->function, kPythonFunctionBytes,
+                  Keep::Head);
+}
+
+constexpr const char* kLayoutMismatch =
+    "a pointer in the launching thread's Python frames failed a sanity check (unexpected CPython layout)";
+
+// 3.11+: the chain of _PyInterpreterFrame from tstate->[cframe->]current_frame through `previous`,
+// skipping what CPython's own frame walk (PyFrame_GetBack, PyThreadState_GetFrame) skips: the C-stack
+// entry frames and incomplete frames (pushed, but not yet past their first traceable instruction).
+const char* walk_interpreter_frames(const Cpython& py, uintptr_t thread, PythonStack* out) {
+  const Layout& layout = py.layout;
+  uintptr_t frame_address;
+  if (layout.thread_cframe >= 0) {
+    uintptr_t cframe = load<uintptr_t>(thread + layout.thread_cframe);
+    if (!cframe) return nullptr;
+    if (!plausible(cframe)) return kLayoutMismatch;
+    frame_address = load<uintptr_t>(cframe + layout.thread_frame);
+  } else {
+    frame_address = load<uintptr_t>(thread + layout.thread_frame);
+  }
+  for (int walked = 0; frame_address; ++walked) {
+    if (!plausible(frame_address) || walked > kMaxFramesWalked) return kLayoutMismatch;
+    int owner = load<signed char>(frame_address + layout.frame_owner);
+    uintptr_t previous = load<uintptr_t>(frame_address + layout.frame_back);
+    if (layout.owner_cstack && owner == kOwnedByCStack) {
+      frame_address = previous;
+      continue;
+    }
+    uintptr_t code = load<uintptr_t>(frame_address + layout.frame_code);
+    if (!is_object_of(code, py.code_type, layout)) return kLayoutMismatch;
+    // _PyInterpreterFrame_LASTI * sizeof(_Py_CODEUNIT): the byte offset of the instruction pointer
+    // (3.11/3.12: the code unit before the next instruction; 3.13: the current instruction).
+    intptr_t offset = static_cast<intptr_t>(load<uintptr_t>(frame_address + layout.frame_instruction) -
+                                            (code + layout.code_instructions));
+    if (owner != kOwnedByGenerator && offset < 2 * intptr_t{load<int>(code + layout.code_first_traceable)}) {
+      frame_address = previous;  // incomplete
+      continue;
+    }
+    int64_t units = load<int64_t>(code + layout.code_units);
+    if (units <= 0 || units > (int64_t{1} << 28) || offset < -2 || offset >= 2 * units)
+      return kLayoutMismatch;
+    if (out->count == kMaxPythonFrames) {
+      out->truncated = true;
+      return nullptr;
+    }
+    PythonFrame& frame = out->frames[out->count];
+    if (!copy_names(py, code, &frame)) return kLayoutMismatch;
+    frame.line = py.address_to_line(reinterpret_cast<Object*>(code), static_cast<int>(offset));
+    ++out->count;
+    frame_address = previous;
+  }
+  return nullptr;
+}
+
+// 3.8-3.10: the chain of PyFrameObject from tstate->frame through f_back; the line as
+// PyFrame_GetLineNumber computes it.
+const char* walk_frame_objects(const Cpython& py, uintptr_t thread, PythonStack* out) {
+  const Layout& layout = py.layout;
+  uintptr_t frame_address = load<uintptr_t>(thread + layout.thread_frame);
+  for (int walked = 0; frame_address; ++walked) {
+    if (!is_object_of(frame_address, py.frame_type, layout) || walked > kMaxFramesWalked)
+      return kLayoutMismatch;
+    uintptr_t code = load<uintptr_t>(frame_address + layout.frame_code);
+    if (!is_object_of(code, py.code_type, layout)) return kLayoutMismatch;
+    if (out->count == kMaxPythonFrames) {
+      out->truncated = true;
+      return nullptr;
+    }
+    PythonFrame& frame = out->frames[out->count];
+    if (!copy_names(py, code, &frame)) return kLayoutMismatch;
+    int lineno = load<int>(frame_address + layout.frame_lineno);
+    bool traced =
+        layout.frame_trace >= 0 ? load<uintptr_t>(frame_address + layout.frame_trace) != 0 : lineno != 0;
+    frame.line =
+        traced ? lineno
+               : py.address_to_line(reinterpret_cast<Object*>(code),
+                                    load<int>(frame_address + layout.frame_instruction) * layout.lasti_unit);
+    ++out->count;
+    frame_address = load<uintptr_t>(frame_address + layout.frame_back);
+  }
+  return nullptr;
+}
+
+// Reads the frames of `thread` (a PyThreadState*) in place. Returns the reason when they cannot be read.
+const char* read_frames(const Cpython& py, uintptr_t thread, PythonStack* out) {
+  if (!plausible(thread)) return kLayoutMismatch;
+  const char* failure = py.layout.walker == Walker::InterpreterFrames
+                            ? walk_interpreter_frames(py, thread, out)
+                            : walk_frame_objects(py, thread, out);
+  for (uint8_t index = 0; index < out->count; ++index) {
+    if (out->frames[index].line < 0) out->frames[index].line = 0;  // PyCode_Addr2Line's "unknown"
+  }
+  return failure;
+}
+
+// ---- with the GIL ----
+
+// Copies attribute `name` of `code` (a str) as UTF-8; "?" where that fails (the error it raised is
+// dropped when the caller restores the pending exception).
+void copy_attribute(const Cpython& py, Object* code, const char* name, char* out, size_t capacity,
+                    Keep keep) {
+  Object* value = py.get_attribute(code, name);
+  ptrdiff_t size = 0;
+  const char* text = value ? py.as_utf8(value, &size) : nullptr;
+  if (text && size >= 0) {
+    copy_text(text, static_cast<size_t>(size), out, capacity, keep);
+  } else {
+    std::memcpy(out, "?", 2);
+  }
+  if (value) py.decrement(value);
+}
+
+void capture_with_gil(const Cpython& py, PythonStack* out) {
+  out->gil_held = true;
+  out->status = PythonStatus::Captured;
+  if (py.minor == 8) {
+    // 3.8 has no PyFrame_GetCode/PyFrame_GetBack: its frame objects are read as without the GIL (the
+    // current thread state is this thread's own).
+    out->method = "frame objects read with the GIL held (CPython 3.8 has no PyFrame_GetCode)";
+    if (const char* failure = read_frames(py, reinterpret_cast<uintptr_t>(py.this_thread_state()), out)) {
+      out->status = PythonStatus::Unavailable;
+      out->reason = failure;
+      out->count = 0;
+    }
+    return;
+  }
+  out->method = "public C API, GIL held";
+  Object* type = nullptr;
+  Object* value = nullptr;
+  Object* traceback = nullptr;
+  py.error_fetch(&type, &value, &traceback);
+  Object* frame = py.eval_get_frame();
+  if (frame) py.increment(frame);
+  while (frame) {
+    if (out->count == kMaxPythonFrames) {
+      out->truncated = true;
+      break;
+    }
+    PythonFrame& entry = out->frames[out->count];
+    Object* code = py.frame_get_code(frame);
+    entry.line = py.frame_get_line(frame);
+    if (entry.line < 0) entry.line = 0;
+    copy_attribute(py, code, "co_filename", entry.file, kPythonFileBytes, Keep::Tail);
+    copy_attribute(py, code, py.function_attribute, entry.function, kPythonFunctionBytes, Keep::Head);
+    py.decrement(code);
+    ++out->count;
+    Object* back = py.frame_get_back(frame);
+    py.decrement(frame);
+    frame = back;
+  }
+  if (frame) py.decrement(frame);
+  py.error_restore(type, value, traceback);
+}
+
+void capture_frames(PythonStack* out);
+
+// Everything but the fast answer NoPython of capture_python.
+[[gnu::noinline]] void capture(PythonStack* out) {
+  if (t_capturing) {
+    // The GIL-held path can run a garbage collection (it creates frame objects), whose finalizers may
+    // launch kernels.
+    out->status = PythonStatus::Unavailable;
+    out->reason = "the capture re-entered itself on this thread (a finalizer ran during a capture)";
+    return;
+  }
+  t_capturing = true;
+  capture_frames(out);
+  t_capturing = false;
+}
+
+void capture_frames(PythonStack* out) {
+  const Cpython* found = find_cached();
+  if (!found || !found->is_initialized()) {
+    out->status = PythonStatus::NoPython;
+    return;
+  }
+  const Cpython& py = *found;
+  if (py.failure) {
+    out->status = PythonStatus::Unavailable;
+    out->reason = py.failure;
+    return;
+  }
+  if (py.is_finalizing && py.is_finalizing()) {
+    out->status = PythonStatus::Unavailable;
+    out->reason = "CPython is finalizing: its thread states may be freed at any time";
+    return;
+  }
+  Object* own = py.this_thread_state();
+  // Whether this thread holds the GIL: the current thread state is its own. 3.12+ keeps the current
+  // thread state per thread (null once released); 3.8-3.11 keep one for the process (the GIL holder's),
+  // hence the comparison with this thread's.
+  bool held;
+  if (py.current_thread_state) {
+    Object* current = py.current_thread_state();
+    held = current && (py.minor >= 12 || current == own);
+  } else {
+    held = py.gil_state_check() == 1 && own;
+  }
+  if (held) {
+    capture_with_gil(py, out);
+    return;
+  }
+  if (!own) {
+    out->status = PythonStatus::NoThreadState;
+    return;
+  }
+  if (py.layout.walker == Walker::None) {
+    out->status = PythonStatus::Unavailable;
+    out->reason = py.without_gil_reason;
+    return;
+  }
+  out->method = py.layout.method;
+  out->status = PythonStatus::Captured;
+  if (const char* failure = read_frames(py, reinterpret_cast<uintptr_t>(own), out)) {
+    out->status = PythonStatus::Unavailable;
+    out->reason = failure;
+    out->count = 0;
+    out->truncated = false;
+  }
+}
+
+}  // namespace
+
+void capture_python(PythonStack* out) {
+  out->status = PythonStatus::NotCaptured;
+  out->count = 0;
+  out->gil_held = false;
+  out->truncated = false;
+  out->method = nullptr;
+  out->reason = nullptr;
+  // No CPython in the process, and not this thread's turn to read the clock: a few ns.
+  if (!g_found.load(std::memory_order_acquire) && t_captures_until_clock > 0) {
+    --t_captures_until_clock;
+    out->status = PythonStatus::NoPython;
+    return;
+  }
+  capture(out);
+}
+
+}  // namespace blockrun::shim

@@ -1,0 +1,28 @@
+// The innermost Python frames of the thread that launches a CUDA kernel, captured on the launch path
+// (src/callsite.h holds the result). The shim builds without Python headers and links no libpython:
+// CPython is found at run time, in whatever form the host process has it (a python executable that
+// exports its symbols, libpython3.x.so, an embedding program that loads it late), or not at all.
+#pragma once
+
+#include "callsite.h"
+
+namespace blockrun::shim {
+
+// Fills `out` with the innermost Python frames (file, line, function) of the calling thread, innermost
+// first. Safe to call from any thread at any time, with or without the GIL, also while CPython is not
+// loaded, is initializing or finalizing: never blocks, never takes the GIL, never raises or clears a
+// Python exception, and without the GIL never allocates, never calls into the Python allocator and never
+// touches a reference count.
+//
+//   NoPython       no initialized CPython in the process (costs a few ns: the symbols are looked for
+//                  again at most once a second)
+//   NoThreadState  the thread has no Python thread state (a C++ worker thread)
+//   Captured       frames[0..count): with the GIL, through the public C API (CPython 3.9+; 3.8 reads its
+//                  frame objects); without it, read from the thread's own frames, which cannot change
+//                  while the thread is in C code (CPython 3.8-3.13; `method` names the layout)
+//   Unavailable    CPython is finalizing, or its frames cannot be read safely (another version without the
+//                  GIL, a failed sanity check); `reason` says which
+// Function names are co_qualname on CPython 3.11+ (`Linear.forward`), co_name before.
+void capture_python(PythonStack* out);
+
+}  // namespace blockrun::shim

@@ -1,0 +1,74 @@
+// The machine-readable report: JSON lines, one record per event (docs/report.md is the schema). This
+// file has the JSON writer, which keeps any text valid (control bytes escaped, invalid UTF-8 replaced,
+// very long strings cut), and the report file, written with one write(2) per record so that a record is
+// complete on disk even when the process dies right after it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace blockrun {
+
+// The schema's version, written in every `start` record. Fields are only ever added.
+constexpr int kReportSchemaVersion = 1;
+
+// Builds one JSON value. Keys and strings are escaped; text that is not valid UTF-8 has each bad byte
+// replaced by U+FFFD; a string longer than `max_string` bytes is cut and ends with "...".
+class JsonWriter {
+ public:
+  static constexpr size_t kMaxString = 65536;
+
+  JsonWriter& begin_object();
+  JsonWriter& end_object();
+  JsonWriter& begin_array();
+  JsonWriter& end_array();
+  JsonWriter& key(std::string_view name);
+  JsonWriter& value(std::string_view text);
+  JsonWriter& value(const char* text);  // null for nullptr
+  JsonWriter& value(const std::string& text) { return value(std::string_view(text)); }
+  JsonWriter& value(int64_t number);
+  JsonWriter& value(uint64_t number);
+  JsonWriter& value(int number) { return value(static_cast<int64_t>(number)); }
+  JsonWriter& value(unsigned number) { return value(static_cast<uint64_t>(number)); }
+  JsonWriter& value(double number);
+  JsonWriter& value(bool flag);
+  JsonWriter& null();
+  template <typename T>
+  JsonWriter& field(std::string_view name, const T& v) {
+    key(name);
+    return value(v);
+  }
+
+  const std::string& text() const { return out_; }
+
+ private:
+  void separate();
+  std::string out_;
+  std::vector<bool> has_items_;  // per open container: whether an item was written
+  bool after_key_ = false;
+};
+
+// `text` as a JSON string literal, quotes included.
+std::string json_string(std::string_view text, size_t max_bytes = JsonWriter::kMaxString);
+
+// The report file: created with mode 0644, never through a symbolic link (O_NOFOLLOW), not inherited
+// by executed programs (O_CLOEXEC), appended to.
+class ReportFile {
+ public:
+  // nullptr and a sentence in *problem when the file cannot be used.
+  static std::unique_ptr<ReportFile> open(const std::string& path, std::string* problem);
+  ~ReportFile();
+  // Writes `record` and a newline with one write(2) (retried on a partial write).
+  void write_record(const std::string& record);
+  const std::string& path() const { return path_; }
+
+ private:
+  ReportFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  int fd_;
+  std::string path_;
+};
+
+}  // namespace blockrun

@@ -1,0 +1,101 @@
+// Symbolized stacks and the call site (see sites.h).
+#include "sites.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace blockrun {
+
+namespace {
+
+std::string_view file_name(std::string_view path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+bool starts_with(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+
+bool ends_with(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+
+// `cudaLaunchKernel`, `cuLaunchKernel`, `cublasSgemm_v2`, `__cudaLaunchKernel`: an API entry point's
+// name (a prefix followed by an upper-case letter), with or without a parameter list or template args.
+bool is_cuda_api_name(std::string_view function) {
+  for (std::string_view prefix : {"__cuda", "cudart::", "__cudart", "__device_stub__"}) {
+    if (starts_with(function, prefix)) return true;
+  }
+  for (std::string_view prefix : {"cublasLt", "cublas", "cuda", "cu"}) {
+    if (starts_with(function, prefix) && function.size() > prefix.size() &&
+        std::isupper(static_cast<unsigned char>(function[prefix.size()])))
+      return true;
+  }
+  return false;
+}
+
+// The part of a demangled name before its parameter list.
+std::string_view without_parameters(std::string_view function) {
+  size_t paren = function.find('(');
+  return paren == std::string_view::npos ? function : function.substr(0, paren);
+}
+
+}  // namespace
+
+bool is_cuda_module(std::string_view module) {
+  std::string_view file = file_name(module);
+  for (std::string_view prefix :
+       {"libcuda.so", "libcudart.so", "libcublas.so", "libcublasLt.so", "libcudnn", "libcufft", "libcurand",
+        "libcusparse", "libcusolver", "libnvrtc", "libnvJitLink", "libnccl", "libnvidia-", "libcupti"}) {
+    if (starts_with(file, prefix)) return true;
+  }
+  return false;
+}
+
+bool is_cuda_frame(const Frame& frame, const KernelName* kernel) {
+  if (is_cuda_module(frame.module)) return true;
+  if (ends_with(frame.file, ".stub.c")) return true;  // nvcc's <name>.cudafe1.stub.c
+  // The runtime's launch templates (cuda_runtime.h, crt/host_runtime.h) inlined into the program.
+  if (frame.file.find("/crt/") != std::string::npos || file_name(frame.file) == "cuda_runtime.h" ||
+      file_name(frame.file) == "cuda_runtime_api.h")
+    return true;
+  std::string_view function = frame.function;
+  if (function.empty()) return false;
+  if (is_cuda_api_name(function)) return true;
+  // The host stub nvcc generates for a kernel has the kernel's own name and parameters.
+  if (kernel && !kernel->demangled.empty() &&
+      (function == kernel->demangled || without_parameters(function) == kernel->base))
+    return true;
+  return false;
+}
+
+Site resolve_site(Symbolizer& symbolizer, const NativeStack& stack, const std::string& shim_module,
+                  const KernelName* kernel) {
+  Site site;
+  // The shim's frames are its wrappers, innermost and around the CUDA runtime's (runtime -> driver): they
+  // are not the program's and would only confuse.
+  for (uint32_t i = 0; i < stack.depth; ++i) {
+    Frame frame = symbolizer.symbolize(stack.frames[i]);
+    if (!shim_module.empty() && frame.module == shim_module) continue;
+    site.frames.push_back(std::move(frame));
+  }
+  for (size_t i = 0; i < site.frames.size(); ++i) {
+    if (!is_cuda_frame(site.frames[i], kernel)) {
+      site.call_site = static_cast<int>(i);
+      break;
+    }
+  }
+  return site;
+}
+
+std::string short_location(const Frame& frame) {
+  if (!frame.file.empty() && frame.line > 0) return fmt::format("{}:{}", frame.file, frame.line);
+  if (!frame.function.empty())
+    return fmt::format("{} ({}+{:#x})", frame.function, file_name(frame.module), frame.module_offset);
+  if (!frame.module.empty()) return fmt::format("{}+{:#x}", frame.module, frame.module_offset);
+  return fmt::format("{:#x}", frame.address);
+}
+
+}  // namespace blockrun

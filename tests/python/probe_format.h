@@ -1,0 +1,75 @@
+// Shared by the Python frame probes: a PythonStack as JSON, for the test scripts and programs to check.
+#pragma once
+
+#include <cstddef>
+#include <cstdio>
+#include <string>
+
+#include "callsite.h"
+
+namespace blockrun::probe {
+
+inline const char* status_name(PythonStatus status) {
+  switch (status) {
+    case PythonStatus::NotCaptured:
+      return "NotCaptured";
+    case PythonStatus::NoPython:
+      return "NoPython";
+    case PythonStatus::NoThreadState:
+      return "NoThreadState";
+    case PythonStatus::Captured:
+      return "Captured";
+    case PythonStatus::Unavailable:
+      return "Unavailable";
+  }
+  return "?";
+}
+
+// A JSON string; UTF-8 passes through unchanged, so that the tests see the captured bytes.
+inline void append_json_string(std::string& out, const char* text) {
+  if (!text) {
+    out += "null";
+    return;
+  }
+  out += '"';
+  for (const char* c = text; *c; ++c) {
+    unsigned char byte = static_cast<unsigned char>(*c);
+    if (byte == '"' || byte == '\\') {
+      out += '\\';
+      out += *c;
+    } else if (byte < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", byte);
+      out += escaped;
+    } else {
+      out += *c;
+    }
+  }
+  out += '"';
+}
+
+inline std::string to_json(const PythonStack& stack) {
+  std::string out = "{\"status\": \"";
+  out += status_name(stack.status);
+  out += "\", \"gil_held\": ";
+  out += stack.gil_held ? "true" : "false";
+  out += ", \"truncated\": ";
+  out += stack.truncated ? "true" : "false";
+  out += ", \"method\": ";
+  append_json_string(out, stack.method);
+  out += ", \"reason\": ";
+  append_json_string(out, stack.reason);
+  out += ", \"frames\": [";
+  for (size_t index = 0; index < stack.count; ++index) {
+    const PythonFrame& frame = stack.frames[index];
+    out += index ? ", {\"file\": " : "{\"file\": ";
+    append_json_string(out, frame.file);
+    out += ", \"line\": " + std::to_string(frame.line) + ", \"function\": ";
+    append_json_string(out, frame.function);
+    out += "}";
+  }
+  out += "]}";
+  return out;
+}
+
+}  // namespace blockrun::probe

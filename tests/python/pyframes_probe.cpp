@@ -1,0 +1,66 @@
+// The probe library that the Python tests load with ctypes: it calls the shim's capture_python from
+// inside CPython, the way the shim does on a launch, and hands the result back as JSON. Loaded with
+// ctypes.PyDLL the calls keep the GIL; with ctypes.CDLL they release it, as PyTorch does around its
+// launches. It links no libpython: like the shim, it finds CPython at run time.
+#include <dlfcn.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "probe_format.h"
+#include "python_frames.h"
+
+namespace {
+
+int write_result(const blockrun::PythonStack& stack, char* buffer, size_t size) {
+  std::string json = blockrun::probe::to_json(stack);
+  if (json.size() + 1 > size) return -1;
+  std::memcpy(buffer, json.c_str(), json.size() + 1);
+  return static_cast<int>(json.size());
+}
+
+}  // namespace
+
+extern "C" {
+
+// The calling thread's frames, as JSON in `buffer`. Returns the JSON's length, or -1 if it does not fit.
+__attribute__((visibility("default"))) int blockrun_probe_capture(char* buffer, size_t size) {
+  blockrun::PythonStack stack;
+  blockrun::shim::capture_python(&stack);
+  return write_result(stack, buffer, size);
+}
+
+// The frames of a C++ thread that the probe starts: it has no Python thread state.
+__attribute__((visibility("default"))) int blockrun_probe_capture_in_native_thread(char* buffer,
+                                                                                   size_t size) {
+  blockrun::PythonStack stack;
+  std::thread worker([&stack] { blockrun::shim::capture_python(&stack); });
+  worker.join();
+  return write_result(stack, buffer, size);
+}
+
+// With the GIL held (ctypes.PyDLL): sets a Python RuntimeError, captures, and returns with the error
+// still set, so that ctypes raises it: the capture must neither clear nor replace a pending exception.
+__attribute__((visibility("default"))) int blockrun_probe_capture_with_error_pending(char* buffer,
+                                                                                     size_t size) {
+  using SetString = void (*)(void*, const char*);
+  auto set_string = reinterpret_cast<SetString>(dlsym(RTLD_DEFAULT, "PyErr_SetString"));
+  auto* runtime_error = static_cast<void**>(dlsym(RTLD_DEFAULT, "PyExc_RuntimeError"));
+  if (!set_string || !runtime_error) return -1;
+  set_string(*runtime_error, "set before the capture");
+  return blockrun_probe_capture(buffer, size);
+}
+
+// Nanoseconds per capture_python call, over `iterations` calls from the calling thread.
+__attribute__((visibility("default"))) double blockrun_probe_benchmark(int iterations) {
+  blockrun::PythonStack stack;
+  blockrun::shim::capture_python(&stack);  // the first call resolves CPython's symbols
+  auto start = std::chrono::steady_clock::now();
+  for (int iteration = 0; iteration < iterations; ++iteration) blockrun::shim::capture_python(&stack);
+  std::chrono::duration<double, std::nano> elapsed = std::chrono::steady_clock::now() - start;
+  return iterations > 0 ? elapsed.count() / iterations : 0.0;
+}
+
+}  // extern "C"

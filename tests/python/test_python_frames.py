@@ -1,0 +1,322 @@
+#!/usr/bin/env python3
+"""Tests of the shim's Python frame capture (shim/python_frames.cpp), run by ctest (label `python`).
+
+The probe library (tests/python/pyframes_probe.cpp, path in BLOCKRUN_PYFRAMES_PROBE) calls capture_python
+from inside this interpreter. Loaded with ctypes.PyDLL the call keeps the GIL (the public C API path);
+with ctypes.CDLL it releases it, as PyTorch does around every launch (the frames are read in place).
+Every scenario runs in both modes, and both must give the same frames. Lines are found by their
+`# MARK:` comment, never by number.
+
+    test_python_frames.py              the tests
+    test_python_frames.py --benchmark  ns per capture, GIL held and released (prints, asserts nothing)
+"""
+import ctypes
+import json
+import os
+import sys
+import threading
+import unittest
+
+PROBE_PATH = os.environ.get("BLOCKRUN_PYFRAMES_PROBE", "")
+if not PROBE_PATH:
+    sys.exit("BLOCKRUN_PYFRAMES_PROBE must name the probe library")
+HELD = ctypes.PyDLL(PROBE_PATH)  # the GIL stays held during the call
+RELEASED = ctypes.CDLL(PROBE_PATH)  # the GIL is released during the call
+for library in (HELD, RELEASED):
+    for name in ("blockrun_probe_capture", "blockrun_probe_capture_in_native_thread",
+                 "blockrun_probe_capture_with_error_pending"):
+        getattr(library, name).argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+        getattr(library, name).restype = ctypes.c_int
+    library.blockrun_probe_benchmark.argtypes = [ctypes.c_int]
+    library.blockrun_probe_benchmark.restype = ctypes.c_double
+
+MODES = {"held": HELD, "released": RELEASED}
+THIS_FILE = (lambda: None).__code__.co_filename
+MAX_FRAMES = 8  # kMaxPythonFrames
+FILE_BYTES = 192  # kPythonFileBytes, NUL included
+FUNCTION_BYTES = 64  # kPythonFunctionBytes, NUL included
+
+
+def marker_line(marker):
+    """The line of this file that ends with `# MARK: marker`."""
+    with open(THIS_FILE, encoding="utf-8") as source:
+        for number, text in enumerate(source, start=1):
+            if text.rstrip().endswith("# MARK: " + marker):
+                return number
+    raise LookupError(marker)
+
+
+def function_name(function):
+    """What the capture reports: co_qualname on 3.11+, co_name before."""
+    code = function.__code__
+    return getattr(code, "co_qualname", code.co_name)
+
+
+def decode(buffer, length):
+    if length < 0:
+        raise AssertionError("the probe's JSON did not fit its buffer")
+    return json.loads(buffer.raw[:length].decode("utf-8"))
+
+
+def capture(mode):
+    buffer = ctypes.create_string_buffer(1 << 16)
+    length = MODES[mode].blockrun_probe_capture(buffer, len(buffer))  # MARK: capture
+    return decode(buffer, length)
+
+
+def inner(mode):
+    return capture(mode)  # MARK: inner
+
+
+def outer(mode):
+    return inner(mode)  # MARK: outer
+
+
+def in_python_thread(mode):
+    result = {}
+
+    def body():
+        result["stack"] = capture(mode)  # MARK: thread body
+
+    thread = threading.Thread(target=body)
+    thread.start()
+    thread.join()
+    return result["stack"], body
+
+
+def recurse(depth, mode):
+    if depth == 0:
+        return capture(mode)
+    return recurse(depth - 1, mode)  # MARK: recurse
+
+
+def recurse_without_capture(depth):
+    return depth if depth == 0 else recurse_without_capture(depth - 1)
+
+
+def größe(mode):
+    return capture(mode)  # MARK: größe
+
+
+def 大きさ(mode):
+    return capture(mode)  # MARK: 大きさ
+
+
+def generator(mode):
+    yield capture(mode)  # MARK: generator
+
+
+def with_cell(mode):
+    value = mode
+
+    def reader():
+        return value
+
+    return capture(reader())  # MARK: with cell
+
+
+class Model:
+    def forward(self, mode):
+        return capture(mode)  # MARK: method
+
+
+def long_function_name_that_goes_on_and_on_well_past_the_sixty_three_bytes_of_the_buffer(mode):
+    return capture(mode)  # MARK: long name
+
+
+def compiled(filename, function_source, function):
+    """A function compiled from `function_source` as if it came from `filename` (co_filename is any str)."""
+    namespace = {"capture": capture}
+    exec(compile(function_source, filename, "exec"), namespace)
+    return namespace[function]
+
+
+def utf8_size(text):
+    return len(text.encode("utf-8"))
+
+
+class PythonFramesTest(unittest.TestCase):
+    def assert_captured(self, stack, mode):
+        self.assertEqual(stack["status"], "Captured", stack)
+        self.assertEqual(stack["gil_held"], mode == "held", stack)
+        self.assertIsNone(stack["reason"], stack)
+        if mode == "held" and sys.version_info >= (3, 9):
+            self.assertEqual(stack["method"], "public C API, GIL held")
+        elif mode == "released":
+            self.assertIn("without the GIL", stack["method"])
+
+    def assert_frame(self, frame, function, marker, file=THIS_FILE):
+        self.assertEqual(frame, {"file": file, "line": marker_line(marker), "function": function_name(function)})
+
+    def both_modes(self, call):
+        """Runs `call(mode)` in both modes; checks that the frames agree; returns the held mode's stack."""
+        stacks = {mode: call(mode) for mode in MODES}
+        for mode, stack in stacks.items():
+            self.assert_captured(stack, mode)
+        self.assertEqual(stacks["held"]["frames"], stacks["released"]["frames"])
+        self.assertEqual(stacks["held"]["truncated"], stacks["released"]["truncated"])
+        return stacks["held"]
+
+    def test_innermost_frames_with_and_without_the_gil(self):
+        for mode in MODES:
+            with self.subTest(mode=mode):
+                stack = outer(mode)
+                self.assert_captured(stack, mode)
+                self.assert_frame(stack["frames"][0], capture, "capture")
+                self.assert_frame(stack["frames"][1], inner, "inner")
+                self.assert_frame(stack["frames"][2], outer, "outer")
+        self.both_modes(outer)
+
+    def test_python_thread(self):
+        for mode in MODES:
+            with self.subTest(mode=mode):
+                stack, body = in_python_thread(mode)
+                self.assert_captured(stack, mode)
+                self.assert_frame(stack["frames"][0], capture, "capture")
+                self.assert_frame(stack["frames"][1], body, "thread body")
+                self.assertTrue(stack["frames"][2]["file"].endswith("threading.py"), stack)
+                self.assertTrue(stack["frames"][2]["function"].endswith("run"), stack)
+
+    def test_many_threads_at_once(self):
+        # Each thread reads only its own frames, while the others push and pop theirs.
+        errors = []
+        stop = threading.Event()
+
+        def busy():
+            while not stop.is_set():
+                recurse_without_capture(20)
+
+        def worker(mode):
+            for _ in range(200):
+                stack = outer(mode)
+                if stack["status"] != "Captured" or stack["gil_held"] != (mode == "held") or \
+                        [frame["function"] for frame in stack["frames"][:3]] != \
+                        [function_name(capture), function_name(inner), function_name(outer)]:
+                    errors.append(stack)
+                    return
+
+        busy_threads = [threading.Thread(target=busy) for _ in range(2)]
+        workers = [threading.Thread(target=worker, args=(mode,)) for mode in MODES for _ in range(4)]
+        for thread in busy_threads + workers:
+            thread.start()
+        for thread in workers:
+            thread.join()
+        stop.set()
+        for thread in busy_threads:
+            thread.join()
+        self.assertEqual(errors, [])
+
+    def test_native_thread_has_no_thread_state(self):
+        for mode, library in MODES.items():
+            with self.subTest(mode=mode):
+                buffer = ctypes.create_string_buffer(1 << 16)
+                stack = decode(buffer, library.blockrun_probe_capture_in_native_thread(buffer, len(buffer)))
+                self.assertEqual(stack["status"], "NoThreadState", stack)
+                self.assertEqual(stack["frames"], [])
+
+    def test_deep_recursion_is_truncated(self):
+        stack = self.both_modes(lambda mode: recurse(30, mode))
+        self.assertTrue(stack["truncated"])
+        self.assertEqual(len(stack["frames"]), MAX_FRAMES)
+        self.assert_frame(stack["frames"][0], capture, "capture")
+        for frame in stack["frames"][2:]:
+            self.assert_frame(frame, recurse, "recurse")
+
+    def test_exactly_the_maximum_is_not_truncated(self):
+        # In a thread the stack starts at threading.py's _bootstrap, _bootstrap_inner and run: with body,
+        # recurse (depth + 1 times) and capture, that is depth + 6 frames.
+        def run(mode):
+            result = {}
+            depth = MAX_FRAMES - 6
+
+            def body():
+                result["stack"] = recurse(depth, mode)
+
+            thread = threading.Thread(target=body)
+            thread.start()
+            thread.join()
+            return result["stack"]
+
+        stack = self.both_modes(run)
+        self.assertEqual(len(stack["frames"]), MAX_FRAMES, stack)
+        self.assertFalse(stack["truncated"], stack)
+
+    def test_non_ascii_function_names(self):
+        for function, marker in ((größe, "größe"), (大きさ, "大きさ")):
+            with self.subTest(function=marker):
+                stack = self.both_modes(function)
+                self.assert_frame(stack["frames"][1], function, marker)
+
+    def test_generator_and_closure_and_method(self):
+        stack = self.both_modes(lambda mode: next(generator(mode)))
+        self.assert_frame(stack["frames"][1], generator, "generator")
+        stack = self.both_modes(with_cell)
+        self.assert_frame(stack["frames"][1], with_cell, "with cell")
+        stack = self.both_modes(Model().forward)
+        self.assert_frame(stack["frames"][1], Model.forward, "method")
+        if sys.version_info >= (3, 11):
+            self.assertEqual(stack["frames"][1]["function"], "Model.forward")
+
+    def test_comprehension(self):
+        # A frame of its own before 3.12, inlined from 3.12 on: either way both modes agree.
+        stack = self.both_modes(lambda mode: [capture(mode) for _ in range(1)][0])
+        self.assert_frame(stack["frames"][0], capture, "capture")
+
+    def test_long_function_name_keeps_its_head(self):
+        function = long_function_name_that_goes_on_and_on_well_past_the_sixty_three_bytes_of_the_buffer
+        stack = self.both_modes(function)
+        name = stack["frames"][1]["function"]
+        self.assertEqual(utf8_size(name), FUNCTION_BYTES - 1)
+        self.assertTrue(name.endswith("..."))
+        self.assertTrue(function_name(function).startswith(name[:-3]))
+        # Two-byte characters: the cut falls between characters (the JSON would not decode otherwise).
+        function = compiled("<ö>", "def " + "ö" * 40 + "(mode):\n    return capture(mode)\n", "ö" * 40)
+        stack = self.both_modes(function)
+        self.assertEqual(stack["frames"][1]["function"], "ö" * 30 + "...")
+        self.assertEqual(stack["frames"][1]["file"], "<ö>")
+
+    def test_long_file_path_keeps_its_tail(self):
+        source = "def far_away(mode):\n    return capture(mode)\n"
+        for tail in ("/ascii/tail_of_the_path.py", "/größe/tail.py", "/大きさ/tail.py", "/😀/tail.py"):
+            with self.subTest(tail=tail):
+                filename = "/" + "directory/" * 40 + tail
+                stack = self.both_modes(compiled(filename, source, "far_away"))
+                frame = stack["frames"][1]
+                self.assertEqual(frame["line"], 2)
+                self.assertTrue(frame["file"].startswith("..."), frame)
+                self.assertTrue(filename.endswith(frame["file"][3:]), frame)
+                self.assertLessEqual(utf8_size(frame["file"]), FILE_BYTES - 1)
+                self.assertGreaterEqual(utf8_size(frame["file"]), FILE_BYTES - 4)
+        short = "/😀/größe/short.py"  # four-, two- and one-byte characters that fit
+        stack = self.both_modes(compiled(short, source, "far_away"))
+        self.assertEqual(stack["frames"][1]["file"], short)
+
+    def test_pending_exception_is_kept(self):
+        buffer = ctypes.create_string_buffer(1 << 16)
+        with self.assertRaisesRegex(RuntimeError, "set before the capture"):
+            HELD.blockrun_probe_capture_with_error_pending(buffer, len(buffer))
+        stack = json.loads(buffer.value.decode("utf-8"))
+        self.assert_captured(stack, "held")
+        self.assertEqual(stack["frames"][0]["file"], THIS_FILE)
+
+
+def benchmark():
+    """ns per capture in both modes, called 10 Python frames deep (8 reported, truncated)."""
+    iterations = 100000
+
+    def nested(depth, library):
+        if depth == 0:
+            return library.blockrun_probe_benchmark(iterations)
+        return nested(depth - 1, library)
+
+    results = {mode: nested(10, library) for mode, library in MODES.items()}
+    version = ".".join(map(str, sys.version_info[:3]))
+    print(f"python frame capture, Python {version}, {iterations} captures of 8 frames each: "
+          f"GIL held {results['held']:.0f} ns, GIL released {results['released']:.0f} ns per capture")
+
+
+if __name__ == "__main__":
+    if "--benchmark" in sys.argv:
+        benchmark()
+    else:
+        unittest.main(verbosity=2)

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""The report names the Python line that launched the culprit, whether the launching thread held the GIL
+(ctypes.PyDLL, as C extensions that keep it) or released it (ctypes.CDLL, as PyTorch does around its ops).
+
+Usage: test_report_python_line.py WRAPPER LAUNCH_LIB SIM_LIBDIR
+Runs this file again as the program under test (--program MODE LIB), through the wrapper with a report, on
+the simulated CUDA stack with the first `fill` launch faulting and `fill` blocked; then checks the
+first_error record: innermost Python frame = the marked line in launch(), the next = its caller.
+"""
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.abspath(__file__)
+
+
+def line_of(marker):
+    with open(HERE) as source:
+        for number, text in enumerate(source, 1):
+            if text.rstrip().endswith("# " + marker):
+                return number
+    raise AssertionError(f"no marker {marker}")
+
+
+def launch(library):
+    return library.launch_fill()  # LAUNCH_LINE
+
+
+def step(library):
+    return launch(library)  # CALLER_LINE
+
+
+def program(mode, path):
+    library = (ctypes.PyDLL if mode == "gil" else ctypes.CDLL)(path)
+    result = step(library)
+    print("launch returned", result)
+
+
+class ReportNamesThePythonLine(unittest.TestCase):
+    def run_mode(self, mode):
+        wrapper, launch_lib, sim_libdir = ARGS
+        with tempfile.TemporaryDirectory() as directory:
+            report = os.path.join(directory, "report.jsonl")
+            environment = {key: value for key, value in os.environ.items()
+                           if not key.startswith(("CUDA_BLOCKRUN", "CUDA_SIM", "LD_PRELOAD"))}
+            environment.update(LD_LIBRARY_PATH=sim_libdir, CUDA_SIM_FAULT="fill:1")
+            done = subprocess.run([wrapper, "--block", "fill", "--report", report, "--", sys.executable, HERE,
+                                   "--program", mode, launch_lib],
+                                  env=environment, capture_output=True, text=True, timeout=120)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertIn("launch returned 700", done.stdout)
+            records = [json.loads(line) for line in open(report)]
+        first = [r for r in records if r["type"] == "first_error"]
+        self.assertEqual(len(first), 1, records)
+        launch_record = first[0]["launch"]
+        self.assertEqual(launch_record["kernel"], "fill(float*, int, float)")
+        expected_status = "captured, GIL held" if mode == "gil" else "captured, GIL released"
+        self.assertEqual(launch_record["python_status"], expected_status)
+        frames = launch_record["python"]
+        self.assertEqual(frames[0], {"file": HERE, "line": line_of("LAUNCH_LINE"), "function": "launch"})
+        self.assertEqual(frames[1], {"file": HERE, "line": line_of("CALLER_LINE"), "function": "step"})
+        self.assertEqual(frames[2]["function"], "program")
+        # The human log says it too.
+        self.assertIn(f"[cuda-blockrun]   python: {HERE}:{line_of('LAUNCH_LINE')} in launch\n", done.stderr)
+
+    def test_gil_held(self):
+        self.run_mode("gil")
+
+    def test_gil_released(self):
+        self.run_mode("nogil")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--program":
+        program(sys.argv[2], sys.argv[3])
+        sys.exit(0)
+    ARGS = sys.argv[1:4]
+    unittest.main(argv=sys.argv[:1] + sys.argv[4:])

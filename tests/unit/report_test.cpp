@@ -1,0 +1,98 @@
+// The report's JSON writer (any text stays valid JSON) and the call-site rules (which frames are CUDA's).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "report.h"
+#include "sites.h"
+
+namespace blockrun {
+namespace {
+
+TEST(Json, EscapesQuotesBackslashesAndControlBytes) {
+  EXPECT_EQ(json_string("a\"b\\c"), "\"a\\\"b\\\\c\"");
+  EXPECT_EQ(json_string("line\nnext\ttab\r"), "\"line\\nnext\\ttab\\r\"");
+  EXPECT_EQ(json_string(std::string("nul\0end", 7)), "\"nul\\u0000end\"");
+  EXPECT_EQ(json_string("\x1b[31m\x7f"), "\"\\u001b[31m\\u007f\"");
+}
+
+TEST(Json, KeepsValidUtf8AndReplacesInvalidBytes) {
+  EXPECT_EQ(json_string("gr\xC3\xB6\xC3\x9F"
+                        "e \xE2\x82\xAC \xF0\x9F\x98\x80"),
+            "\"gr\xC3\xB6\xC3\x9F"
+            "e \xE2\x82\xAC \xF0\x9F\x98\x80\"");
+  EXPECT_EQ(json_string("bad \xFF byte"), "\"bad \xEF\xBF\xBD byte\"");
+  EXPECT_EQ(json_string("cut \xE2\x82"), "\"cut \xEF\xBF\xBD\xEF\xBF\xBD\"");
+  EXPECT_EQ(json_string("overlong \xC0\xAF"), "\"overlong \xEF\xBF\xBD\xEF\xBF\xBD\"");
+  EXPECT_EQ(json_string("surrogate \xED\xA0\x80"), "\"surrogate \xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");
+}
+
+TEST(Json, CutsVeryLongStringsWithoutSplittingACharacter) {
+  std::string name(JsonWriter::kMaxString + 100, 'x');
+  std::string quoted = json_string(name);
+  EXPECT_EQ(quoted.size(), JsonWriter::kMaxString + 5);  // quotes and "..."
+  EXPECT_EQ(quoted.substr(quoted.size() - 4), "...\"");
+  std::string euro(JsonWriter::kMaxString - 1, 'x');
+  euro += "\xE2\x82\xAC";  // the cut falls inside the last character
+  std::string cut = json_string(euro);
+  EXPECT_EQ(cut.find("\xEF\xBF\xBD"), std::string::npos);
+  EXPECT_EQ(cut.substr(cut.size() - 5), "x...\"");
+}
+
+TEST(Json, WriterSeparatesAndNests) {
+  JsonWriter json;
+  json.begin_object().field("a", 1).field("b", "two").key("c").begin_array().value(true).null().value(2.5);
+  json.begin_object().end_object().end_array().field("d", static_cast<const char*>(nullptr)).end_object();
+  EXPECT_EQ(json.text(), "{\"a\":1,\"b\":\"two\",\"c\":[true,null,2.5,{}],\"d\":null}");
+}
+
+TEST(Json, NumbersKeepTimesToTheMicrosecondAndNeverWriteNaN) {
+  JsonWriter json;
+  json.begin_array()
+      .value(1795980000.123456)
+      .value(0.0 / 0.0)
+      .value(static_cast<uint64_t>(1) << 63)
+      .end_array();
+  EXPECT_EQ(json.text(), "[1795980000.123456,null,9223372036854775808]");
+}
+
+Frame frame(std::string module, std::string function, std::string file = "", int line = 0) {
+  Frame f;
+  f.module = std::move(module);
+  f.function = std::move(function);
+  f.file = std::move(file);
+  f.line = line;
+  return f;
+}
+
+TEST(CallSite, CudaModulesAreRecognisedByFileName) {
+  EXPECT_TRUE(is_cuda_module("/usr/lib/x86_64-linux-gnu/libcuda.so.580.65.06"));
+  EXPECT_TRUE(is_cuda_module("/usr/local/cuda/lib64/libcudart.so.13"));
+  EXPECT_TRUE(is_cuda_module("/opt/torch/lib/python3.12/site-packages/nvidia/cublas/lib/libcublasLt.so.13"));
+  EXPECT_TRUE(is_cuda_module("/x/libnccl.so.2"));
+  EXPECT_FALSE(is_cuda_module("/opt/torch/lib/libtorch_cuda.so"));
+  EXPECT_FALSE(is_cuda_module("/home/me/app"));
+  EXPECT_FALSE(is_cuda_module(""));
+}
+
+TEST(CallSite, StaticRuntimeStubsAndHeadersAreCudas) {
+  KernelName kernel{"_Z7stencilPfPKfix", "stencil(float*, float const*, int, long long)", "stencil"};
+  EXPECT_TRUE(is_cuda_frame(frame("/app", "cudaLaunchKernel"), &kernel));
+  EXPECT_TRUE(is_cuda_frame(frame("/app", "__cudaLaunchKernel"), &kernel));
+  EXPECT_TRUE(is_cuda_frame(frame("/app", "cudart::cudaApiLaunchKernel(void const*, dim3)"), &kernel));
+  EXPECT_TRUE(is_cuda_frame(frame("/app", "__cudart1234"), &kernel));
+  EXPECT_TRUE(is_cuda_frame(
+      frame("/app", "__device_stub__Z7stencilPfPKfix(float*, float const*, int, long long)"), &kernel));
+  EXPECT_TRUE(is_cuda_frame(frame("/app", "stencil(float*, float const*, int, long long)"), &kernel));
+  EXPECT_TRUE(
+      is_cuda_frame(frame("/app", "f", "/tmp/tmpxft_0001_00000000-6_app.cudafe1.stub.c", 3), &kernel));
+  EXPECT_TRUE(is_cuda_frame(frame("/app", "cudaError cudaLaunchKernel<char>(char const*, dim3)",
+                                  "/usr/local/cuda/include/cuda_runtime.h", 216),
+                            &kernel));
+  EXPECT_FALSE(is_cuda_frame(frame("/app", "run_step(int)", "/src/app.cu", 42), &kernel));
+  EXPECT_FALSE(is_cuda_frame(frame("/app", "curand_setup()"), &kernel));  // lower case after the prefix
+  EXPECT_FALSE(is_cuda_frame(frame("/app", ""), &kernel));
+}
+
+}  // namespace
+}  // namespace blockrun
