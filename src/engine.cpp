@@ -343,6 +343,8 @@ void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome ou
         if (launch.stream) atomic_max(launch.stream->synced_through, record.sequence);
         return;
       }
+      // The launching thread is still inside the launch call: its call site is taken now.
+      capture_now(launch);
       // Exact when everything earlier on this stream was known complete; otherwise the earlier
       // unsynchronized launches on the stream are suspects as well.
       std::vector<ReportedLaunch> earlier =

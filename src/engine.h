@@ -121,9 +121,12 @@ class Engine {
   // (wants_capture). Cheap: no lock but the stream's own, no allocation for known kernels and streams.
   void begin_launch(const LaunchRequest& request, Launch* launch);
 
-  // Whether a launch with this decision gets its call site captured (CUDA_BLOCKRUN_CALLSITES).
+  // Whether a launch with this decision gets its call site captured as it is launched
+  // (CUDA_BLOCKRUN_CALLSITES). With `auto`, only launches that are logged: a blocked launch is captured only
+  // if its synchronize fails, and a launch that fails itself when it returns, both still on the launching
+  // thread inside the call, so a blocked launch that succeeds costs no stack walk.
   bool wants_capture(const Decision& decision) const {
-    return capture_all_ || (capture_auto_ && (decision.action != Action::Run || config_.log_launches));
+    return capture_all_ || (capture_auto_ && (decision.action == Action::Log || config_.log_launches));
   }
   // Captures the call site of a launch that did not get one at begin_launch (a launch that failed).
   void capture_now(Launch& launch);

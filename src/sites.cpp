@@ -76,10 +76,13 @@ Site resolve_site(Symbolizer& symbolizer, const NativeStack& stack, const std::s
   Site site;
   // The shim's frames are its wrappers, innermost and around the CUDA runtime's (runtime -> driver): they
   // are not the program's and would only confuse.
+  // Each return address expands to its inline chain: a launch stub inlined into the user's function has the
+  // stub's line itself, and the user's line as the frame it was inlined into.
   for (uint32_t i = 0; i < stack.depth; ++i) {
-    Frame frame = symbolizer.symbolize(stack.frames[i]);
-    if (!shim_module.empty() && frame.module == shim_module) continue;
-    site.frames.push_back(std::move(frame));
+    for (Frame& frame : symbolizer.symbolize_inlined(stack.frames[i])) {
+      if (!shim_module.empty() && frame.module == shim_module) break;
+      site.frames.push_back(std::move(frame));
+    }
   }
   for (size_t i = 0; i < site.frames.size(); ++i) {
     if (!is_cuda_frame(site.frames[i], kernel)) {

@@ -116,21 +116,26 @@ using ModuleRemovedCallback = int (*)(Dwfl_Module*, void*, const char*, Dwarf_Ad
 
 // The functions that find inlined functions (symbolize_inlined). Without any of them, libdw is still used and
 // each address gives one frame.
-#define BLOCKRUN_LIBDW_INLINE_FUNCTIONS(X)                                        \
-  X(dwfl_module_addrdie, Dwarf_Die*, Dwfl_Module*, Dwarf_Addr, Dwarf_Addr*)       \
-  X(dwarf_getscopes, int, Dwarf_Die*, Dwarf_Addr, Dwarf_Die**)                    \
-  X(dwarf_getscopes_die, int, Dwarf_Die*, Dwarf_Die**)                            \
-  X(dwarf_tag, int, Dwarf_Die*)                                                   \
-  X(dwarf_attr, Dwarf_Attribute*, Dwarf_Die*, unsigned int, Dwarf_Attribute*)     \
+#define BLOCKRUN_LIBDW_INLINE_FUNCTIONS(X)                                              \
+  X(dwfl_module_addrdie, Dwarf_Die*, Dwfl_Module*, Dwarf_Addr, Dwarf_Addr*)             \
+  X(dwarf_getscopes, int, Dwarf_Die*, Dwarf_Addr, Dwarf_Die**)                          \
+  X(dwarf_getscopes_die, int, Dwarf_Die*, Dwarf_Die**)                                  \
+  X(dwarf_tag, int, Dwarf_Die*)                                                         \
+  X(dwarf_attr, Dwarf_Attribute*, Dwarf_Die*, unsigned int, Dwarf_Attribute*)           \
   X(dwarf_attr_integrate, Dwarf_Attribute*, Dwarf_Die*, unsigned int, Dwarf_Attribute*) \
-  X(dwarf_formudata, int, Dwarf_Attribute*, Dwarf_Word*)                          \
-  X(dwarf_formstring, const char*, Dwarf_Attribute*)                              \
-  X(dwarf_formref_die, Dwarf_Die*, Dwarf_Attribute*, Dwarf_Die*)                  \
-  X(dwarf_diecu, Dwarf_Die*, Dwarf_Die*, Dwarf_Die*, uint8_t*, uint8_t*)          \
-  X(dwarf_getsrcfiles, int, Dwarf_Die*, Dwarf_Files**, size_t*)                   \
+  X(dwarf_formudata, int, Dwarf_Attribute*, Dwarf_Word*)                                \
+  X(dwarf_formstring, const char*, Dwarf_Attribute*)                                    \
+  X(dwarf_formref_die, Dwarf_Die*, Dwarf_Attribute*, Dwarf_Die*)                        \
+  X(dwarf_diecu, Dwarf_Die*, Dwarf_Die*, Dwarf_Die*, uint8_t*, uint8_t*)                \
+  X(dwarf_getsrcfiles, int, Dwarf_Die*, Dwarf_Files**, size_t*)                         \
   X(dwarf_filesrc, const char*, Dwarf_Files*, size_t, Dwarf_Word*, Dwarf_Word*)
 
 constexpr const char* kWithoutLibdw = "; function names from dynamic symbols only";
+
+// Frees what libdw allocated with malloc (the arrays of dwarf_getscopes and dwarf_getscopes_die).
+struct FreeMemory {
+  void operator()(void* memory) const { std::free(memory); }
+};
 
 }  // namespace
 
@@ -178,6 +183,66 @@ struct Symbolizer::Libdw {
       if (dwarf_haspc(unit, address - *bias) == 1) return unit;
     }
     return nullptr;
+  }
+
+  // The name of the function that `die`, a subprogram or an inlined subroutine, is an instance of: its
+  // linkage name demangled, else its name qualified with the namespaces and classes around it. "" when
+  // DWARF names none.
+  std::string function_name(Dwarf_Die* die) {
+    Dwarf_Attribute attribute;
+    const char* linkage = dwarf_formstring(dwarf_attr_integrate(die, kAtLinkageName, &attribute));
+    if (!linkage) linkage = dwarf_formstring(dwarf_attr_integrate(die, kAtMipsLinkageName, &attribute));
+    if (linkage && linkage[0]) return demangle(linkage);
+    const char* name = dwarf_formstring(dwarf_attr_integrate(die, kAtName, &attribute));
+    if (!name || !name[0]) return {};
+    // The namespaces and classes hold the declaration, which the instance reaches through its abstract
+    // origin, then the specification (a member function defined outside its class is defined at the top).
+    Dwarf_Die declaration = *die;
+    for (int hop = 0; hop < 8; ++hop) {  // bounded: broken DWARF can make a cycle
+      Dwarf_Attribute* reference = dwarf_attr(&declaration, kAtAbstractOrigin, &attribute);
+      if (!reference) reference = dwarf_attr(&declaration, kAtSpecification, &attribute);
+      Dwarf_Die target;
+      if (!reference || !dwarf_formref_die(reference, &target)) break;
+      declaration = target;
+    }
+    Dwarf_Die* found = nullptr;
+    const int count = dwarf_getscopes_die(&declaration, &found);
+    std::unique_ptr<Dwarf_Die, FreeMemory> scopes(count > 0 ? found : nullptr);
+    std::string qualified;
+    for (int i = count - 1; i >= 1; --i) {  // [0] is the declaration itself, [count - 1] its unit
+      const int tag = dwarf_tag(&scopes.get()[i]);
+      if (tag != kTagNamespace && tag != kTagClassType && tag != kTagStructureType && tag != kTagUnionType) {
+        continue;
+      }
+      const char* scope = dwarf_formstring(dwarf_attr(&scopes.get()[i], kAtName, &attribute));
+      if (scope && scope[0]) {
+        qualified.append(scope).append("::");
+      } else if (tag == kTagNamespace) {
+        qualified.append("(anonymous namespace)::");  // as the demangler writes it
+      }
+    }
+    return qualified + name;
+  }
+
+  // Where the inlined subroutine `die` was inlined: file and line, or "" and 0.
+  void call_site(Dwarf_Die* die, std::string& file, int& line) {
+    Dwarf_Attribute attribute;
+    Dwarf_Word file_index = 0;
+    Dwarf_Word line_number = 0;
+    if (dwarf_formudata(dwarf_attr(die, kAtCallFile, &attribute), &file_index) != 0 ||
+        dwarf_formudata(dwarf_attr(die, kAtCallLine, &attribute), &line_number) != 0 || line_number == 0 ||
+        line_number > INT_MAX) {
+      return;
+    }
+    // The index is one of the line table of the unit holding the DIE, numbered as libdw reads that table:
+    // DWARF 5 counts from 0; before it, from 1, and libdw puts a "???" entry at 0.
+    Dwarf_Die unit;
+    Dwarf_Files* files = nullptr;
+    if (!dwarf_diecu(die, &unit, nullptr, nullptr) || dwarf_getsrcfiles(&unit, &files, nullptr) != 0) return;
+    const char* name = dwarf_filesrc(files, file_index, nullptr, nullptr);
+    if (!name || !name[0] || std::strcmp(name, "???") == 0) return;
+    file = name;
+    line = static_cast<int>(line_number);
   }
 };
 
@@ -496,6 +561,60 @@ bool Symbolizer::symbolize_with_libdw_locked(uintptr_t address, uintptr_t lookup
     frame.line = number;
   }
   return true;
+}
+
+std::vector<Frame> Symbolizer::inlined_frames_locked(uintptr_t address, bool return_address,
+                                                     const Frame& outermost) {
+  if (!libdw_ || !libdw_->finds_inlined || outermost.module.empty()) return {};
+  Libdw& libdw = *libdw_;
+  CallbackScope scope(libdw.dwfl_build_id_find_debuginfo);
+  const uintptr_t lookup = lookup_address(address, return_address);
+  const char* name = nullptr;
+  Dwarf_Addr start = 0;
+  // None: dladdr named the module, after symbolize_locked reported the modules again.
+  Dwfl_Module* module = libdw.module_holding(lookup, &name, &start);
+  if (!module) return {};
+  Dwarf_Addr bias = 0;
+  // libdwfl's search of .debug_aranges (addrarange in libdwfl/cu.c; seen with 0.188) takes each entry to
+  // reach the next one, so for code the section does not cover (a clang-built unit linked with GCC-built
+  // ones) it answers with the unit before that code: a unit counts only when its ranges hold the address.
+  Dwarf_Die* unit = libdw.dwfl_module_addrdie(module, lookup, &bias);
+  if (!unit || libdw.dwarf_haspc(unit, lookup - bias) != 1) unit = libdw.unit_holding(module, lookup, &bias);
+  if (!unit) return {};
+
+  // dwarf_getscopes gives the scopes at the address out to the innermost inlined subroutine only, then the
+  // scopes around that subroutine's abstract definition; dwarf_getscopes_die, given the innermost scope,
+  // gives all the scopes around it where the code is: inlined subroutines, then the subprogram.
+  Dwarf_Die* found = nullptr;
+  int count = libdw.dwarf_getscopes(unit, lookup - bias, &found);
+  std::unique_ptr<Dwarf_Die, FreeMemory> scopes(count > 0 ? found : nullptr);
+  if (count <= 0) return {};
+  Dwarf_Die innermost = scopes.get()[0];
+  found = nullptr;
+  count = libdw.dwarf_getscopes_die(&innermost, &found);
+  scopes.reset(count > 0 ? found : nullptr);
+  if (count <= 0) return {};
+
+  std::vector<Dwarf_Die*> inlined;  // innermost first
+  Dwarf_Die* function = nullptr;
+  for (int i = 0; i < count && !function; ++i) {
+    const int tag = libdw.dwarf_tag(&scopes.get()[i]);
+    if (tag == kTagInlinedSubroutine) inlined.push_back(&scopes.get()[i]);
+    if (tag == kTagSubprogram || tag == kTagEntryPoint) function = &scopes.get()[i];
+  }
+  if (inlined.empty()) return {};
+
+  std::vector<Frame> frames(inlined.size() + 1, outermost);
+  for (size_t i = 0; i < inlined.size(); ++i) {
+    frames[i].function = libdw.function_name(inlined[i]);
+    Frame& caller = frames[i + 1];
+    caller.file.clear();
+    caller.line = 0;
+    libdw.call_site(inlined[i], caller.file, caller.line);
+  }
+  // The symbol table names the function where symbolize() does; DWARF is the fallback.
+  if (frames.back().function.empty() && function) frames.back().function = libdw.function_name(function);
+  return frames;
 }
 
 void Symbolizer::symbolize_with_dladdr_locked(uintptr_t address, uintptr_t lookup, Frame& frame) {

@@ -83,7 +83,7 @@ class Symbolizer {
   bool loaded_ = false;
   std::unique_ptr<Libdw> libdw_;  // null when libdw is not used
   std::string libdw_status_ = "libdw not loaded yet (it is loaded on the first symbolize())";
-  std::string main_program_;                       // the real path of the main program
+  std::string main_program_;                                            // the real path of the main program
   std::unordered_map<uintptr_t, Frame> cache_[2];                       // [return_address]
   std::unordered_map<uintptr_t, std::vector<Frame>> inlined_cache_[2];  // [return_address]
   size_t cached_frames_ = 0;                                            // in both caches

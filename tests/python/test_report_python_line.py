@@ -53,7 +53,8 @@ class ReportNamesThePythonLine(unittest.TestCase):
                                   env=environment, capture_output=True, text=True, timeout=120)
             self.assertEqual(done.returncode, 0, done.stderr)
             self.assertIn("launch returned 700", done.stdout)
-            records = [json.loads(line) for line in open(report)]
+            with open(report) as lines:
+                records = [json.loads(line) for line in lines]
         first = [r for r in records if r["type"] == "first_error"]
         self.assertEqual(len(first), 1, records)
         launch_record = first[0]["launch"]

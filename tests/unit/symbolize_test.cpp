@@ -1,9 +1,12 @@
 // Tests of the symbolizer (src/symbolize.h): file:line and function of a known call with libdw, exported
-// names and modules without it, degraded answers, no debuginfod traffic, and concurrent use.
+// names and modules without it, chains of inlined functions, degraded answers, no debuginfod traffic, and
+// concurrent use.
 //
 // This file is also built, with SYMBOLIZE_TEST_LIBRARY defined, as libsymbolize_test_library.so
 // (tests/CMakeLists.txt): the shared library whose exported function the tests symbolize.
 #ifdef SYMBOLIZE_TEST_LIBRARY
+
+#include <cstdint>
 
 namespace blockrun_test {
 
@@ -14,11 +17,34 @@ __attribute__((noinline, visibility("default"))) int exported_function(int count
   return sum;
 }
 
+__attribute__((noinline)) void* library_return_address() {
+  void* address = __builtin_return_address(0);
+  asm volatile("" : : "r"(address) : "memory");
+  return address;
+}
+
+// A call inlined in a library without .debug_aranges (see symbolize_test's inlined functions below).
+static inline __attribute__((always_inline)) uintptr_t library_inlined() {
+  void* address = library_return_address();  // LIBRARY_INNER_MARKER
+  asm volatile("" : : "r"(address) : "memory");
+  return reinterpret_cast<uintptr_t>(address);
+}
+
+__attribute__((noinline)) uintptr_t library_call_inlined() {
+  uintptr_t address = library_inlined();  // LIBRARY_CALL_MARKER
+  asm volatile("" : : "r"(address) : "memory");
+  return address;
+}
+
 }  // namespace blockrun_test
 
-// C linkage: the test finds the C++ function through it without spelling its mangled name.
+// C linkage: the test finds the C++ functions through them without spelling their mangled names.
 extern "C" __attribute__((visibility("default"))) void* symbolize_test_library_function() {
   return reinterpret_cast<void*>(&blockrun_test::exported_function);
+}
+
+extern "C" __attribute__((visibility("default"))) uintptr_t symbolize_test_library_inlined_call() {
+  return blockrun_test::library_call_inlined();
 }
 
 #else
@@ -68,6 +94,34 @@ __attribute__((noinline)) uintptr_t call_at_marker() {
   return reinterpret_cast<uintptr_t>(address);
 }
 
+// Inlined into every caller at every optimization level (always_inline): the return address of the call
+// below lies in the caller's copy, inside the inlined subroutine. Internal linkage, as a helper in a header
+// or a generated launch stub often has: GCC then writes DW_AT_name and no DW_AT_linkage_name for it.
+static inline __attribute__((always_inline)) uintptr_t inlined_inner() {
+  void* address = own_return_address();  // INLINE_INNER_MARKER
+  asm volatile("" : : "r"(address) : "memory");
+  return reinterpret_cast<uintptr_t>(address);
+}
+
+static inline __attribute__((always_inline)) uintptr_t inlined_middle() {
+  uintptr_t address = inlined_inner();  // INLINE_MIDDLE_MARKER
+  asm volatile("" : : "r"(address) : "memory");
+  return address;
+}
+
+// The user's code that calls the inlined functions: one level, then two.
+__attribute__((noinline)) uintptr_t call_inlined_inner() {
+  uintptr_t address = inlined_inner();  // INLINE_CALL_MARKER
+  asm volatile("" : : "r"(address) : "memory");
+  return address;
+}
+
+__attribute__((noinline)) uintptr_t call_inlined_middle() {
+  uintptr_t address = inlined_middle();  // INLINE_OUTER_MARKER
+  asm volatile("" : : "r"(address) : "memory");
+  return address;
+}
+
 }  // namespace symbolize_test
 
 namespace {
@@ -75,14 +129,16 @@ namespace {
 using blockrun::Frame;
 using blockrun::Symbolizer;
 using symbolize_test::call_at_marker;
+using symbolize_test::call_inlined_inner;
+using symbolize_test::call_inlined_middle;
 
 const char* const kSourceFile = CUDA_BLOCKRUN_SOURCE_DIR "/tests/unit/symbolize_test.cpp";
 const char* const kLibraryFunction = "blockrun_test::exported_function(int)";
 
-// The line of this file that holds the marker comment, found at run time so that edits above it need no
-// test change; 0 when there is not exactly one. The marker is spelled in two pieces so this line lacks it.
-int marker_line() {
-  const std::string marker = std::string("// SYMBOLIZE_") + "MARKER";
+// The line of this file that holds the comment "// " + `name`, found at run time so that edits above it need
+// no test change; 0 when there is not exactly one. The lines that call this one name it without the "// ".
+int marker_line(const std::string& name = "SYMBOLIZE_MARKER") {
+  const std::string marker = "// " + name;
   std::ifstream source(kSourceFile);
   std::string text;
   int number = 0;
@@ -139,6 +195,18 @@ std::string describe(const Frame& frame) {
                      frame.module_offset, frame.function, frame.file, frame.line);
 }
 
+std::string describe(const std::vector<Frame>& frames) {
+  std::string text = fmt::format("{} frames", frames.size());
+  for (const Frame& frame : frames) text += "\n  " + describe(frame);
+  return text;
+}
+
+// A function of internal linkage is named from DW_AT_name, without parameters, where the compiler writes no
+// linkage name for it (GCC); clang writes one, which demangles with the parameters.
+bool names_inlined_function(const std::string& function, const std::string& qualified_name) {
+  return function == qualified_name || function == qualified_name + "()";
+}
+
 // libsymbolize_test_library.so, loaded for one test's duration.
 class TestLibrary {
  public:
@@ -154,6 +222,11 @@ class TestLibrary {
   uintptr_t function() const {
     auto get = reinterpret_cast<void* (*)()>(dlsym(handle_, "symbolize_test_library_function"));
     return get ? reinterpret_cast<uintptr_t>(get()) : 0;
+  }
+  // A return address inside an inlined function of the library.
+  uintptr_t inlined_call() const {
+    auto call = reinterpret_cast<uintptr_t (*)()>(dlsym(handle_, "symbolize_test_library_inlined_call"));
+    return call ? call() : 0;
   }
 
  private:
@@ -292,6 +365,129 @@ TEST(SymbolizeTest, AnAddressInNoModuleGivesOnlyTheAddress) {
   }
 }
 
+TEST(SymbolizeTest, InlinedNamesTheInlinedFunctionThenItsCaller) {
+  const int inner_line = marker_line("INLINE_INNER_MARKER");
+  const int call_line = marker_line("INLINE_CALL_MARKER");
+  ASSERT_GT(inner_line, 0);
+  ASSERT_GT(call_line, 0);
+  Symbolizer symbolizer("");
+  const uintptr_t address = call_inlined_inner();
+  const std::vector<Frame> frames = symbolizer.symbolize_inlined(address);
+  ASSERT_TRUE(symbolizer.has_libdw()) << symbolizer.libdw_status();
+  ASSERT_EQ(frames.size(), 2u) << describe(frames);
+
+  // The innermost frame is where symbolize() is, named after the inlined function.
+  const Frame physical = symbolizer.symbolize(address);
+  EXPECT_TRUE(names_inlined_function(frames[0].function, "symbolize_test::inlined_inner"))
+      << describe(frames);
+  EXPECT_EQ(frames[0].line, inner_line) << describe(frames);
+  EXPECT_EQ(frames[0].file, physical.file) << describe(frames);
+  EXPECT_EQ(frames[0].line, physical.line) << describe(frames);
+  EXPECT_TRUE(ends_with(frames[0].file, "tests/unit/symbolize_test.cpp")) << describe(frames);
+  // The caller: the line where the function was inlined, and the name symbolize() gives.
+  EXPECT_EQ(frames[1].function, "symbolize_test::call_inlined_inner()") << describe(frames);
+  EXPECT_EQ(frames[1].function, physical.function);
+  EXPECT_EQ(frames[1].file, frames[0].file) << describe(frames);
+  EXPECT_EQ(frames[1].line, call_line) << describe(frames);
+  for (const Frame& frame : frames) {
+    EXPECT_EQ(frame.address, address);
+    EXPECT_EQ(frame.module, executable_path());
+    EXPECT_EQ(frame.module_offset, address - load_base("")) << describe(frame);
+  }
+  EXPECT_EQ(describe(symbolizer.symbolize_inlined(address)), describe(frames)) << "the cached answer";
+}
+
+TEST(SymbolizeTest, InlinedNamesEachLevelOfATwoLevelChain) {
+  const int inner_line = marker_line("INLINE_INNER_MARKER");
+  const int middle_line = marker_line("INLINE_MIDDLE_MARKER");
+  const int outer_line = marker_line("INLINE_OUTER_MARKER");
+  ASSERT_GT(inner_line, 0);
+  ASSERT_GT(middle_line, 0);
+  ASSERT_GT(outer_line, 0);
+  Symbolizer symbolizer("");
+  const uintptr_t address = call_inlined_middle();
+  const std::vector<Frame> frames = symbolizer.symbolize_inlined(address);
+  ASSERT_EQ(frames.size(), 3u) << describe(frames) << "\n" << symbolizer.libdw_status();
+  EXPECT_TRUE(names_inlined_function(frames[0].function, "symbolize_test::inlined_inner"))
+      << describe(frames);
+  EXPECT_EQ(frames[0].line, inner_line) << describe(frames);
+  EXPECT_TRUE(names_inlined_function(frames[1].function, "symbolize_test::inlined_middle"))
+      << describe(frames);
+  EXPECT_EQ(frames[1].line, middle_line) << describe(frames);
+  EXPECT_EQ(frames[2].function, "symbolize_test::call_inlined_middle()") << describe(frames);
+  EXPECT_EQ(frames[2].line, outer_line) << describe(frames);
+  for (const Frame& frame : frames) {
+    EXPECT_TRUE(ends_with(frame.file, "tests/unit/symbolize_test.cpp")) << describe(frames);
+    EXPECT_EQ(frame.address, address);
+    EXPECT_EQ(frame.module, executable_path());
+    EXPECT_EQ(frame.module_offset, address - load_base(""));
+  }
+}
+
+TEST(SymbolizeTest, InlinedFindsInlinedFunctionsInALibraryWithoutDebugAranges) {
+  const int inner_line = marker_line("LIBRARY_INNER_MARKER");
+  const int call_line = marker_line("LIBRARY_CALL_MARKER");
+  ASSERT_GT(inner_line, 0);
+  ASSERT_GT(call_line, 0);
+  TestLibrary library;
+  ASSERT_TRUE(library.loaded()) << dlerror();
+  const uintptr_t address = library.inlined_call();
+  ASSERT_NE(address, 0u);
+  Symbolizer symbolizer("");
+  const std::vector<Frame> frames = symbolizer.symbolize_inlined(address);
+  ASSERT_EQ(frames.size(), 2u) << describe(frames) << "\n" << symbolizer.libdw_status();
+  EXPECT_TRUE(names_inlined_function(frames[0].function, "blockrun_test::library_inlined"))
+      << describe(frames);
+  EXPECT_EQ(frames[0].line, inner_line) << describe(frames);
+  EXPECT_EQ(frames[1].function, "blockrun_test::library_call_inlined()") << describe(frames);
+  EXPECT_EQ(frames[1].line, call_line) << describe(frames);
+  for (const Frame& frame : frames) {
+    EXPECT_TRUE(ends_with(frame.file, "tests/unit/symbolize_test.cpp")) << describe(frames);
+    EXPECT_EQ(frame.module, real_path(SYMBOLIZE_TEST_LIBRARY_PATH));
+  }
+}
+
+TEST(SymbolizeTest, InlinedGivesTheOneFrameOfSymbolizeWhereNothingIsInlined) {
+  const uintptr_t address = call_at_marker();
+  Symbolizer symbolizer("");
+  const std::vector<Frame> frames = symbolizer.symbolize_inlined(address);
+  ASSERT_TRUE(symbolizer.has_libdw()) << symbolizer.libdw_status();
+  ASSERT_EQ(frames.size(), 1u) << describe(frames);
+  EXPECT_EQ(describe(frames[0]), describe(symbolizer.symbolize(address)));
+  EXPECT_EQ(frames[0].line, marker_line()) << describe(frames);
+
+  // Not a return address: the entry of a function that inlines nothing there.
+  const auto entry = reinterpret_cast<uintptr_t>(&symbolize_test::own_return_address);
+  const std::vector<Frame> at_entry = symbolizer.symbolize_inlined(entry, false);
+  ASSERT_EQ(at_entry.size(), 1u) << describe(at_entry);
+  EXPECT_EQ(describe(at_entry[0]), describe(symbolizer.symbolize(entry, false)));
+}
+
+TEST(SymbolizeTest, InlinedGivesOneFrameWithoutLibdw) {
+  for (uintptr_t address : {call_inlined_inner(), call_inlined_middle(), call_at_marker()}) {
+    Symbolizer symbolizer("off");
+    const std::vector<Frame> frames = symbolizer.symbolize_inlined(address);
+    ASSERT_EQ(frames.size(), 1u) << describe(frames);
+    EXPECT_EQ(describe(frames[0]), describe(symbolizer.symbolize(address)));
+    EXPECT_EQ(frames[0].module, executable_path());
+  }
+}
+
+TEST(SymbolizeTest, InlinedGivesOneEmptyFrameForAnAddressInNoModule) {
+  for (const char* libdw : {"", "off"}) {
+    Symbolizer symbolizer(libdw);
+    for (uintptr_t address : {uintptr_t{0x10}, uintptr_t{0}, UINTPTR_MAX}) {
+      for (bool return_address : {true, false}) {
+        Frame expected;
+        expected.address = address;
+        const std::vector<Frame> frames = symbolizer.symbolize_inlined(address, return_address);
+        ASSERT_EQ(frames.size(), 1u) << describe(frames);
+        EXPECT_EQ(describe(frames[0]), describe(expected)) << "libdw '" << libdw << "'";
+      }
+    }
+  }
+}
+
 TEST(SymbolizeTest, NeverAsksDebuginfodServers) {
   // A server that accepts connections and never answers: a client that asked it shows in the accept
   // queue, and would wait for the answer (DEBUGINFOD_TIMEOUT, 90 s by default).
@@ -360,7 +556,9 @@ TEST(SymbolizeTest, ConcurrentCallsAgree) {
   TestLibrary library;
   ASSERT_TRUE(library.loaded()) << dlerror();
   std::vector<std::pair<uintptr_t, bool> > requests = {
-      {call_at_marker(), true}, {libstdcxx_function(), false}, {0x10, true}, {UINTPTR_MAX, false}};
+      {call_at_marker(), true},      {libstdcxx_function(), false}, {0x10, true},
+      {UINTPTR_MAX, false},          {call_inlined_inner(), true},  {call_inlined_middle(), true},
+      {library.inlined_call(), true}};
   // Many distinct addresses, so that the threads compute (not only read the cache) at the same time.
   for (uintptr_t offset = 0; offset < 64; ++offset) {
     requests.emplace_back(library.function() + offset, offset % 2 == 0);
@@ -380,8 +578,15 @@ TEST(SymbolizeTest, ConcurrentCallsAgree) {
       // Each thread begins at a different place in the list.
       for (size_t step = 0; step < requests.size(); ++step) {
         const size_t index = (step + thread * requests.size() / kThreads) % requests.size();
-        results[thread][index] =
-            describe(symbolizer.symbolize(requests[index].first, requests[index].second));
+        // symbolize() and symbolize_inlined() in both orders, as each thread meets the request first.
+        const auto [address, return_address] = requests[index];
+        if ((index + thread) % 2 == 0) {
+          results[thread][index] = describe(symbolizer.symbolize(address, return_address)) + "\n" +
+                                   describe(symbolizer.symbolize_inlined(address, return_address));
+        } else {
+          const std::string inlined = describe(symbolizer.symbolize_inlined(address, return_address));
+          results[thread][index] = describe(symbolizer.symbolize(address, return_address)) + "\n" + inlined;
+        }
       }
     });
   }
