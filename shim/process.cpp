@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include <dlfcn.h>
+#include <link.h>
 
 #include <climits>
 #include <cstring>
@@ -145,6 +146,26 @@ ErrorText describe_error(ErrorCode error) {
   return out;
 }
 
+// "libcudart.so.13.0.96" (the real path of a loaded libcudart.so.13) -> 13000; 0 where none is loaded.
+int loaded_runtime_version() {
+  int version = 0;
+  dl_iterate_phdr(
+      [](struct dl_phdr_info* object, size_t, void* data) {
+        const char* path = object->dlpi_name;
+        if (!path || !std::strstr(path, "libcudart.so")) return 0;
+        char resolved[PATH_MAX];
+        const char* name = realpath(path, resolved) ? std::strrchr(resolved, '/') : nullptr;
+        int major = 0, minor = 0;
+        if (name && std::sscanf(name, "/libcudart.so.%d.%d", &major, &minor) >= 1) {
+          *static_cast<int*>(data) = major * 1000 + minor * 10;
+          return 1;
+        }
+        return 0;
+      },
+      &version);
+  return version;
+}
+
 std::string shim_module_path() {
   Dl_info info{};
   if (!dladdr(reinterpret_cast<void*>(&shim_module_path), &info) || !info.dli_fname) return "";
@@ -172,13 +193,10 @@ ProcessInfo process_info() {
   if (auto get_version = helper<Helper::cuDriverGetVersion>()) {
     if (get_version(&info.driver_version) != CUDA_SUCCESS) info.driver_version = 0;
   }
-  if (auto get_version = helper<Helper::cudaRuntimeGetVersion>()) {
-    RuntimeErrorScope scope;
-    if (scope.clean() && get_version(&info.runtime_version) != cudaSuccess) {
-      info.runtime_version = 0;
-      scope.clear_own_error();
-    }
-  }
+  // Not cudaRuntimeGetVersion: the engine is often created inside the runtime's own initialization (its
+  // first cuGetProcAddress), and a runtime call from there waits forever on the runtime's init lock. The
+  // shared runtime's file name says its version; a static runtime's is not known.
+  info.runtime_version = loaded_runtime_version();
   info.shim_module = shim_module_path();
   for (const OptionSpec& spec : option_specs()) {
     const char* value = std::getenv(spec.variable);
@@ -214,7 +232,8 @@ void create_engine() {
     if (g_config->callsites != "none") warm_up_capture();
     engine->start(std::move(info), std::move(report), capture_launch_site);
     g_engine.store(engine.release(), std::memory_order_release);
-    register_driver_log(false);
+    // The driver's error log listener is registered from the first driver launch, not here: the engine is
+    // often created inside the runtime's initialization, where the shim makes no CUDA call it can avoid.
   } catch (...) {
     // Without an engine the shim stays a pass-through; the program is not affected.
     g_state.store(State::Inert);
@@ -238,13 +257,12 @@ __attribute__((destructor)) void on_unload() {
 
 }  // namespace
 
-void register_driver_log(bool driver_loaded) {
+void register_driver_log() {
   if (g_driver_log_registered.load(std::memory_order_relaxed)) return;
+  // Once: a function missing from the loaded driver (before CUDA 12.9) stays missing.
+  if (g_driver_log_registered.exchange(true)) return;
   auto register_callback = helper<Helper::cuLogsRegisterCallback>();
-  // Missing before CUDA 12.9, or libcuda is not loaded yet (then tried again from the first driver
-  // launch; once the driver is there, a missing function stays missing and is not looked for again).
-  if (!register_callback && !driver_loaded) return;
-  if (g_driver_log_registered.exchange(true) || !register_callback) return;
+  if (!register_callback) return;
   ReentryGuard guard;
   CUlogsCallbackHandle handle = nullptr;
   register_callback(on_driver_log, nullptr, &handle);

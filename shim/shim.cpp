@@ -161,7 +161,7 @@ CUresult handle_driver_launch(Engine& engine, Function real_function, Args... ar
   using Traits = HookTraits<id>;
   ThreadContext& context = thread_context();
   LaunchFacts facts = launch_facts(args...);
-  register_driver_log(true);
+  register_driver_log();
   bool inside_runtime_launch = context.runtime_api && context.runtime_launch && !context.driver_recorded;
   Launch own_launch;
   Launch& launch = inside_runtime_launch ? *context.runtime_launch : own_launch;

@@ -111,9 +111,9 @@ inline ThreadContext& thread_context() {
   return context;
 }
 
-// Registers the shim's listener for the driver's error log (CUDA 12.9+) once libcuda is loaded; cheap
-// after that.
-void register_driver_log(bool driver_loaded);
+// Registers the shim's listener for the driver's error log (CUDA 12.9+), from the first driver launch (the
+// driver is loaded then, and the call is not inside the runtime's initialization); cheap after that.
+void register_driver_log();
 
 // Whether the shim acts in this process (configured, enabled, not in secure-execution mode).
 bool shim_active();

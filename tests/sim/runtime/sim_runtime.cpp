@@ -13,6 +13,8 @@
 
 #include <atomic>
 #include <cstring>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -156,7 +158,30 @@ cudaError_t ret(CUresult r) {
   return fail(static_cast<cudaError_t>(r));
 }
 
+// The real runtime initializes under a process-wide once-lock, and every runtime call waits for it: a runtime
+// call made on the initializing thread from inside the initialization (e.g. by an interposer answering the
+// runtime's own cuGetProcAddress) never returns. The sim says so and aborts instead of hanging.
+thread_local bool t_initializing = false;
+
+void refuse_reentry(const char* api) {
+  if (!t_initializing) return;
+  std::fprintf(
+      stderr,
+      "sim runtime: %s called during the runtime's own initialization, on the initializing thread: the "
+      "real runtime deadlocks here\n",
+      api);
+  std::abort();
+}
+
+void init_driver_once();
+
 void init_driver() {
+  t_initializing = true;
+  init_driver_once();
+  t_initializing = false;
+}
+
+void init_driver_once() {
   DriverLoader loader;
   if (!loader.open()) {
     g_init_error = cudaErrorInsufficientDriver;
@@ -182,6 +207,7 @@ void init_driver() {
 // Lazy initialisation on the first call that needs the device, and the primary context made current per
 // thread.
 cudaError_t ensure() {
+  refuse_reentry("a runtime call");
   std::call_once(g_init_once, init_driver);
   if (g_init_error != cudaSuccess) return fail(g_init_error);
   if (!t_ctx_current) {
@@ -549,6 +575,7 @@ SIM_RT cudaError_t cudaDriverGetVersion(int* v) {
   return ret(g_drv.DriverGetVersion(v));
 }
 SIM_RT cudaError_t cudaRuntimeGetVersion(int* v) {
+  refuse_reentry("cudaRuntimeGetVersion");
   if (!v) return fail(cudaErrorInvalidValue);
   *v = 13000;
   return cudaSuccess;
@@ -563,6 +590,7 @@ SIM_RT cudaError_t cudaDeviceReset(void) {
 }
 
 SIM_RT cudaError_t cudaGetLastError(void) {
+  refuse_reentry("cudaGetLastError");
   if (int s = g_sticky.load()) {
     t_last_error = cudaSuccess;
     return static_cast<cudaError_t>(s);
@@ -572,6 +600,7 @@ SIM_RT cudaError_t cudaGetLastError(void) {
   return e;
 }
 SIM_RT cudaError_t cudaPeekAtLastError(void) {
+  refuse_reentry("cudaPeekAtLastError");
   if (int s = g_sticky.load()) return static_cast<cudaError_t>(s);
   return t_last_error;
 }
