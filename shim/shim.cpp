@@ -184,7 +184,13 @@ CUresult handle_driver_launch(Engine& engine, Function real_function, Args... ar
       }
       engine.begin_launch(request, &launch);
       recorded = true;
-      if (launch.block()) start_block_timing(&launch.timing, facts.stream, Traits::per_thread);
+      if (launch.block()) {
+        if (engine.config().gpu_time) {
+          start_block_timing(&launch.timing, facts.stream, Traits::per_thread);
+        } else {
+          launch.timing.start_ns = steady_now_ns();
+        }
+      }
     } catch (...) {
     }
   }

@@ -42,6 +42,7 @@ struct Config {
   std::string log;  // raw path as given (with %p unexpanded)
   bool log_launches = false;
   bool summary = true;
+  bool gpu_time = false;
   std::string report;            // raw path as given (with %p unexpanded); empty: no report
   std::string callsites = "auto";  // auto | all | none
   bool stack = false;

@@ -928,17 +928,20 @@ static std::vector<UnitRow> unit_rows(const HandleTable<KernelInfo>& kernels,
 
 void Engine::log_blocked_times() {
   std::vector<UnitRow> rows = unit_rows(kernels_, graphs_, unit_stats_);
-  logger_->info("blocked launches by wall time (top 10; GPU time from events around the kernel):");
+  logger_->info(config_.gpu_time
+                    ? "blocked launches by wall time (top 10; GPU time from events around the kernel):"
+                    : "blocked launches by wall time (top 10; --gpu-time adds their GPU time):");
   size_t shown = 0;
   for (const UnitRow& row : rows) {
     const BlockStats& stats = *row.stats;
     uint64_t blocked = stats.blocked.load();
     if (blocked == 0 || shown == 10) continue;
     ++shown;
-    std::string gpu = stats.gpu_timed.load()
-                          ? fmt::format("GPU {:.3f} ms total, {:.3f} max", to_ms(stats.gpu_ns_total.load()),
-                                        to_ms(stats.gpu_ns_max.load()))
-                          : std::string("GPU time not measured");
+    std::string gpu =
+        stats.gpu_timed.load()
+            ? fmt::format("GPU {:.3f} ms total, {:.3f} max", to_ms(stats.gpu_ns_total.load()),
+                          to_ms(stats.gpu_ns_max.load()))
+            : std::string(config_.gpu_time ? "GPU time not measured" : "GPU time with --gpu-time");
     logger_->info("  {:>9.3f} ms wall ({:.3f} max), {}; {} of {} launches blocked: {}",
                   to_ms(stats.wall_ns_total.load()), to_ms(stats.wall_ns_max.load()), gpu, blocked,
                   row.launches, printable(row.name, 200));

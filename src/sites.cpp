@@ -25,7 +25,9 @@ bool ends_with(std::string_view text, std::string_view suffix) {
 // `cudaLaunchKernel`, `cuLaunchKernel`, `cublasSgemm_v2`, `__cudaLaunchKernel`: an API entry point's
 // name (a prefix followed by an upper-case letter), with or without a parameter list or template args.
 bool is_cuda_api_name(std::string_view function) {
-  for (std::string_view prefix : {"__cuda", "cudart::", "__cudart", "__device_stub__"}) {
+  // The static runtime's internal functions are local symbols named libcudart_static_<hash> (seen in
+  // nvcc 13.0 programs), or cudart::* and __cudart* in older ones.
+  for (std::string_view prefix : {"__cuda", "cudart::", "__cudart", "__device_stub__", "libcudart_static_"}) {
     if (starts_with(function, prefix)) return true;
   }
   for (std::string_view prefix : {"cublasLt", "cublas", "cuda", "cu"}) {

@@ -166,7 +166,7 @@ INSTANTIATE_TEST_SUITE_P(Runtime, CallSite, ::testing::Values(kCallsiteApp, kCal
 TEST(Report, SummaryTimesBlockedKernelsOnTheGpuAndTheWallClock) {
   // Each simulated stencil takes 3 ms on the "GPU" (between the events around it); fill takes no time and is
   // not blocked.
-  ReportRun run = run_with_report(kCallsiteApp, "blocked", {"--block", "stencil"},
+  ReportRun run = run_with_report(kCallsiteApp, "blocked", {"--block", "stencil", "--gpu-time"},
                                   {{"CUDA_SIM_KERNEL_US", "stencil=3000"}});
   EXPECT_EQ(run.process.status, 0) << run.process.err;
   std::string summary = run.record("summary");
@@ -197,6 +197,15 @@ TEST(Report, SummaryTimesBlockedKernelsOnTheGpuAndTheWallClock) {
           "launches blocked: stencil\\(float\\*, float const\\*, int, long long\\)\n")))
       << run.process.err;
   expect_valid_report(run, {"start", "summary"});
+
+  // Without --gpu-time no event is recorded: wall times only.
+  ReportRun wall = run_with_report(kCallsiteApp, "blocked", {"--block", "stencil"},
+                                   {{"CUDA_SIM_KERNEL_US", "stencil=3000"}});
+  EXPECT_TRUE(
+      contains(wall.record("summary"), "\"launches\":3,\"blocked\":3,\"gpu_timed\":0,\"gpu_ms_total\":0,"))
+      << wall.record("summary");
+  EXPECT_TRUE(contains(wall.process.err, "no GPU time; 3 of 3 launches blocked: stencil"))
+      << wall.process.err;
 }
 
 TEST(Report, PathExpandsTheProcessIdAndIsNeverASymbolicLink) {

@@ -81,6 +81,8 @@ TEST(CallSite, StaticRuntimeStubsAndHeadersAreCudas) {
   EXPECT_TRUE(is_cuda_frame(frame("/app", "__cudaLaunchKernel"), &kernel));
   EXPECT_TRUE(is_cuda_frame(frame("/app", "cudart::cudaApiLaunchKernel(void const*, dim3)"), &kernel));
   EXPECT_TRUE(is_cuda_frame(frame("/app", "__cudart1234"), &kernel));
+  EXPECT_TRUE(
+      is_cuda_frame(frame("/app", "libcudart_static_4d8b33a106dceb3c07a56e26de61f2d53bb62a68"), &kernel));
   EXPECT_TRUE(is_cuda_frame(
       frame("/app", "__device_stub__Z7stencilPfPKfix(float*, float const*, int, long long)"), &kernel));
   EXPECT_TRUE(is_cuda_frame(frame("/app", "stencil(float*, float const*, int, long long)"), &kernel));
