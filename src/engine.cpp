@@ -941,7 +941,7 @@ void Engine::log_blocked_times() {
         stats.gpu_timed.load()
             ? fmt::format("GPU {:.3f} ms total, {:.3f} max", to_ms(stats.gpu_ns_total.load()),
                           to_ms(stats.gpu_ns_max.load()))
-            : std::string(config_.gpu_time ? "GPU time not measured" : "GPU time with --gpu-time");
+            : std::string(config_.gpu_time ? "GPU time not measured" : "no GPU time");
     logger_->info("  {:>9.3f} ms wall ({:.3f} max), {}; {} of {} launches blocked: {}",
                   to_ms(stats.wall_ns_total.load()), to_ms(stats.wall_ns_max.load()), gpu, blocked,
                   row.launches, printable(row.name, 200));
