@@ -73,6 +73,19 @@ double epoch_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// The fields every error record starts with.
+void begin_error_record(JsonWriter& json, const char* type, const ErrorText& text, ErrorCode code,
+                        const char* api) {
+  json.begin_object()
+      .field("type", type)
+      .field("time", epoch_seconds())
+      .field("error", text.name)
+      .field("code", code.code)
+      .field("family", family_name(code.family))
+      .field("message", text.text)
+      .field("surfaced_api", api);
+}
+
 std::string hex(uint64_t value) {
   return fmt::format("{:#x}", value);
 }
@@ -425,13 +438,7 @@ void Engine::write_blocked_error(const Launch& launch, const ErrorText& text, co
                                  ErrorCode code) {
   if (++blocked_error_records_ > kMaxBlockedErrorRecords) return;
   JsonWriter json;
-  json.begin_object()
-      .field("type", "blocked_error")
-      .field("time", epoch_seconds())
-      .field("error", text.name)
-      .field("code", code.code)
-      .field("message", text.text)
-      .field("surfaced_api", sync_api);
+  begin_error_record(json, "blocked_error", text, code, sync_api);
   json.key("launch");
   launch_json(json, launch.record, launch.record.captured ? &launch.capture : nullptr);
   json.end_object();
@@ -518,15 +525,8 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
   // The report first: a process that dies right after this still leaves a complete record.
   if (report_) {
     JsonWriter json;
-    json.begin_object()
-        .field("type", "first_error")
-        .field("time", epoch_seconds())
-        .field("error", text.name)
-        .field("code", result.code)
-        .field("family", family_name(result.family))
-        .field("message", text.text)
-        .field("surfaced_api", api ? api : "(unknown call)")
-        .field("how", *how ? how : "surfaced at a later call")
+    begin_error_record(json, "first_error", text, result, api ? api : "(unknown call)");
+    json.field("how", *how ? how : "surfaced at a later call")
         .field("certainty", culprit_record && culprit_exact ? "exact" : "suspects");
     json.key("launch");
     if (culprit_record) {
@@ -937,11 +937,10 @@ void Engine::log_blocked_times() {
     uint64_t blocked = stats.blocked.load();
     if (blocked == 0 || shown == 10) continue;
     ++shown;
-    std::string gpu =
-        stats.gpu_timed.load()
-            ? fmt::format("GPU {:.3f} ms total, {:.3f} max", to_ms(stats.gpu_ns_total.load()),
-                          to_ms(stats.gpu_ns_max.load()))
-            : std::string(config_.gpu_time ? "GPU time not measured" : "no GPU time");
+    std::string gpu = stats.gpu_timed.load()
+                          ? fmt::format("GPU {:.3f} ms total, {:.3f} max", to_ms(stats.gpu_ns_total.load()),
+                                        to_ms(stats.gpu_ns_max.load()))
+                          : std::string(config_.gpu_time ? "GPU time not measured" : "no GPU time");
     logger_->info("  {:>9.3f} ms wall ({:.3f} max), {}; {} of {} launches blocked: {}",
                   to_ms(stats.wall_ns_total.load()), to_ms(stats.wall_ns_max.load()), gpu, blocked,
                   row.launches, printable(row.name, 200));

@@ -1,13 +1,12 @@
 // JSON writer and report file (see report.h).
 #include "report.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
+
+#include "log_file.h"
 
 namespace blockrun {
 
@@ -174,16 +173,8 @@ JsonWriter& JsonWriter::null() {
 }
 
 std::unique_ptr<ReportFile> ReportFile::open(const std::string& path, std::string* problem) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    int error = errno;
-    *problem = "cannot open the report file '" + path + "' (" +
-               (error == ELOOP ? std::string("it is a symbolic link, which the shim never follows")
-                               : std::string(std::strerror(error))) +
-               "); no report is written";
-    return nullptr;
-  }
-  return std::unique_ptr<ReportFile>(new ReportFile(fd, path));
+  int fd = open_output_file(path, "report", "no report is written", problem);
+  return fd < 0 ? nullptr : std::unique_ptr<ReportFile>(new ReportFile(fd, path));
 }
 
 ReportFile::~ReportFile() {
@@ -193,15 +184,7 @@ ReportFile::~ReportFile() {
 void ReportFile::write_record(const std::string& record) {
   std::string line = record;
   line += '\n';
-  const char* data = line.data();
-  size_t left = line.size();
-  while (left > 0) {
-    ssize_t written = write(fd_, data, left);
-    if (written < 0 && errno == EINTR) continue;
-    if (written <= 0) return;  // a full disk must not disturb the program
-    data += written;
-    left -= static_cast<size_t>(written);
-  }
+  write_fully(fd_, line.data(), line.size());  // one write(2): the record is whole on disk or absent
 }
 
 }  // namespace blockrun

@@ -8,14 +8,7 @@ wrapper=$1
 expected=$2
 script=$3
 here=$(cd "$(dirname "$0")" && pwd)
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
-  echo "SKIPPED: no NVIDIA GPU on this machine (nvidia-smi -L failed); this case runs on a GPU machine"
-  exit 77
-fi
-if ! python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-  echo "SKIPPED: python3 has no PyTorch with CUDA"
-  exit 77
-fi
+. "$here/require_gpu.sh" python
 glob=$("$here/../../bench/late_fault_glob.sh" "$wrapper" "$script")
 if [ -z "$glob" ]; then
   echo "FAILED: --block all named no culprit"

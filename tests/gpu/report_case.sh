@@ -10,17 +10,7 @@ kind=$2
 source=$3
 marker=$4
 shift 4
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
-  echo "SKIPPED: no NVIDIA GPU on this machine (nvidia-smi -L failed); this case runs on a GPU machine"
-  exit 77
-fi
-if [ "$kind" = python ] && ! python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-  echo "SKIPPED: python3 has no PyTorch with CUDA"
-  exit 77
-fi
-if ! ldconfig -p 2>/dev/null | grep -q 'libcudart.so.13'; then
-  export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-fi
+. "$(dirname "$0")/require_gpu.sh" "$([ "$kind" = python ] && echo python)"
 line=$(grep -n -- "$marker" "$source" | head -1 | cut -d: -f1)
 report=$(mktemp /tmp/blockrun_report.XXXXXX)
 "$wrapper" --block "${GPU_CASE_BLOCK:-all}" --report "$report" -- "$@" 2>&1

@@ -7,10 +7,7 @@ wrapper=$1
 expected=$2
 shift 2
 
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
-  echo "SKIPPED: no NVIDIA GPU on this machine (nvidia-smi -L failed); this case runs on a GPU machine"
-  exit 77
-fi
+. "$(dirname "$0")/require_gpu.sh"
 # Python cases need PyTorch with CUDA, or the modules named in GPU_CASE_NEEDS (space-separated; set by
 # tests/gpu/CMakeLists.txt, e.g. "torch triton" or "cupy"). Not a CUDA_BLOCKRUN_* name: the shim
 # rejects unknown variables of its own prefix.
@@ -28,11 +25,6 @@ case $1 in
       fi
     done ;;
 esac
-# nvcc-built programs need the CUDA runtime library of the toolkit.
-if ! ldconfig -p 2>/dev/null | grep -q 'libcudart.so.13'; then
-  export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-fi
-
 # GPU_CASE_BLOCK: the policy of this case (default: block every launch).
 output=$("$wrapper" --block "${GPU_CASE_BLOCK:-all}" -- "$@" 2>&1)
 status=$?
