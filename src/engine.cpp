@@ -553,7 +553,11 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
   std::string returned_by = fmt::format("returned by {}", api ? api : "(unknown call)");
   if (*how) returned_by += fmt::format(" ({})", how);
   logger_->error("first error: {} ({}), {}", text.name, text.text, returned_by);
-  for (const std::string& line : driver_logs) logger_->error("  driver log: {}", printable(line));
+  // The log keeps the driver's explanations; its "Returning 700 (...) from cuX" lines repeat the error above
+  // (the report keeps every line).
+  for (const std::string& line : driver_logs) {
+    if (line.rfind("Returning ", 0) != 0) logger_->error("  driver log: {}", printable(line));
+  }
   first_error_summary_ = text.name;
   if (culprit_record) {
     logger_->error("  in {}", describe(*culprit_record));

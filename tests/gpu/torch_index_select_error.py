@@ -1,6 +1,6 @@
-# GPU case: an out-of-range index through torch.index_select, whose Python binding releases the GIL before
-# dispatching to the CUDA kernel (unlike x[index]): the Python line must still be found, read from the
-# launching thread's own frames without the GIL.
+# GPU case: an out-of-range index through torch.index_select called in a function; PyTorch's binding releases
+# the GIL before dispatching to the CUDA kernel, so the Python lines (the function's, then its caller's) are
+# read from the launching thread's own frames without the GIL.
 import torch
 
 
