@@ -129,15 +129,18 @@ cudaError_t handle_runtime_launch(Engine& engine, Function real_function, Args..
   context.runtime_api = Traits::name;
   context.runtime_launch = &launch;
   context.driver_recorded = false;
+  context.runtime_caller = context.entry_caller;
   cudaError_t result;
   {
     OuterCall outer;
     result = real_function(args...);
   }
   bool recorded = context.driver_recorded;
+  uintptr_t caller = context.runtime_caller;
   context.runtime_api = saved.runtime_api;
   context.runtime_launch = saved.runtime_launch;
   context.driver_recorded = saved.driver_recorded;
+  context.runtime_caller = saved.runtime_caller;
 
   LaunchFacts facts = launch_facts(args...);
   if (!recorded) {
@@ -146,6 +149,7 @@ cudaError_t handle_runtime_launch(Engine& engine, Function real_function, Args..
     try {
       LaunchRequest request =
           kernel_request(engine, facts, LaunchFamily::Runtime, Traits::name, Traits::per_thread);
+      request.caller = caller;
       engine.begin_launch(request, &launch);
       recorded = true;
     } catch (...) {
@@ -160,6 +164,7 @@ template <Hook id, typename Function, typename... Args>
 CUresult handle_driver_launch(Engine& engine, Function real_function, Args... args) {
   using Traits = HookTraits<id>;
   ThreadContext& context = thread_context();
+  uintptr_t own_caller = context.entry_caller;
   LaunchFacts facts = launch_facts(args...);
   register_driver_log();
   bool inside_runtime_launch = context.runtime_api && context.runtime_launch && !context.driver_recorded;
@@ -177,6 +182,9 @@ CUresult handle_driver_launch(Engine& engine, Function real_function, Args... ar
           kernel_request(engine, facts, family, inside_runtime_launch ? context.runtime_api : Traits::name,
                          Traits::per_thread);
       request.driver_api = inside_runtime_launch ? Traits::name : nullptr;
+      request.caller = inside_runtime_launch       ? context.runtime_caller
+                       : context.library_depth > 0 ? context.library_caller
+                                                   : own_caller;
       if (context.library_depth > 0) {
         request.library_api = context.library_api;
         request.library = context.library;
@@ -280,6 +288,7 @@ cublasStatus_t handle_library(Engine& engine, Function real_function, Args... ar
   context.library_api = Traits::name;
   context.library = facts.call;
   context.library_kernels = 0;
+  context.library_caller = context.entry_caller;
   context.library_depth++;
   cublasStatus_t result;
   {
@@ -304,6 +313,7 @@ cublasStatus_t handle_library(Engine& engine, Function real_function, Args... ar
     LaunchRequest request;
     request.family = LaunchFamily::Cublas;
     request.api = Traits::name;
+    request.caller = context.library_caller;
     request.library_api = Traits::name;
     request.library = facts.call;
     request.stream = facts.stream;
@@ -337,6 +347,7 @@ CUresult handle_graph_launch(Engine& engine, Function real_function, CUgraphExec
       LaunchRequest request;
       request.family = LaunchFamily::Graph;
       request.api = Traits::name;
+      request.caller = thread_context().entry_caller;
       request.graph = engine.graph(graph);
       request.stream = stream;
       request.per_thread_default_stream = Traits::per_thread;
@@ -382,6 +393,15 @@ CUresult handle_proc_address(Engine&, Function real_function, const char* symbol
   return result;
 }
 
+// Records who called an exported launch, library or graph-launch wrapper (one thread-local store; the
+// other kinds do nothing). Every launch record gets it: a call site for launches whose stack was not walked.
+template <Hook id>
+inline void note_caller(void* return_address) {
+  constexpr Kind kind = HookTraits<id>::kind;
+  if constexpr (kind == Kind::Launch || kind == Kind::Library || kind == Kind::GraphLaunch)
+    thread_context().entry_caller = reinterpret_cast<uintptr_t>(return_address);
+}
+
 template <Hook id, typename... Args>
 typename HookTraits<id>::Result intercept(Args... args) {
   using Traits = HookTraits<id>;
@@ -414,6 +434,7 @@ typename HookTraits<id>::Result intercept(Args... args) {
 
 #define CUDA_BLOCKRUN_HOOK(family, kind, stream, return_type, name, parameters, arguments) \
   extern "C" __attribute__((visibility("default"))) return_type name parameters {          \
+    blockrun::shim::note_caller<blockrun::shim::Hook::name>(__builtin_return_address(0));  \
     return blockrun::shim::intercept<blockrun::shim::Hook::name> arguments;                \
   }
 #include "hooks.def"

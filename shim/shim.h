@@ -104,6 +104,12 @@ struct ThreadContext {
   LibraryCall library;
   int library_depth = 0;
   uint64_t library_kernels = 0;  // kernels the driver saw during the outermost library call
+  // Where the program called in: the return address of the exported launch, library or graph-launch
+  // wrapper most recently entered (note_caller), and of the outer runtime launch and library call, kept
+  // while they run, so that a launch's record names the code that called CUDA, not CUDA's own code.
+  uintptr_t entry_caller = 0;
+  uintptr_t runtime_caller = 0;
+  uintptr_t library_caller = 0;
 };
 
 inline ThreadContext& thread_context() {

@@ -265,6 +265,7 @@ void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
   record.grid = request.grid;
   record.block = request.block;
   record.shared_memory = request.shared_memory;
+  record.caller = request.caller;
   record.thread = current_thread_number();
   record.stream = stream_id(request.stream, request.per_thread_default_stream);
   if (request.kernel)
@@ -641,19 +642,30 @@ void Engine::log_launch(const Launch& launch, const char* what, ErrorCode result
   }
 }
 
+Site Engine::site_of(const LaunchRecord& record, const Capture* capture) {
+  const KernelName* kernel = record.kernel ? &record.kernel->name : nullptr;
+  if (capture) return resolve_site(*symbolizer_, capture->native, process_.shim_module, kernel);
+  // No stack was walked: the return address into the code that called CUDA is the one frame known (often
+  // the program's own, or its launch stub inlined into it).
+  NativeStack caller;
+  if (record.caller) caller.frames[caller.depth++] = record.caller;
+  return resolve_site(*symbolizer_, caller, process_.shim_module, kernel);
+}
+
 void Engine::log_site(const LaunchRecord& record, const Capture* capture, const char* indent, bool error) {
-  if (!capture) return;
+  if (!capture && !record.caller) return;
   spdlog::level::level_enum level = error ? spdlog::level::err : spdlog::level::info;
-  Site site = resolve_site(*symbolizer_, capture->native, process_.shim_module,
-                           record.kernel ? &record.kernel->name : nullptr);
+  Site site = site_of(record, capture);
   if (site.call_site >= 0) {
     const Frame& frame = site.frames[site.call_site];
     std::string where = short_location(frame);
     if (!frame.function.empty() && frame.line > 0) where += " in " + frame.function;
     logger_->log(level, "{}launched at {}", indent, printable(where));
   } else if (!site.frames.empty()) {
-    logger_->log(level, "{}launched from CUDA's own code (no frame of the program on the stack)", indent);
+    if (capture)
+      logger_->log(level, "{}launched from CUDA's own code (no frame of the program on the stack)", indent);
   }
+  if (!capture) return;
   const PythonStack& python = capture->python;
   if (python.status == PythonStatus::Captured && python.count > 0) {
     const PythonFrame& top = python.frames[0];
@@ -729,11 +741,7 @@ void Engine::launch_json(JsonWriter& json, const LaunchRecord& record, const Cap
     json.null();
   }
   // Where it was launched from.
-  Site site;
-  if (capture) {
-    site = resolve_site(*symbolizer_, capture->native, process_.shim_module,
-                        record.kernel ? &record.kernel->name : nullptr);
-  }
+  Site site = site_of(record, capture);
   auto frame_json = [&](const Frame& frame) {
     json.begin_object()
         .field("address", hex(frame.address))
@@ -750,17 +758,20 @@ void Engine::launch_json(JsonWriter& json, const LaunchRecord& record, const Cap
     json.end_object();
   };
   json.key("callsite");
-  if (capture && site.call_site >= 0) {
+  if (site.call_site >= 0) {
     frame_json(site.frames[site.call_site]);
   } else {
     json.null();
   }
+  // "full": the stack was walked; "caller": only the return address into the code that called CUDA is
+  // known (a launch nobody asked to capture); "none".
+  json.field("stack", capture ? "full" : record.caller ? "caller" : "none");
   json.key("frames");
-  if (capture) {
+  if (capture || record.caller) {
     json.begin_array();
     for (const Frame& frame : site.frames) frame_json(frame);
     json.end_array();
-    json.field("frames_truncated", capture->native.truncated);
+    json.field("frames_truncated", capture ? capture->native.truncated : true);
   } else {
     json.null();
   }

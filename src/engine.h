@@ -17,6 +17,7 @@
 #include "handle_table.h"
 #include "records.h"
 #include "report.h"
+#include "sites.h"
 #include "symbolize.h"
 
 namespace spdlog {
@@ -189,6 +190,7 @@ class Engine {
   // The report's view of a launch (a JSON object) and the log's (call site, Python line, stack).
   void launch_json(JsonWriter& json, const LaunchRecord& record, const Capture* capture);
   void log_site(const LaunchRecord& record, const Capture* capture, const char* indent, bool error);
+  Site site_of(const LaunchRecord& record, const Capture* capture);
   std::vector<std::string> recent_driver_logs();
   void write_summary_record();
   void log_blocked_times();

@@ -83,7 +83,8 @@ struct LaunchRecord {
   StreamId stream;
   Dim3 grid, block;
   uint64_t shared_memory = 0;
-  uint32_t thread = 0;  // host thread number, 1-based in order of first CUDA call
+  uint32_t thread = 0;   // host thread number, 1-based in order of first CUDA call
+  uintptr_t caller = 0;  // return address into the code that called the entry point (LaunchRequest)
   bool blocked = false;
   bool captured = false;  // a Capture (call site) was taken for this launch
 };
@@ -101,6 +102,7 @@ struct LaunchRequest {
   bool per_thread_default_stream = false;  // the API flavour: 0 means the per-thread stream
   Dim3 grid, block;
   uint64_t shared_memory = 0;
+  uintptr_t caller = 0;  // return address into the code that called the CUDA entry point (0: unknown)
 };
 
 }  // namespace blockrun

@@ -158,6 +158,24 @@ TEST_P(CallSite, EveryLaunchCapturedGivesSuspectsTheirCallSites) {
   expect_valid_report(run, {"start", "launch", "first_error", "summary"});
 }
 
+TEST_P(CallSite, SuspectsNameTheirCallerWithoutAStackWalk) {
+  // Default call sites: no stack is walked for launches that succeed, but the return address into the code
+  // that called CUDA is kept for every launch, and names the launcher.
+  int fill = marker_line("CALLSITE_FILL");
+  ReportRun run = run_with_report(GetParam(), "suspects", {}, {{"CUDA_SIM_FAULT", "stencil:2"}});
+  std::string first = run.record("first_error");
+  std::regex fill_site("\"seq\":5,[^{]*\"callsite\":\\{[^}]*\"function\":\"launch_fill\",\"file\":\"" +
+                       kCallsiteSource + "\",\"line\":" + std::to_string(fill) + "\\},\"stack\":\"caller\"");
+  if (GetParam() == kCallsiteApp) {
+    EXPECT_TRUE(std::regex_search(first, fill_site)) << first;
+  } else {
+    // The static runtime is inside the program: the driver's caller is the runtime's own code, which is
+    // CUDA's.
+    EXPECT_TRUE(contains(first, "\"seq\":5,")) << first;
+  }
+  expect_valid_report(run, {"start", "first_error", "summary"});
+}
+
 INSTANTIATE_TEST_SUITE_P(Runtime, CallSite, ::testing::Values(kCallsiteApp, kCallsiteAppStatic),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param == kCallsiteApp ? std::string("Shared") : std::string("Static");

@@ -200,8 +200,15 @@ TEST(Shim, UnblockedFaultNamesTheNewestUnfinishedLaunchesAsSuspects) {
                "[cuda-blockrun]     kernel stencil(float*, float const*, int, long long), launch #53, stream "
                "0x0, grid (4096,1,1) block (256,1,1)\n"))
       << r.err;
+  // Each suspect names where it was called from (the return address into the program, known for every
+  // launch at no cost), then the rule that pins the culprit.
   EXPECT_TRUE(contains(r.err,
                        "launch #60, stream 0x0, grid (4096,1,1) block (256,1,1)\n"
+                       "[cuda-blockrun]       launched at " CUDA_BLOCKRUN_SOURCE_DIR
+                       "/tests/programs/cuda_app.cpp:"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       " in (anonymous namespace)::steps\n"
                        "[cuda-blockrun]   to pin it: run again with --block 'stencil,scale,fill' "))
       << r.err;
 }
@@ -233,16 +240,16 @@ TEST(Shim, LaunchConfigurationErrorIsNamedAtTheLaunch) {
   ProcessResult r = app("config-error", {}, true);
   EXPECT_EQ(r.status, 0);
   EXPECT_EQ(r.out, "launch returned 1\ncudaGetLastError returned 1\ndone\n");
-  EXPECT_TRUE(
-      contains(r.err,
-               "[cuda-blockrun] first error: cudaErrorInvalidValue (invalid argument), returned by "
-               "__cudaLaunchKernel (the launch itself failed)\n"
-               // What the driver's error log said during the launch (CUDA 12.9+), then the launch.
-               "[cuda-blockrun]   driver log: One or more of block dimensions of (2048,1,1) exceeds correspsonding "
-               "maximum value of (1024,1024,64)\n"
-               "[cuda-blockrun]   in kernel fill(float*, int, float), launch #1, stream 0x0, grid (4096,1,1) "
-               "block (2048,1,1)\n"
-               "[cuda-blockrun]   launched at "))
+  EXPECT_TRUE(contains(
+      r.err,
+      "[cuda-blockrun] first error: cudaErrorInvalidValue (invalid argument), returned by "
+      "__cudaLaunchKernel (the launch itself failed)\n"
+      // What the driver's error log said during the launch (CUDA 12.9+), then the launch.
+      "[cuda-blockrun]   driver log: One or more of block dimensions of (2048,1,1) exceeds correspsonding "
+      "maximum value of (1024,1024,64)\n"
+      "[cuda-blockrun]   in kernel fill(float*, int, float), launch #1, stream 0x0, grid (4096,1,1) "
+      "block (2048,1,1)\n"
+      "[cuda-blockrun]   launched at "))
       << r.err;
 }
 
