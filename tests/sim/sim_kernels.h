@@ -96,7 +96,11 @@ inline void write_stats() {
 namespace sim {
 namespace detail {
 
-inline cudaError_t launch(Stub stub, dim3 grid, dim3 block, cudaStream_t stream, size_t shmem, bool ptsz) {
+// Always inlined, whatever the optimization level (sanitizer builds too), as nvcc's stubs are at -O2: the
+// return address of the runtime call is then in the launching function itself, which the tests of call sites
+// rely on.
+__attribute__((always_inline)) inline cudaError_t launch(Stub stub, dim3 grid, dim3 block,
+                                                         cudaStream_t stream, size_t shmem, bool ptsz) {
   // <<<grid, block, shmem, stream>>> pushes the configuration; the stub pops it.
   if (__cudaPushCallConfiguration(grid, block, shmem, stream) != 0) return cudaErrorMissingConfiguration;
   dim3 g, b;
@@ -111,12 +115,14 @@ inline cudaError_t launch(Stub stub, dim3 grid, dim3 block, cudaStream_t stream,
 
 }  // namespace detail
 
-inline cudaError_t launch(Stub stub, dim3 grid, dim3 block, cudaStream_t stream = nullptr, size_t shmem = 0) {
+__attribute__((always_inline)) inline cudaError_t launch(Stub stub, dim3 grid, dim3 block,
+                                                         cudaStream_t stream = nullptr, size_t shmem = 0) {
   return detail::launch(stub, grid, block, stream, shmem, false);
 }
 
-inline cudaError_t launch_ptsz(Stub stub, dim3 grid, dim3 block, cudaStream_t stream = nullptr,
-                               size_t shmem = 0) {
+__attribute__((always_inline)) inline cudaError_t launch_ptsz(Stub stub, dim3 grid, dim3 block,
+                                                              cudaStream_t stream = nullptr,
+                                                              size_t shmem = 0) {
   return detail::launch(stub, grid, block, stream, shmem, true);
 }
 
