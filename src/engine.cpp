@@ -667,10 +667,18 @@ void Engine::log_site(const LaunchRecord& record, const Capture* capture, const 
   }
   if (!capture) return;
   const PythonStack& python = capture->python;
-  if (python.status == PythonStatus::Captured && python.count > 0) {
-    const PythonFrame& top = python.frames[0];
-    logger_->log(level, "{}python: {}:{} in {}", indent, printable(top.file), top.line,
-                 printable(top.function));
+  int user = python_call_site(python);
+  if (user >= 0) {
+    // The program's own line first; the framework's innermost frame after it, when they differ.
+    const PythonFrame& frame = python.frames[user];
+    std::string through;
+    if (user > 0) {
+      const PythonFrame& top = python.frames[0];
+      through =
+          fmt::format(" (innermost: {}:{} in {})", printable(top.file), top.line, printable(top.function));
+    }
+    logger_->log(level, "{}python: {}:{} in {}{}", indent, printable(frame.file), frame.line,
+                 printable(frame.function), through);
   } else if (python.status == PythonStatus::Unavailable) {
     logger_->log(level, "{}python: frames unavailable: {}", indent,
                  python.reason ? python.reason : "unknown reason");
@@ -772,6 +780,18 @@ void Engine::launch_json(JsonWriter& json, const LaunchRecord& record, const Cap
     for (const Frame& frame : site.frames) frame_json(frame);
     json.end_array();
     json.field("frames_truncated", capture ? capture->native.truncated : true);
+  } else {
+    json.null();
+  }
+  json.key("python_callsite");
+  int python_user = capture ? python_call_site(capture->python) : -1;
+  if (python_user >= 0) {
+    const PythonFrame& frame = capture->python.frames[python_user];
+    json.begin_object()
+        .field("file", frame.file)
+        .field("line", frame.line)
+        .field("function", frame.function)
+        .end_object();
   } else {
     json.null();
   }

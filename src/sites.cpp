@@ -95,6 +95,35 @@ Site resolve_site(Symbolizer& symbolizer, const NativeStack& stack, const std::s
   return site;
 }
 
+namespace {
+
+bool is_library_python_file(std::string_view file) {
+  if (file.find("/site-packages/") != std::string_view::npos ||
+      file.find("/dist-packages/") != std::string_view::npos)
+    return true;
+  if (starts_with(file, "<frozen ")) return true;
+  // The standard library: .../lib/python3.12/threading.py (and lib64).
+  for (std::string_view lib : {"/lib/python", "/lib64/python"}) {
+    size_t at = file.find(lib);
+    if (at == std::string_view::npos || at + lib.size() >= file.size() ||
+        !std::isdigit(static_cast<unsigned char>(file[at + lib.size()])))
+      continue;
+    size_t slash = file.find('/', at + lib.size());
+    if (slash != std::string_view::npos && file.find('/', slash + 1) == std::string_view::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int python_call_site(const PythonStack& python) {
+  if (python.status != PythonStatus::Captured || python.count == 0) return -1;
+  for (int i = 0; i < python.count; ++i) {
+    if (!is_library_python_file(python.frames[i].file)) return i;
+  }
+  return 0;
+}
+
 std::string short_location(const Frame& frame) {
   if (!frame.file.empty() && frame.line > 0) return fmt::format("{}:{}", frame.file, frame.line);
   if (!frame.function.empty())

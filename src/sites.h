@@ -31,6 +31,11 @@ bool is_cuda_module(std::string_view module);
 // `__device_stub__*`, code in `*.cudafe1.stub.c`) and the runtime's launch templates in CUDA's headers.
 bool is_cuda_frame(const Frame& frame, const KernelName* kernel);
 
+// The Python frame to show as the launch's Python line: the innermost that is the program's own, not an
+// installed package's (site-packages, dist-packages), the standard library's (lib/pythonX.Y) or frozen
+// bootstrap code; the innermost frame where every frame is such. -1 when there are no frames.
+int python_call_site(const PythonStack& python);
+
 // "file:line", else "function+0xOFF", else "module+0xOFF".
 std::string short_location(const Frame& frame);
 

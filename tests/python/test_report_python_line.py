@@ -16,6 +16,8 @@ import tempfile
 import unittest
 
 HERE = os.path.abspath(__file__)
+# Where the "installed package" of the package mode lives: a directory named site-packages.
+PACKAGE_DIR = os.environ.get("BLOCKRUN_TEST_PACKAGE_DIR", "")
 
 
 def line_of(marker):
@@ -34,9 +36,17 @@ def step(library):
     return launch(library)  # CALLER_LINE
 
 
+def through_package(library):
+    # An installed package launches for the program (as torch.nn.functional or Triton do): the report's Python
+    # line is the program's call, with the package's frame innermost.
+    sys.path.insert(0, PACKAGE_DIR)
+    import fakepkg
+    return fakepkg.launch(library)  # PACKAGE_CALL_LINE
+
+
 def program(mode, path):
-    library = (ctypes.PyDLL if mode == "gil" else ctypes.CDLL)(path)
-    result = step(library)
+    library = (ctypes.PyDLL if mode in ("gil", "package") else ctypes.CDLL)(path)
+    result = through_package(library) if mode == "package" else step(library)
     print("launch returned", result)
 
 
@@ -48,6 +58,11 @@ class ReportNamesThePythonLine(unittest.TestCase):
             environment = {key: value for key, value in os.environ.items()
                            if not key.startswith(("CUDA_BLOCKRUN", "CUDA_SIM", "LD_PRELOAD"))}
             environment.update(LD_LIBRARY_PATH=sim_libdir, CUDA_SIM_FAULT="fill:1")
+            package_dir = os.path.join(directory, "lib", "site-packages")
+            os.makedirs(package_dir)
+            with open(os.path.join(package_dir, "fakepkg.py"), "w") as module:
+                module.write("def launch(library):\n    return library.launch_fill()\n")
+            environment["BLOCKRUN_TEST_PACKAGE_DIR"] = package_dir
             done = subprocess.run([wrapper, "--block", "fill", "--report", report, "--", sys.executable, HERE,
                                    "--program", mode, launch_lib],
                                   env=environment, capture_output=True, text=True, timeout=120)
@@ -55,13 +70,23 @@ class ReportNamesThePythonLine(unittest.TestCase):
             self.assertIn("launch returned 700", done.stdout)
             with open(report) as lines:
                 records = [json.loads(line) for line in lines]
+            package_file = os.path.join(package_dir, "fakepkg.py")
         first = [r for r in records if r["type"] == "first_error"]
         self.assertEqual(len(first), 1, records)
         launch_record = first[0]["launch"]
         self.assertEqual(launch_record["kernel"], "fill(float*, int, float)")
-        expected_status = "captured, GIL held" if mode == "gil" else "captured, GIL released"
+        expected_status = "captured, GIL released" if mode == "nogil" else "captured, GIL held"
         self.assertEqual(launch_record["python_status"], expected_status)
         frames = launch_record["python"]
+        if mode == "package":
+            self.assertEqual(frames[0], {"file": package_file, "line": 2, "function": "launch"})
+            call = {"file": HERE, "line": line_of("PACKAGE_CALL_LINE"), "function": "through_package"}
+            self.assertEqual(frames[1], call)
+            self.assertEqual(launch_record["python_callsite"], call)
+            self.assertIn(f"[cuda-blockrun]   python: {HERE}:{line_of('PACKAGE_CALL_LINE')} in through_package "
+                          f"(innermost: {package_file}:2 in launch)\n", done.stderr)
+            return
+        self.assertEqual(launch_record["python_callsite"], frames[0])
         self.assertEqual(frames[0], {"file": HERE, "line": line_of("LAUNCH_LINE"), "function": "launch"})
         self.assertEqual(frames[1], {"file": HERE, "line": line_of("CALLER_LINE"), "function": "step"})
         self.assertEqual(frames[2]["function"], "program")
@@ -73,6 +98,9 @@ class ReportNamesThePythonLine(unittest.TestCase):
 
     def test_gil_released(self):
         self.run_mode("nogil")
+
+    def test_installed_package_frames_are_not_the_line(self):
+        self.run_mode("package")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 // The report's JSON writer (any text stays valid JSON) and the call-site rules (which frames are CUDA's).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 
 #include "report.h"
@@ -94,6 +95,36 @@ TEST(CallSite, StaticRuntimeStubsAndHeadersAreCudas) {
   EXPECT_FALSE(is_cuda_frame(frame("/app", "run_step(int)", "/src/app.cu", 42), &kernel));
   EXPECT_FALSE(is_cuda_frame(frame("/app", "curand_setup()"), &kernel));  // lower case after the prefix
   EXPECT_FALSE(is_cuda_frame(frame("/app", ""), &kernel));
+}
+
+PythonStack python_stack(std::initializer_list<const char*> files) {
+  PythonStack stack;
+  stack.status = PythonStatus::Captured;
+  for (const char* file : files) {
+    PythonFrame& frame = stack.frames[stack.count++];
+    std::snprintf(frame.file, sizeof(frame.file), "%s", file);
+    frame.function[0] = '\0';
+    frame.line = 1;
+  }
+  return stack;
+}
+
+TEST(CallSite, PythonLineIsTheProgramsOwnFrame) {
+  EXPECT_EQ(python_call_site(python_stack({"/home/me/train.py"})), 0);
+  EXPECT_EQ(python_call_site(python_stack({"/opt/venv/lib/python3.12/site-packages/torch/nn/functional.py",
+                                           "/home/me/model.py", "/home/me/train.py"})),
+            1);
+  EXPECT_EQ(
+      python_call_site(python_stack({"/usr/lib/python3/dist-packages/numpy/core.py",
+                                     "/usr/lib/python3.12/threading.py", "<frozen runpy>", "/srv/app.py"})),
+      3);
+  // A user's own directory named lib/python is not the standard library.
+  EXPECT_EQ(python_call_site(python_stack({"/home/me/lib/python/tools.py"})), 0);
+  // Only library frames: the innermost.
+  EXPECT_EQ(
+      python_call_site(python_stack({"/usr/lib/python3.12/threading.py", "<frozen importlib._bootstrap>"})),
+      0);
+  EXPECT_EQ(python_call_site(PythonStack{}), -1);
 }
 
 }  // namespace
