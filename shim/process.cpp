@@ -1,6 +1,7 @@
 // The shim's life in the host process: reading the configuration when the library is loaded
 // (stopping the program with status 2 if it is invalid), staying inert where it must, creating the
 // engine and its log on the first CUDA call, naming kernels, describing errors, and the summary at exit.
+#include <pthread.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 
@@ -32,8 +33,20 @@ enum class State { Unset, Inert, Active };
 std::atomic<State> g_state{State::Unset};
 std::once_flag g_configure_once;
 Config* g_config = nullptr;  // never freed: CUDA calls can come after static destructors
-std::once_flag g_engine_once;
+// Serializes creating the engine. A pointer, so that a forked child gets a fresh one: another thread of the
+// parent may have held it at the fork, and that thread does not exist in the child.
+std::mutex* g_engine_creation = new std::mutex;
 std::atomic<Engine*> g_engine{nullptr};
+std::atomic<bool> g_fork_handler{false};
+
+// In a forked child (a DataLoader worker, a subprocess before exec): the parent's engine is left alone,
+// never used or destroyed here (its locks may be held by parent threads that do not exist in the child, its
+// counts and files are the parent's). The child starts clean: its own engine, log and report files (%p is
+// its own pid), if and when it makes a CUDA call; a child that never does writes nothing.
+void start_clean_after_fork() {
+  g_engine_creation = new std::mutex;  // the parent's may be locked forever here
+  g_engine.store(nullptr, std::memory_order_release);
+}
 
 EnvLookup process_environment() {
   return [](const std::string& variable) -> std::optional<std::string> {
@@ -93,6 +106,7 @@ void configure() {
     return;
   }
   g_config = new Config(std::move(parsed.config));
+  if (!g_fork_handler.exchange(true)) pthread_atfork(nullptr, nullptr, start_clean_after_fork);
   g_state.store(State::Active);
 }
 
@@ -288,7 +302,8 @@ Engine* active_engine() {
   Engine* engine = g_engine.load(std::memory_order_acquire);
   if (engine) return engine;
   ReentryGuard guard;
-  std::call_once(g_engine_once, create_engine);
+  std::lock_guard<std::mutex> creating(*g_engine_creation);
+  if (!g_engine.load(std::memory_order_acquire)) create_engine();
   return g_engine.load(std::memory_order_acquire);
 }
 

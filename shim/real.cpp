@@ -60,12 +60,27 @@ bool inside_shim(const void* address) {
   return dladdr(address, &info) && info.dli_fbase == own_base;
 }
 
+namespace {
+
+// Keeps the object holding `address` loaded for good (RTLD_NODELETE): the shim caches the address, and a
+// program that dlcloses libcuda or libcudart (then perhaps loads it again elsewhere) must not leave the shim
+// calling into unmapped memory. The only change the program could see: the library's memory stays mapped
+// (glibc already never unloads a library that registered thread-local destructors, as CUDA's do).
+void* pinned(void* address) {
+  Dl_info info{};
+  if (!address || !dladdr(address, &info) || !info.dli_fname) return address;
+  if (void* handle = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE)) dlclose(handle);
+  return address;
+}
+
+}  // namespace
+
 void* find_real(const char* name, Family family) {
   void* address = real_dlsym(RTLD_NEXT, name);
-  if (address && !inside_shim(address)) return address;
+  if (address && !inside_shim(address)) return pinned(address);
   Search search{name, library_prefix(family), nullptr};
   dl_iterate_phdr(search_object, &search);
-  return search.found;
+  return pinned(search.found);
 }
 
 }  // namespace blockrun::shim

@@ -3,7 +3,7 @@
 // compare the program's view with and without the shim, and check what a blocked launch returns.
 //
 //   cuda_app steps | direct | exc | ptsz | streams | config-error | capture | capture-other-thread |
-//            cublas | errno | unknown-stub | fork
+//            cublas | errno | unknown-stub | fork | fork-while-launching | fork-exec
 //
 // Kernels: fill, stencil, scale (mangled names as nvcc gives them). Faults are injected by the test
 // through CUDA_SIM_FAULT (e.g. stencil:13, the 13th stencil launch, launch #38 in `steps`).
@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdio>
@@ -194,6 +195,52 @@ int fork_child() {
   return 0;
 }
 
+// Forks 20 children while another thread keeps launching (so the shim's locks are often held at the fork).
+// Each child makes CUDA calls, which fail as CUDA does in a forked child (cudaErrorInitializationError),
+// and exits normally; a child that inherited a held lock would hang here.
+int fork_while_launching() {
+  report("launch", sim::launch(fill, kGrid, kBlock, nullptr));
+  std::atomic<bool> stop{false};
+  std::thread busy([&] {
+    cudaStream_t stream = nullptr;
+    cudaStreamCreate(&stream);
+    while (!stop.load()) sim::launch(scale, dim3(64), dim3(128), stream);
+  });
+  int exited = 0;
+  for (int i = 0; i < 20; ++i) {
+    pid_t child = fork();
+    if (child == 0) {
+      int launch = static_cast<int>(sim::launch(stencil, kGrid, kBlock, nullptr));
+      int sync = static_cast<int>(cudaDeviceSynchronize());
+      std::printf("child: launch returned %d, cudaDeviceSynchronize returned %d\n", launch, sync);
+      std::exit(0);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) ++exited;
+  }
+  stop.store(true);
+  busy.join();
+  std::printf("%d children exited 0\ndone\n", exited);
+  return 0;
+}
+
+// A CUDA program that runs a program which is not one (as build scripts and launchers do).
+int fork_exec() {
+  report("launch", sim::launch(fill, kGrid, kBlock, nullptr));
+  report("cudaDeviceSynchronize", cudaDeviceSynchronize());
+  std::fflush(stdout);
+  pid_t child = fork();
+  if (child == 0) {
+    execl("/bin/sh", "sh", "-c", "echo exec: not a CUDA program", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  std::printf("child exited %d\ndone\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  return 0;
+}
+
 int errno_kept() {
   float* device = nullptr;
   report("cudaMalloc", cudaMalloc(reinterpret_cast<void**>(&device), 64));
@@ -225,6 +272,8 @@ int main(int argc, char** argv) {
   if (scenario == "errno") return errno_kept();
   if (scenario == "unknown-stub") return unknown_stub();
   if (scenario == "fork") return fork_child();
+  if (scenario == "fork-while-launching") return fork_while_launching();
+  if (scenario == "fork-exec") return fork_exec();
   std::fprintf(stderr, "cuda_app: unknown scenario '%s'\n", scenario.c_str());
   return 2;
 }

@@ -19,6 +19,8 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <pthread.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdarg>
@@ -29,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <set>
 #include <string>
 #include <thread>
@@ -166,6 +169,9 @@ struct Stats {
 struct State {
   std::mutex mu;
   bool initialized = false;  // cuInit was called
+  // Set in a child forked after cuInit: as with the real driver, CUDA cannot be used there, and every call
+  // that needs it returns CUDA_ERROR_NOT_INITIALIZED (the runtime's cudaErrorInitializationError).
+  bool forked = false;
   CUresult sticky = CUDA_SUCCESS;
   uint64_t fault_seq = 0;
   uint64_t capture_ids = 0;
@@ -191,6 +197,11 @@ State& S() {
     State* st = new State;
     st->legacy.legacy = true;
     st->streams.insert(&st->legacy);
+    // In a forked child the mutex may be held by a parent thread the child does not have: a fresh one.
+    pthread_atfork(nullptr, nullptr, [] {
+      new (&S().mu) std::mutex;
+      if (S().initialized) S().forked = true;
+    });
     return st;
   }();
   return *s;
@@ -685,7 +696,7 @@ CUresult check_dims(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned
 }
 
 CUresult require_init() {
-  return S().initialized ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+  return S().initialized && !S().forked ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
 }
 
 // Common launch path of cuLaunchKernel / cuLaunchKernelEx / cuLaunchCooperativeKernel (and their _ptsz

@@ -11,6 +11,8 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <pthread.h>
+
 #include <atomic>
 #include <cstring>
 #include <cstdio>
@@ -237,9 +239,18 @@ struct KernelReg {
   CUkernel kernel = nullptr;
 };
 
+// Never destroyed: registration and launches may run during exit. Created on first use (registration runs
+// from static initializers, in the static runtime before this file's own globals), and re-created in a
+// forked child (another thread of the parent may have held it at the fork; the child does not have it).
+std::mutex* g_reg_mu = nullptr;
 std::mutex& reg_mu() {
-  static std::mutex* m = new std::mutex;  // never destroyed: registration and launches may run during exit
-  return *m;
+  static const bool created = [] {
+    g_reg_mu = new std::mutex;
+    pthread_atfork(nullptr, nullptr, [] { g_reg_mu = new std::mutex; });
+    return true;
+  }();
+  (void)created;
+  return *g_reg_mu;
 }
 std::unordered_map<const void*, KernelReg>& kernels() {
   static auto* k = new std::unordered_map<const void*, KernelReg>;

@@ -1,0 +1,107 @@
+// The process life cycle under the shim, on the simulated CUDA stack: fork while another thread launches (the
+// child starts clean: its own engine and files, no inherited locks), exec of a program that is not a CUDA
+// one, and dlclose of the driver between rounds of launches. Each runs as it does without the shim.
+#include <dirent.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "run_process.h"
+
+namespace blockrun::testing {
+namespace {
+
+const std::string kWrapper = CUDA_BLOCKRUN_WRAPPER;
+const std::string kApp = CUDA_BLOCKRUN_APP;
+const std::string kDlcloseApp = CUDA_BLOCKRUN_DLCLOSE_APP;
+const std::string kSimLib = CUDA_BLOCKRUN_SIM_LIBDIR;
+
+bool contains(const std::string& text, const std::string& piece) {
+  return text.find(piece) != std::string::npos;
+}
+
+// A fresh directory for a run's log files, and the files it holds afterwards.
+struct LogDirectory {
+  std::string path;
+  LogDirectory() {
+    path = ::testing::TempDir() + "blockrun_lifecycle_XXXXXX";
+    if (!mkdtemp(path.data())) path.clear();
+  }
+  ~LogDirectory() { run_process({"/bin/rm", "-rf", path}, {}); }
+  std::vector<std::string> files() const {
+    std::vector<std::string> names;
+    if (DIR* listing = opendir(path.c_str())) {
+      while (dirent* entry = readdir(listing))
+        if (entry->d_name[0] != '.') names.push_back(path + "/" + entry->d_name);
+      closedir(listing);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+};
+
+TEST(Lifecycle, ForkedChildrenStartCleanWhileAnotherThreadLaunches) {
+  ProcessResult without = run_process({kApp, "fork-while-launching"}, {{"LD_LIBRARY_PATH", kSimLib}});
+  ASSERT_EQ(without.status, 0) << without.err;
+  LogDirectory logs;
+  ProcessResult with = run_process({kWrapper, "--log-launches", "--block", "stencil", "--log",
+                                    logs.path + "/log.%p", "--", kApp, "fork-while-launching"},
+                                   {{"LD_LIBRARY_PATH", kSimLib}});
+  EXPECT_EQ(with.status, 0) << with.err;
+  EXPECT_EQ(with.out, without.out);
+  EXPECT_TRUE(contains(with.out, "20 children exited 0\n")) << with.out;
+  // One log per process, each named by its own pid: the parent's and the 20 children's.
+  std::vector<std::string> files = logs.files();
+  ASSERT_EQ(files.size(), 21u);
+  int children = 0;
+  for (const std::string& file : files) {
+    std::string text = read_file(file);
+    if (contains(text, "launch #1, stream 0x0, grid (4096,1,1)")) {
+      // The parent: its first launch, then the busy thread's, then its summary.
+      EXPECT_TRUE(contains(text, "launch: kernel fill(float*, int, float), launch #1,")) << text;
+      EXPECT_TRUE(contains(text, "; no CUDA errors\n")) << text;
+      continue;
+    }
+    // A child: a fresh engine (nothing of the parent's), CUDA's error in a forked child, its own summary.
+    ++children;
+    EXPECT_EQ(
+        text,
+        "[cuda-blockrun] first error: cudaErrorInitializationError (initialization error), returned by "
+        "cudaDeviceSynchronize\n"
+        "[cuda-blockrun]   no launch is on record as unfinished: the error comes from the call itself or "
+        "from work the shim did not see\n"
+        "[cuda-blockrun] summary: 0 launches, 0 blocked; first error cudaErrorInitializationError, 0 later "
+        "errors\n")
+        << file;
+  }
+  EXPECT_EQ(children, 20);
+}
+
+TEST(Lifecycle, ExecOfAProgramThatIsNotCudaIsUntouched) {
+  ProcessResult without = run_process({kApp, "fork-exec"}, {{"LD_LIBRARY_PATH", kSimLib}});
+  LogDirectory logs;
+  ProcessResult with =
+      run_process({kWrapper, "--block", "all", "--log", logs.path + "/log.%p", "--", kApp, "fork-exec"},
+                  {{"LD_LIBRARY_PATH", kSimLib}});
+  EXPECT_EQ(with.status, without.status);
+  EXPECT_EQ(with.out, without.out);
+  EXPECT_EQ(with.out, "exec: not a CUDA program\nchild exited 0\ndone\n");
+  // The executed shell got the preload too, made no CUDA call, and wrote nothing.
+  std::vector<std::string> files = logs.files();
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_TRUE(contains(read_file(files[0]), "summary: 1 launch, 1 blocked; no CUDA errors"))
+      << read_file(files[0]);
+}
+
+TEST(Lifecycle, DlcloseOfTheDriverBetweenRoundsOfLaunches) {
+  ProcessResult without = run_process({kDlcloseApp, "3"}, {{"LD_LIBRARY_PATH", kSimLib}});
+  ProcessResult with =
+      run_process({kWrapper, "--block", "all", "--", kDlcloseApp, "3"}, {{"LD_LIBRARY_PATH", kSimLib}});
+  EXPECT_EQ(with.status, 0) << with.err;
+  EXPECT_EQ(with.out, without.out);
+  EXPECT_EQ(with.out, "round 1: 3 launches\nround 2: 3 launches\nround 3: 3 launches\ndone\n");
+  EXPECT_TRUE(contains(with.err, "summary: 9 launches, 9 blocked; no CUDA errors")) << with.err;
+}
+
+}  // namespace
+}  // namespace blockrun::testing
