@@ -20,6 +20,7 @@
 #include <cstring>
 
 #include "capture.h"
+#include "signals.h"
 #include "facts.h"
 #include "log_file.h"
 #include "shim.h"
@@ -110,13 +111,16 @@ void configure() {
   g_state.store(State::Active);
 }
 
-std::shared_ptr<spdlog::logger> make_logger(const Config& config) {
+std::shared_ptr<spdlog::logger> make_logger(const Config& config, int* log_fd) {
   std::shared_ptr<spdlog::sinks::sink> sink;
   std::string problem;
+  *log_fd = STDERR_FILENO;
   if (!config.log.empty()) {
     std::string path = expand_path(config.log, static_cast<long>(getpid()),
                                    rank_from_environment(process_environment()), host_name());
-    sink = open_log_file(path, &problem);
+    auto file = open_log_file(path, &problem);
+    if (file) *log_fd = file->fd();
+    sink = file;
   }
   if (!sink) sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
   // Not registered with spdlog's registry: the registry is a static that dies at exit, and CUDA
@@ -234,7 +238,8 @@ std::atomic<bool> g_driver_log_registered{false};
 void create_engine() {
   int saved_errno = errno;
   try {
-    auto engine = std::make_unique<Engine>(*g_config, make_logger(*g_config), describe_error);
+    int log_fd = STDERR_FILENO;
+    auto engine = std::make_unique<Engine>(*g_config, make_logger(*g_config, &log_fd), describe_error);
     std::unique_ptr<ReportFile> report;
     ProcessInfo info = process_info();
     if (!g_config->report.empty()) {
@@ -245,7 +250,9 @@ void create_engine() {
     }
     if (g_config->callsites != "none") warm_up_capture();
     engine->start(std::move(info), std::move(report), capture_launch_site);
-    g_engine.store(engine.release(), std::memory_order_release);
+    Engine* created = engine.release();
+    g_engine.store(created, std::memory_order_release);
+    install_fatal_signal_reports(created, log_fd, created->report_fd());
     // The driver's error log listener is registered from the first driver launch, not here: the engine is
     // often created inside the runtime's initialization, where the shim makes no CUDA call it can avoid.
   } catch (...) {

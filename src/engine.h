@@ -168,6 +168,8 @@ class Engine {
   uint64_t blocked_launches() const { return blocked_.load(); }
   uint64_t later_errors() const { return later_errors_.load(); }
   bool has_first_error() const { return first_error_taken_.load(); }
+  // The report's file descriptor, or -1: the fatal-signal path writes its last record with write(2) alone.
+  int report_fd() const { return report_ ? report_->fd() : -1; }
 
   // A short text for a record (`kernel stencil(float*, int), launch #51, stream 0x0, grid ...`).
   std::string describe(const LaunchRecord& record) const;

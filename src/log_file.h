@@ -15,6 +15,7 @@ class LogFileSink : public spdlog::sinks::base_sink<std::mutex> {
  public:
   explicit LogFileSink(int fd) : fd_(fd) {}
   ~LogFileSink() override;
+  int fd() const { return fd_; }
 
  protected:
   void sink_it_(const spdlog::details::log_msg& message) override;

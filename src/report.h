@@ -64,6 +64,7 @@ class ReportFile {
   // Writes `record` and a newline with one write(2) (retried on a partial write).
   void write_record(const std::string& record);
   const std::string& path() const { return path_; }
+  int fd() const { return fd_; }
 
  private:
   ReportFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <csignal>
 
 #include "run_process.h"
 
@@ -101,6 +102,55 @@ TEST(Lifecycle, DlcloseOfTheDriverBetweenRoundsOfLaunches) {
   EXPECT_EQ(with.out, without.out);
   EXPECT_EQ(with.out, "round 1: 3 launches\nround 2: 3 launches\nround 3: 3 launches\ndone\n");
   EXPECT_TRUE(contains(with.err, "summary: 9 launches, 9 blocked; no CUDA errors")) << with.err;
+}
+
+// Fatal signals: the shim writes what it knows (log line, report record), then the program's own handler or
+// the default action runs: the exit status (128 + signal where the process dies of it) is the one without the
+// shim.
+TEST(Lifecycle, FatalSignalsAreReportedAndHandedOn) {
+  struct Case {
+    const char* scenario;
+    int status;
+    const char* log;
+    const char* record;
+  };
+  const Case cases[] = {
+      {"segv", 128 + SIGSEGV,
+       "[cuda-blockrun] fatal signal SIGSEGV (a fault in the program) after 3 launches, 0 blocked; no CUDA "
+       "error "
+       "had been seen\n",
+       "\"signal\":\"SIGSEGV\",\"number\":11,\"sent\":false,\"handed_to\":\"default "
+       "action\",\"launches\":3,"},
+      {"abort", 128 + SIGABRT,
+       "[cuda-blockrun] fatal signal SIGABRT (sent to the process) after 3 launches, 0 blocked; no CUDA "
+       "error had "
+       "been seen\n",
+       "\"signal\":\"SIGABRT\",\"number\":6,\"sent\":true,\"handed_to\":\"default action\",\"launches\":3,"},
+      {"own-handler", 3,
+       "[cuda-blockrun] signal SIGSEGV (a fault in the program), handed to the program's own handler, after "
+       "3 "
+       "launches, 0 blocked; no CUDA error had been seen\n",
+       "\"signal\":\"SIGSEGV\",\"number\":11,\"sent\":false,\"handed_to\":\"program "
+       "handler\",\"launches\":3,"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.scenario);
+    // No core files from the test (the status says how the process ended either way).
+    std::vector<std::string> no_core = {"/bin/sh", "-c", "ulimit -c 0; exec \"$0\" \"$@\""};
+    std::vector<std::string> plain = no_core;
+    plain.insert(plain.end(), {kApp, c.scenario});
+    ProcessResult without = run_process(plain, {{"LD_LIBRARY_PATH", kSimLib}});
+    LogDirectory directory;
+    std::string report = directory.path + "/report.jsonl";
+    std::vector<std::string> shimmed = no_core;
+    shimmed.insert(shimmed.end(), {kWrapper, "--report", report, "--", kApp, c.scenario});
+    ProcessResult with = run_process(shimmed, {{"LD_LIBRARY_PATH", kSimLib}});
+    EXPECT_EQ(without.status, c.status);
+    EXPECT_EQ(with.status, without.status);
+    EXPECT_EQ(with.out, without.out);
+    EXPECT_EQ(with.err, c.log);
+    EXPECT_TRUE(contains(read_file(report), c.record)) << read_file(report);
+  }
 }
 
 }  // namespace

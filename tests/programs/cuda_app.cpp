@@ -3,7 +3,8 @@
 // compare the program's view with and without the shim, and check what a blocked launch returns.
 //
 //   cuda_app steps | direct | exc | ptsz | streams | config-error | capture | capture-other-thread |
-//            cublas | errno | unknown-stub | fork | fork-while-launching | fork-exec
+//            cublas | errno | unknown-stub | fork | fork-while-launching | fork-exec |
+//            segv | abort | own-handler
 //
 // Kernels: fill, stencil, scale (mangled names as nvcc gives them). Faults are injected by the test
 // through CUDA_SIM_FAULT (e.g. stencil:13, the 13th stencil launch, launch #38 in `steps`).
@@ -15,6 +16,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -225,6 +227,27 @@ int fork_while_launching() {
   return 0;
 }
 
+// Dies of a fatal signal after some launches: a fault in the program (segv), abort(), or a fault its own
+// handler deals with (own-handler: prints and exits 3). The exit status must be the same with the shim.
+void on_own_handler(int number) {
+  const char text[] = "own handler: signal caught\n";
+  ssize_t ignored = write(STDOUT_FILENO, text, sizeof(text) - 1);
+  (void)ignored;
+  (void)number;
+  _exit(3);
+}
+
+int die(const std::string& how) {
+  if (how == "own-handler") signal(SIGSEGV, on_own_handler);
+  for (int i = 0; i < 3; ++i) report("launch", sim::launch(fill, kGrid, kBlock, nullptr));
+  report("cudaDeviceSynchronize", cudaDeviceSynchronize());
+  std::fflush(stdout);
+  if (how == "abort") std::abort();
+  volatile int* nowhere = nullptr;
+  *nowhere = 1;
+  return 0;
+}
+
 // A CUDA program that runs a program which is not one (as build scripts and launchers do).
 int fork_exec() {
   report("launch", sim::launch(fill, kGrid, kBlock, nullptr));
@@ -274,6 +297,7 @@ int main(int argc, char** argv) {
   if (scenario == "fork") return fork_child();
   if (scenario == "fork-while-launching") return fork_while_launching();
   if (scenario == "fork-exec") return fork_exec();
+  if (scenario == "segv" || scenario == "abort" || scenario == "own-handler") return die(scenario);
   std::fprintf(stderr, "cuda_app: unknown scenario '%s'\n", scenario.c_str());
   return 2;
 }

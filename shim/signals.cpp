@@ -1,0 +1,164 @@
+// Fatal signals (see signals.h). Everything on the signal path is async-signal-safe: no allocation, no lock,
+// no stdio; numbers are formatted by hand into a stack buffer and written with write(2).
+#include "signals.h"
+
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+
+namespace blockrun::shim {
+
+namespace {
+
+struct Watched {
+  int number;
+  const char* name;
+  struct sigaction previous;
+};
+
+Watched g_watched[] = {{SIGSEGV, "SIGSEGV", {}},
+                       {SIGBUS, "SIGBUS", {}},
+                       {SIGFPE, "SIGFPE", {}},
+                       {SIGILL, "SIGILL", {}},
+                       {SIGABRT, "SIGABRT", {}}};
+
+std::atomic<Engine*> g_signal_engine{nullptr};
+std::atomic<int> g_log_fd{-1};
+std::atomic<int> g_report_fd{-1};
+std::atomic<bool> g_reported{false};
+std::atomic<bool> g_installed{false};
+
+// A fixed buffer that text and numbers are appended to without allocating.
+struct Line {
+  char text[512];
+  size_t size = 0;
+  void add(const char* part) {
+    while (*part && size < sizeof(text) - 1) text[size++] = *part++;
+  }
+  void add(uint64_t number, int min_digits = 1) {
+    char digits[24];
+    int count = 0;
+    do {
+      digits[count++] = static_cast<char>('0' + number % 10);
+      number /= 10;
+    } while (number && count < 24);
+    while (count < min_digits && count < 24) digits[count++] = '0';
+    while (count > 0 && size < sizeof(text) - 1) text[size++] = digits[--count];
+  }
+  void write_to(int fd) const {
+    if (fd < 0) return;
+    const char* data = text;
+    size_t left = size;
+    while (left > 0) {
+      ssize_t written = write(fd, data, left);
+      if (written <= 0) return;
+      data += written;
+      left -= static_cast<size_t>(written);
+    }
+  }
+};
+
+// Whether the program had its own handler for the signal (which may deal with it and carry on: a runtime that
+// uses SIGSEGV on purpose), rather than the default action (the process dies).
+bool has_program_handler(const struct sigaction& action) {
+  if (action.sa_flags & SA_SIGINFO) return action.sa_sigaction != nullptr;
+  return action.sa_handler != SIG_DFL && action.sa_handler != SIG_IGN;
+}
+
+void report_signal(const Watched& watched, const siginfo_t* info) {
+  Engine* engine = g_signal_engine.load(std::memory_order_acquire);
+  uint64_t launches = engine ? engine->launches() : 0;
+  uint64_t blocked = engine ? engine->blocked_launches() : 0;
+  bool first_error = engine && engine->has_first_error();
+  bool sent = info && info->si_code <= 0;  // kill(), raise(), abort(): not a fault of an instruction
+
+  bool handled = has_program_handler(watched.previous);
+  Line log;
+  log.add(handled ? "[cuda-blockrun] signal " : "[cuda-blockrun] fatal signal ");
+  log.add(watched.name);
+  log.add(sent ? " (sent to the process)" : " (a fault in the program)");
+  if (handled) log.add(", handed to the program's own handler,");
+  log.add(" after ");
+  log.add(launches);
+  log.add(launches == 1 ? " launch, " : " launches, ");
+  log.add(blocked);
+  log.add(" blocked; ");
+  log.add(first_error ? "the first CUDA error is reported above" : "no CUDA error had been seen");
+  log.add("\n");
+  log.write_to(g_log_fd.load(std::memory_order_relaxed));
+
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  Line record;
+  record.add("{\"type\":\"fatal_signal\",\"time\":");
+  record.add(static_cast<uint64_t>(now.tv_sec));
+  record.add(".");
+  record.add(static_cast<uint64_t>(now.tv_nsec / 1000), 6);
+  record.add(",\"signal\":\"");
+  record.add(watched.name);
+  record.add("\",\"number\":");
+  record.add(static_cast<uint64_t>(watched.number));
+  record.add(",\"sent\":");
+  record.add(sent ? "true" : "false");
+  record.add(",\"handed_to\":\"");
+  record.add(handled ? "program handler" : "default action");
+  record.add("\"");
+  record.add(",\"launches\":");
+  record.add(launches);
+  record.add(",\"blocked\":");
+  record.add(blocked);
+  record.add(",\"first_error_seen\":");
+  record.add(first_error ? "true" : "false");
+  record.add("}\n");
+  record.write_to(g_report_fd.load(std::memory_order_relaxed));
+}
+
+void on_fatal_signal(int number, siginfo_t* info, void* context) {
+  int saved_errno = errno;
+  Watched* watched = nullptr;
+  for (Watched& candidate : g_watched) {
+    if (candidate.number == number) watched = &candidate;
+  }
+  if (!watched) return;
+  if (!g_reported.exchange(true)) report_signal(*watched, info);
+  // Hand on: the program's own handler, as it asked to be called, or the action it had set.
+  const struct sigaction& previous = watched->previous;
+  errno = saved_errno;
+  if ((previous.sa_flags & SA_SIGINFO) && has_program_handler(previous)) {
+    if (previous.sa_flags & SA_RESETHAND) sigaction(number, &previous, nullptr);
+    previous.sa_sigaction(number, info, context);
+    return;
+  }
+  if (has_program_handler(previous)) {
+    if (previous.sa_flags & SA_RESETHAND) sigaction(number, &previous, nullptr);
+    previous.sa_handler(number);
+    return;
+  }
+  // The default action (or ignoring): restore it. A fault re-executes its instruction on return and gets
+  // the default action there (the core shows the real place); a sent signal must be raised again.
+  sigaction(number, &previous, nullptr);
+  if (info && info->si_code <= 0 && previous.sa_handler == SIG_DFL) raise(number);
+}
+
+}  // namespace
+
+void install_fatal_signal_reports(Engine* engine, int log_fd, int report_fd) {
+  g_signal_engine.store(engine, std::memory_order_release);
+  g_log_fd.store(log_fd, std::memory_order_relaxed);
+  g_report_fd.store(report_fd, std::memory_order_relaxed);
+  g_reported.store(false);
+  if (g_installed.exchange(true)) return;  // a forked child's new engine: the handlers are there already
+  for (Watched& watched : g_watched) {
+    struct sigaction action {};
+    action.sa_sigaction = on_fatal_signal;
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigemptyset(&action.sa_mask);
+    sigaction(watched.number, &action, &watched.previous);
+  }
+}
+
+}  // namespace blockrun::shim
