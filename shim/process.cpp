@@ -118,7 +118,7 @@ std::shared_ptr<spdlog::logger> make_logger(const Config& config, int* log_fd) {
   if (!config.log.empty()) {
     std::string path = expand_path(config.log, static_cast<long>(getpid()),
                                    rank_from_environment(process_environment()), host_name());
-    auto file = open_log_file(path, &problem);
+    auto file = open_log_file(path, config.private_files, &problem);
     if (file) *log_fd = file->fd();
     sink = file;
   }
@@ -245,7 +245,7 @@ void create_engine() {
     if (!g_config->report.empty()) {
       std::string path = expand_path(g_config->report, info.pid, info.rank, info.host);
       std::string problem;
-      report = ReportFile::open(path, &problem);
+      report = ReportFile::open(path, g_config->private_files, &problem);
       if (!report) engine->report_shim_problem(problem);
     }
     if (g_config->callsites != "none") warm_up_capture();

@@ -40,6 +40,7 @@ struct Config {
   std::string process;  // regular expression on the process name or command line; empty: any
   RankSet ranks;
   std::string log;  // raw path as given (with %p unexpanded)
+  bool private_files = false;
   bool log_launches = false;
   bool summary = true;
   bool gpu_time = false;

@@ -29,8 +29,12 @@ void write_fully(int fd, const char* data, size_t size) {
   }
 }
 
-int open_output_file(const std::string& path, const char* what, const char* instead, std::string* problem) {
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+int open_output_file(const std::string& path, const char* what, const char* instead, bool private_file,
+                     std::string* problem) {
+  // The mode applies to a file this creates (the process's umask may remove more); an existing file keeps its
+  // own.
+  int fd =
+      open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, private_file ? 0600 : 0644);
   if (fd < 0) {
     int error = errno;
     *problem = std::string("cannot open the ") + what + " file '" + path + "' (" +
@@ -41,8 +45,8 @@ int open_output_file(const std::string& path, const char* what, const char* inst
   return fd;
 }
 
-std::shared_ptr<LogFileSink> open_log_file(const std::string& path, std::string* problem) {
-  int fd = open_output_file(path, "log", "logging to standard error", problem);
+std::shared_ptr<LogFileSink> open_log_file(const std::string& path, bool private_file, std::string* problem) {
+  int fd = open_output_file(path, "log", "logging to standard error", private_file, problem);
   return fd < 0 ? nullptr : std::make_shared<LogFileSink>(fd);
 }
 

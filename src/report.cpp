@@ -172,8 +172,9 @@ JsonWriter& JsonWriter::null() {
   return *this;
 }
 
-std::unique_ptr<ReportFile> ReportFile::open(const std::string& path, std::string* problem) {
-  int fd = open_output_file(path, "report", "no report is written", problem);
+std::unique_ptr<ReportFile> ReportFile::open(const std::string& path, bool private_file,
+                                             std::string* problem) {
+  int fd = open_output_file(path, "report", "no report is written", private_file, problem);
   return fd < 0 ? nullptr : std::unique_ptr<ReportFile>(new ReportFile(fd, path));
 }
 

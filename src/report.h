@@ -59,7 +59,7 @@ std::string json_string(std::string_view text, size_t max_bytes = JsonWriter::kM
 class ReportFile {
  public:
   // nullptr and a sentence in *problem when the file cannot be used.
-  static std::unique_ptr<ReportFile> open(const std::string& path, std::string* problem);
+  static std::unique_ptr<ReportFile> open(const std::string& path, bool private_file, std::string* problem);
   ~ReportFile();
   // Writes `record` and a newline with one write(2) (retried on a partial write).
   void write_record(const std::string& record);

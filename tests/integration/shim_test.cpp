@@ -595,6 +595,15 @@ TEST(Shim, LogFileRefusesSymbolicLinksAndIsCreated0644) {
   EXPECT_EQ(run_process({"/usr/bin/stat", "-c", "%a", fresh}, {{"LD_PRELOAD", "<unset>"}}).out, "644\n");
   EXPECT_TRUE(contains(read_file(fresh), "summary: 60 launches"));
 
+  // --private-files: log and report readable by the owner only.
+  std::string private_log = directory + "/private.log", private_report = directory + "/private.jsonl";
+  r = wrapped({"--private-files", "--log", private_log, "--report", private_report}, "steps");
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(
+      run_process({"/usr/bin/stat", "-c", "%a", private_log, private_report}, {{"LD_PRELOAD", "<unset>"}})
+          .out,
+      "600\n600\n");
+
   r = wrapped({"--log", directory + "/no/such/dir/x.log"}, "steps");
   EXPECT_TRUE(contains(r.err, "(No such file or directory); logging to standard error\n")) << r.err;
   run_process({"/bin/rm", "-rf", directory}, {});
