@@ -926,13 +926,21 @@ void Engine::finish() {
 
 namespace {
 
-// One row of the per-kernel table.
+// One row of the per-kernel table. Names point into the records, which live as long as the process (graphs
+// are named when printed): sorting 65,536 kernels at exit then copies no names.
 struct UnitRow {
-  std::string name;
-  std::string mangled;
+  const std::string* name = nullptr;     // kernel or library call; null for a graph
+  const std::string* mangled = nullptr;  // kernels only
+  const void* graph = nullptr;
   uint64_t launches = 0;
   const BlockStats* stats = nullptr;
+  std::string display() const { return name ? *name : fmt::format("graph {}", graph); }
 };
+
+// At most this many rows in the report's summary (most blocked wall time, then most launches, first); the
+// rest are counted in kernels_omitted. Keeps the last record of a process that JIT-compiled 100,000 kernels
+// to a few hundred kilobytes.
+constexpr size_t kSummaryRows = 1000;
 
 double to_ms(uint64_t ns) {
   return static_cast<double>(ns) / 1e6;
@@ -946,17 +954,20 @@ static std::vector<UnitRow> unit_rows(const HandleTable<KernelInfo>& kernels,
                                       const std::map<std::string, std::unique_ptr<BlockStats>>& units) {
   std::vector<UnitRow> rows;
   kernels.for_each([&](KernelInfo& kernel) {
-    rows.push_back({kernel.name.demangled, kernel.name.mangled, kernel.launches.load(), &kernel.stats});
+    rows.push_back(
+        {&kernel.name.demangled, &kernel.name.mangled, nullptr, kernel.launches.load(), &kernel.stats});
   });
   graphs.for_each([&](GraphInfo& graph) {
-    rows.push_back({fmt::format("graph {}", graph.exec), "", graph.launches.load(), &graph.stats});
+    rows.push_back({nullptr, nullptr, graph.exec, graph.launches.load(), &graph.stats});
   });
-  for (const auto& [name, stats] : units) rows.push_back({name, "", stats->blocked.load(), stats.get()});
+  for (const auto& [name, stats] : units)
+    rows.push_back({&name, nullptr, nullptr, stats->blocked.load(), stats.get()});
   std::sort(rows.begin(), rows.end(), [](const UnitRow& a, const UnitRow& b) {
     uint64_t wall_a = a.stats->wall_ns_total.load(), wall_b = b.stats->wall_ns_total.load();
     if (wall_a != wall_b) return wall_a > wall_b;
     if (a.launches != b.launches) return a.launches > b.launches;
-    return a.name < b.name;
+    if (a.name && b.name) return *a.name < *b.name;
+    return a.graph < b.graph;
   });
   return rows;
 }
@@ -978,7 +989,7 @@ void Engine::log_blocked_times() {
                           : std::string(config_.gpu_time ? "GPU time not measured" : "no GPU time");
     logger_->info("  {:>9.3f} ms wall ({:.3f} max), {}; {} of {} launches blocked: {}",
                   to_ms(stats.wall_ns_total.load()), to_ms(stats.wall_ns_max.load()), gpu, blocked,
-                  row.launches, printable(row.name, 200));
+                  row.launches, printable(row.display(), 200));
   }
 }
 
@@ -1004,11 +1015,15 @@ void Engine::write_summary_record() {
     json.null();
   }
   json.field("later_errors", later_errors_.load());
+  std::vector<UnitRow> rows = unit_rows(kernels_, graphs_, unit_stats_);
+  size_t omitted = rows.size() > kSummaryRows ? rows.size() - kSummaryRows : 0;
+  if (omitted) rows.resize(kSummaryRows);
+  json.field("kernels_omitted", static_cast<uint64_t>(omitted));
   json.key("kernels").begin_array();
-  for (const UnitRow& row : unit_rows(kernels_, graphs_, unit_stats_)) {
+  for (const UnitRow& row : rows) {
     const BlockStats& stats = *row.stats;
-    json.begin_object().field("kernel", row.name);
-    json.key("kernel_mangled").value(row.mangled.empty() ? nullptr : row.mangled.c_str());
+    json.begin_object().field("kernel", row.display());
+    json.key("kernel_mangled").value(row.mangled ? row.mangled->c_str() : nullptr);
     json.field("launches", row.launches).field("blocked", stats.blocked.load());
     json.field("gpu_timed", stats.gpu_timed.load())
         .field("gpu_ms_total", to_ms(stats.gpu_ns_total.load()))

@@ -17,9 +17,14 @@ class HandleTable {
   explicit HandleTable(size_t capacity_power_of_two)
       : capacity_(capacity_power_of_two), slots_(new Slot[capacity_power_of_two]) {}
 
+  // A key is looked for in at most this many slots from its hash: a lookup stays cheap even when the table is
+  // (nearly) full, where an unbounded probe would scan all of it; a key whose run of slots is taken is
+  // treated as past the bound (find_or_insert returns nullptr), as when the table is full.
+  static constexpr size_t kMaxProbe = 64;
+
   // Key 0 is reserved for "empty"; callers map their handles to non-zero keys.
   Value* find(uint64_t key) const {
-    for (size_t probe = 0, i = hash(key); probe < capacity_; ++probe, i = (i + 1) & (capacity_ - 1)) {
+    for (size_t probe = 0, i = hash(key); probe < probes(); ++probe, i = (i + 1) & (capacity_ - 1)) {
       uint64_t stored = slots_[i].key.load(std::memory_order_acquire);
       if (stored == key) return wait_for_value(slots_[i]);
       if (stored == 0) return nullptr;
@@ -31,7 +36,7 @@ class HandleTable {
   // exactly one calls make(); the other waits for its result.
   template <typename Make>
   Value* find_or_insert(uint64_t key, Make&& make) {
-    for (size_t probe = 0, i = hash(key); probe < capacity_; ++probe, i = (i + 1) & (capacity_ - 1)) {
+    for (size_t probe = 0, i = hash(key); probe < probes(); ++probe, i = (i + 1) & (capacity_ - 1)) {
       Slot& slot = slots_[i];
       uint64_t stored = slot.key.load(std::memory_order_acquire);
       if (stored == 0) {
@@ -66,6 +71,8 @@ class HandleTable {
     std::atomic<uint64_t> key{0};
     std::atomic<Value*> value{nullptr};
   };
+
+  size_t probes() const { return capacity_ < kMaxProbe ? capacity_ : kMaxProbe; }
 
   size_t hash(uint64_t key) const {
     key ^= key >> 33;

@@ -3,7 +3,13 @@
 
 #include <fmt/format.h>
 
+#include <dlfcn.h>
+
+#include <climits>
+#include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 namespace blockrun {
 
@@ -73,6 +79,28 @@ bool is_cuda_frame(const Frame& frame, const KernelName* kernel) {
   return false;
 }
 
+namespace {
+
+// Whether `address` lies in the object file `module` (a real path), by the loader's own map: each object's
+// real path is resolved once and remembered by its load address.
+bool in_module(uintptr_t address, const std::string& module) {
+  if (module.empty()) return false;
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<const void*>(address - 1), &info) || !info.dli_fname) return false;
+  static std::mutex mutex;
+  static std::map<const void*, std::string> real_paths;  // one entry per loaded object seen
+  std::lock_guard<std::mutex> guard(mutex);
+  auto known = real_paths.find(info.dli_fbase);
+  if (known == real_paths.end()) {
+    char resolved[PATH_MAX];
+    known = real_paths.emplace(info.dli_fbase, realpath(info.dli_fname, resolved) ? resolved : info.dli_fname)
+                .first;
+  }
+  return known->second == module;
+}
+
+}  // namespace
+
 Site resolve_site(Symbolizer& symbolizer, const NativeStack& stack, const std::string& shim_module,
                   const KernelName* kernel) {
   Site site;
@@ -80,7 +108,10 @@ Site resolve_site(Symbolizer& symbolizer, const NativeStack& stack, const std::s
   // are not the program's and would only confuse.
   // Each return address expands to its inline chain: a launch stub inlined into the user's function has the
   // stub's line itself, and the user's line as the frame it was inlined into.
+  // The shim's frames are recognized by the object holding them before anything is symbolized: reading the
+  // shim's own debug information would cost libdw tens of megabytes for frames that are dropped anyway.
   for (uint32_t i = 0; i < stack.depth; ++i) {
+    if (in_module(stack.frames[i], shim_module)) continue;
     for (Frame& frame : symbolizer.symbolize_inlined(stack.frames[i])) {
       if (!shim_module.empty() && frame.module == shim_module) break;
       site.frames.push_back(std::move(frame));
