@@ -42,6 +42,17 @@ size_t utf8_sequence(std::string_view text, size_t i) {
   return length;
 }
 
+// Whether text[i..] is a lead byte and only continuation bytes, fewer than the lead announces: the
+// start of a sequence that the end of `text` split.
+bool cut_short(std::string_view text, size_t i) {
+  unsigned char lead = static_cast<unsigned char>(text[i]);
+  size_t announced = (lead & 0xE0) == 0xC0 ? 2 : (lead & 0xF0) == 0xE0 ? 3 : (lead & 0xF8) == 0xF0 ? 4 : 0;
+  if (text.size() - i >= announced) return false;
+  for (size_t k = i + 1; k < text.size(); ++k)
+    if ((static_cast<unsigned char>(text[k]) & 0xC0) != 0x80) return false;
+  return true;
+}
+
 }  // namespace
 
 std::string json_string(std::string_view text, size_t max_bytes) {
@@ -72,7 +83,7 @@ std::string json_string(std::string_view text, size_t max_bytes) {
     } else if (size_t length = utf8_sequence(text, i)) {
       out.append(text.data() + i, length);
       i += length;
-    } else if (cut && text.size() - i < 4) {
+    } else if (cut && cut_short(text, i)) {
       break;  // a sequence the cut split: drop its start rather than mark it invalid
     } else {
       out += "\xEF\xBF\xBD";  // U+FFFD

@@ -40,6 +40,15 @@ TEST(Json, CutsVeryLongStringsWithoutSplittingACharacter) {
   EXPECT_EQ(cut.substr(cut.size() - 5), "x...\"");
 }
 
+TEST(Json, ABadByteJustBeforeTheCutIsReplacedNotDropped) {
+  // Found by json_fuzz: only a sequence the cut split may be dropped.
+  EXPECT_EQ(json_string("ab\xFF"
+                        "cd",
+                        3),
+            "\"ab\xEF\xBF\xBD...\"");
+  EXPECT_EQ(json_string("ab\xE2\x82\xAC", 4), "\"ab...\"");
+}
+
 TEST(Json, WriterSeparatesAndNests) {
   JsonWriter json;
   json.begin_object().field("a", 1).field("b", "two").key("c").begin_array().value(true).null().value(2.5);
