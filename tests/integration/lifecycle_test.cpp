@@ -16,6 +16,7 @@ const std::string kWrapper = CUDA_BLOCKRUN_WRAPPER;
 const std::string kApp = CUDA_BLOCKRUN_APP;
 const std::string kDlcloseApp = CUDA_BLOCKRUN_DLCLOSE_APP;
 const std::string kSimLib = CUDA_BLOCKRUN_SIM_LIBDIR;
+using Env = std::map<std::string, std::string>;
 
 bool contains(const std::string& text, const std::string& piece) {
   return text.find(piece) != std::string::npos;
@@ -151,6 +152,33 @@ TEST(Lifecycle, FatalSignalsAreReportedAndHandedOn) {
     EXPECT_EQ(with.err, c.log);
     EXPECT_TRUE(contains(read_file(report), c.record)) << read_file(report);
   }
+}
+
+// Secure-execution mode (setgid): the shim reads no configuration, opens no file, says nothing. A secure
+// process ignores LD_PRELOAD, so the probe loads the shim itself. Making a setgid program for another group
+// needs root (CI runs as root); elsewhere the test is skipped.
+TEST(Security, SecureExecutionModeMakesTheShimInert) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to make a setgid program";
+  std::string probe = std::string(CUDA_BLOCKRUN_SECURE_PROBE) + "_setgid";
+  ASSERT_EQ(run_process({"/bin/cp", CUDA_BLOCKRUN_SECURE_PROBE, probe}, {}).status, 0);
+  ASSERT_EQ(run_process({"/bin/chgrp", "65534", probe}, {}).status, 0);
+  ASSERT_EQ(run_process({"/bin/chmod", "g+s", probe}, {}).status, 0);
+  LogDirectory logs;
+  std::string log = logs.path + "/log";
+  // An invalid policy: a normal process stops before main (status 2); a secure one never reads it.
+  Env environment = {{"CUDA_BLOCKRUN_BLOCK", "#oops"}, {"CUDA_BLOCKRUN_LOG", log}};
+  ProcessResult normal = run_process({CUDA_BLOCKRUN_SECURE_PROBE, CUDA_BLOCKRUN_SHIM}, environment);
+  EXPECT_EQ(normal.status, 2) << normal.out << normal.err;
+  EXPECT_TRUE(contains(normal.err, "invalid CUDA_BLOCKRUN_BLOCK='#oops'")) << normal.err;
+  ProcessResult secure = run_process({probe, CUDA_BLOCKRUN_SHIM}, environment);
+  if (secure.status == 2 && contains(secure.err, "invalid CUDA_BLOCKRUN_BLOCK"))
+    FAIL() << "the setgid program was not in secure-execution mode here (a nosuid mount?): " << secure.err;
+  EXPECT_EQ(secure.status, 0) << secure.err;
+  // The runtime is not found (a secure process ignores LD_LIBRARY_PATH too): the wrapper only forwards.
+  EXPECT_EQ(secure.out, "cudaDeviceSynchronize returned 3\ndone\n");
+  EXPECT_EQ(secure.err, "");
+  EXPECT_TRUE(logs.files().empty());
+  unlink(probe.c_str());
 }
 
 }  // namespace
