@@ -489,6 +489,66 @@ bool regex_is_acceptable(std::string_view pattern, std::string* problem) {
       return false;
     }
   }
+  // std::regex backtracks: a repetition of a repetition ("a**", "(a*)*", "(a+)+b") takes exponential time on
+  // a long name or command line, which would hang the program at start-up or at a launch. Refused.
+  struct Group {
+    bool repeats = false;  // the group holds a quantifier
+  };
+  std::vector<Group> groups(1);
+  bool after_quantifier = false;  // the previous token was a quantifier (a `?` after it makes it lazy)
+  bool lazy_allowed = false;
+  auto quantifier_at = [&](size_t i) { return pattern[i] == '*' || pattern[i] == '+' || pattern[i] == '{'; };
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    char c = pattern[i];
+    if (c == '\\') {  // an escaped character is a literal
+      ++i;
+      after_quantifier = false;
+      continue;
+    }
+    if (c == '[') {  // a character class: its contents are literals
+      size_t end = i + 1;
+      if (end < pattern.size() && pattern[end] == '^') ++end;
+      if (end < pattern.size() && pattern[end] == ']') ++end;
+      while (end < pattern.size() && pattern[end] != ']') end += pattern[end] == '\\' ? 2 : 1;
+      i = end;
+      after_quantifier = false;
+      continue;
+    }
+    bool quantifier = quantifier_at(i) || c == '?';
+    if (quantifier) {
+      if (c == '?' && after_quantifier && lazy_allowed) {
+        lazy_allowed = false;  // `*?`: lazy, one per quantifier
+        continue;
+      }
+      if (after_quantifier && c != '?') {
+        *problem =
+            "a repetition of a repetition (like a** or a+*) is refused: it takes exponential time to match";
+        return false;
+      }
+      if (c == '{') {
+        size_t close = pattern.find('}', i);
+        if (close != std::string_view::npos) i = close;
+      }
+      groups.back().repeats = true;
+      after_quantifier = true;
+      lazy_allowed = true;
+      continue;
+    }
+    after_quantifier = false;
+    if (c == '(') {
+      groups.push_back(Group{});
+    } else if (c == ')' && groups.size() > 1) {
+      bool inner = groups.back().repeats;
+      groups.pop_back();
+      if (inner && i + 1 < pattern.size() && quantifier_at(i + 1)) {
+        *problem =
+            "a repeated group that itself repeats (like (a*)* or (a+)+) is refused: it takes exponential "
+            "time to match";
+        return false;
+      }
+      groups.back().repeats = groups.back().repeats || inner;
+    }
+  }
   return true;
 }
 

@@ -127,6 +127,11 @@ TEST(Lifecycle, FatalSignalsAreReportedAndHandedOn) {
        "error had "
        "been seen\n",
        "\"signal\":\"SIGABRT\",\"number\":6,\"sent\":true,\"handed_to\":\"default action\",\"launches\":3,"},
+      {"fpe", 128 + SIGFPE,
+       "[cuda-blockrun] fatal signal SIGFPE (a fault in the program) after 3 launches, 0 blocked; no CUDA "
+       "error "
+       "had been seen\n",
+       "\"signal\":\"SIGFPE\",\"number\":8,\"sent\":false,\"handed_to\":\"default action\",\"launches\":3,"},
       {"own-handler", 3,
        "[cuda-blockrun] signal SIGSEGV (a fault in the program), handed to the program's own handler, after "
        "3 "
@@ -151,6 +156,26 @@ TEST(Lifecycle, FatalSignalsAreReportedAndHandedOn) {
     EXPECT_EQ(with.out, without.out);
     EXPECT_EQ(with.err, c.log);
     EXPECT_TRUE(contains(read_file(report), c.record)) << read_file(report);
+  }
+}
+
+// A process that dies of a fault dumps core as it does without the shim (the shim hands the fault back to the
+// default action by re-executing the faulting instruction, so the core shows where it really happened).
+TEST(Lifecycle, CoreDumpsAreAsWithoutTheShim) {
+  std::string pattern = read_file("/proc/sys/kernel/core_pattern");
+  if (pattern.empty() || pattern[0] == '|' || pattern.find('/') != std::string::npos)
+    GTEST_SKIP() << "cores are not written to the working directory here (core_pattern: " << pattern << ")";
+  for (bool shim : {false, true}) {
+    SCOPED_TRACE(shim ? "with the shim" : "without the shim");
+    LogDirectory directory;
+    std::vector<std::string> argv = {"/bin/sh", "-c", "cd \"$0\" && ulimit -c unlimited && exec \"$@\"",
+                                     directory.path};
+    if (shim) argv.insert(argv.end(), {kWrapper, "--"});
+    argv.insert(argv.end(), {kApp, "segv"});
+    ProcessResult run = run_process(argv, {{"LD_LIBRARY_PATH", kSimLib}});
+    EXPECT_EQ(run.status, 128 + SIGSEGV);
+    std::vector<std::string> files = directory.files();
+    EXPECT_EQ(files.size(), 1u) << "expected one core file";
   }
 }
 

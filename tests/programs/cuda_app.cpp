@@ -4,7 +4,7 @@
 //
 //   cuda_app steps | direct | exc | ptsz | streams | config-error | capture | capture-other-thread |
 //            cublas | errno | unknown-stub | fork | fork-while-launching | fork-exec |
-//            segv | abort | own-handler
+//            segv | abort | fpe | own-handler
 //
 // Kernels: fill, stencil, scale (mangled names as nvcc gives them). Faults are injected by the test
 // through CUDA_SIM_FAULT (e.g. stencil:13, the 13th stencil launch, launch #38 in `steps`).
@@ -243,6 +243,12 @@ int die(const std::string& how) {
   report("cudaDeviceSynchronize", cudaDeviceSynchronize());
   std::fflush(stdout);
   if (how == "abort") std::abort();
+  if (how == "fpe") {
+    // Both volatile: GCC turns 1 / x into comparisons, with no division to fault.
+    volatile int dividend = 7, zero = 0;
+    volatile int quotient = dividend / zero;
+    (void)quotient;
+  }
   volatile int* nowhere = nullptr;
   *nowhere = 1;
   return 0;
@@ -297,7 +303,8 @@ int main(int argc, char** argv) {
   if (scenario == "fork") return fork_child();
   if (scenario == "fork-while-launching") return fork_while_launching();
   if (scenario == "fork-exec") return fork_exec();
-  if (scenario == "segv" || scenario == "abort" || scenario == "own-handler") return die(scenario);
+  if (scenario == "segv" || scenario == "abort" || scenario == "own-handler" || scenario == "fpe")
+    return die(scenario);
   std::fprintf(stderr, "cuda_app: unknown scenario '%s'\n", scenario.c_str());
   return 2;
 }

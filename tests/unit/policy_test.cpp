@@ -267,3 +267,23 @@ TEST(Names, DemanglesOnlyItaniumNames) {
 
 }  // namespace
 }  // namespace blockrun
+
+namespace blockrun {
+namespace {
+
+TEST(PolicyRegex, RepetitionsOfRepetitionsAreRefused) {
+  std::string problem;
+  for (const char* bad : {"n**", "a+*", "a*{2}", "(a*)*b", "(a+)+", "((ab)*c)+", "x(a|b*)*"}) {
+    problem.clear();
+    EXPECT_FALSE(regex_is_acceptable(bad, &problem)) << bad;
+    EXPECT_NE(problem.find("exponential"), std::string::npos) << bad << ": " << problem;
+  }
+  for (const char* good : {"^sm90_.*gemm", "a*?b", "(ab)*", "(a|b)+c", "[*+]*", "\\*\\*", "x{2,3}y",
+                           "(a*)b(c+)", "k_[0-9]+_gemm"}) {
+    problem.clear();
+    EXPECT_TRUE(regex_is_acceptable(good, &problem)) << good << ": " << problem;
+  }
+}
+
+}  // namespace
+}  // namespace blockrun
