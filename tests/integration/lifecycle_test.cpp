@@ -18,6 +18,15 @@ const std::string kDlcloseApp = CUDA_BLOCKRUN_DLCLOSE_APP;
 const std::string kSimLib = CUDA_BLOCKRUN_SIM_LIBDIR;
 using Env = std::map<std::string, std::string>;
 
+// In the sanitizer builds the test programs are instrumented too: their sanitizer catches the deliberate null
+// store or division by zero itself (UBSan) or takes over the fatal signals (ASan, TSan), so the signal tests
+// only mean something in the normal build.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitizedPrograms = true;
+#else
+constexpr bool kSanitizedPrograms = false;
+#endif
+
 bool contains(const std::string& text, const std::string& piece) {
   return text.find(piece) != std::string::npos;
 }
@@ -109,6 +118,7 @@ TEST(Lifecycle, DlcloseOfTheDriverBetweenRoundsOfLaunches) {
 // the default action runs: the exit status (128 + signal where the process dies of it) is the one without the
 // shim.
 TEST(Lifecycle, FatalSignalsAreReportedAndHandedOn) {
+  if (kSanitizedPrograms) GTEST_SKIP() << "the test program's own sanitizer handles its faults";
   struct Case {
     const char* scenario;
     int status;
@@ -162,6 +172,7 @@ TEST(Lifecycle, FatalSignalsAreReportedAndHandedOn) {
 // A process that dies of a fault dumps core as it does without the shim (the shim hands the fault back to the
 // default action by re-executing the faulting instruction, so the core shows where it really happened).
 TEST(Lifecycle, CoreDumpsAreAsWithoutTheShim) {
+  if (kSanitizedPrograms) GTEST_SKIP() << "the test program's own sanitizer handles its faults";
   std::string pattern = read_file("/proc/sys/kernel/core_pattern");
   if (pattern.empty() || pattern[0] == '|' || pattern.find('/') != std::string::npos)
     GTEST_SKIP() << "cores are not written to the working directory here (core_pattern: " << pattern << ")";
