@@ -642,9 +642,9 @@ void Engine::log_launch(const Launch& launch, const char* what, ErrorCode result
   }
 }
 
-Site Engine::site_of(const LaunchRecord& record, const Capture* capture) {
+Site Engine::site_of(const LaunchRecord& record, const Capture* capture, bool whole_stack) {
   const KernelName* kernel = record.kernel ? &record.kernel->name : nullptr;
-  if (capture) return resolve_site(*symbolizer_, capture->native, process_.shim_module, kernel);
+  if (capture) return resolve_site(*symbolizer_, capture->native, process_.shim_module, kernel, whole_stack);
   // No stack was walked: the return address into the code that called CUDA is the one frame known (often
   // the program's own, or its launch stub inlined into it).
   NativeStack caller;
@@ -655,7 +655,7 @@ Site Engine::site_of(const LaunchRecord& record, const Capture* capture) {
 void Engine::log_site(const LaunchRecord& record, const Capture* capture, const char* indent, bool error) {
   if (!capture && !record.caller) return;
   spdlog::level::level_enum level = error ? spdlog::level::err : spdlog::level::info;
-  Site site = site_of(record, capture);
+  Site site = site_of(record, capture, config_.stack);
   if (site.call_site >= 0) {
     const Frame& frame = site.frames[site.call_site];
     std::string where = short_location(frame);

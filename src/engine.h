@@ -192,7 +192,7 @@ class Engine {
   // The report's view of a launch (a JSON object) and the log's (call site, Python line, stack).
   void launch_json(JsonWriter& json, const LaunchRecord& record, const Capture* capture);
   void log_site(const LaunchRecord& record, const Capture* capture, const char* indent, bool error);
-  Site site_of(const LaunchRecord& record, const Capture* capture);
+  Site site_of(const LaunchRecord& record, const Capture* capture, bool whole_stack = true);
   std::vector<std::string> recent_driver_logs();
   void write_summary_record();
   void log_blocked_times();

@@ -102,7 +102,7 @@ bool in_module(uintptr_t address, const std::string& module) {
 }  // namespace
 
 Site resolve_site(Symbolizer& symbolizer, const NativeStack& stack, const std::string& shim_module,
-                  const KernelName* kernel) {
+                  const KernelName* kernel, bool whole_stack) {
   Site site;
   // The shim's frames are its wrappers, innermost and around the CUDA runtime's (runtime -> driver): they
   // are not the program's and would only confuse.
@@ -110,17 +110,14 @@ Site resolve_site(Symbolizer& symbolizer, const NativeStack& stack, const std::s
   // stub's line itself, and the user's line as the frame it was inlined into.
   // The shim's frames are recognized by the object holding them before anything is symbolized: reading the
   // shim's own debug information would cost libdw tens of megabytes for frames that are dropped anyway.
-  for (uint32_t i = 0; i < stack.depth; ++i) {
+  // Without `whole_stack`, symbolizing stops at the call site: a logged launch needs only that line.
+  for (uint32_t i = 0; i < stack.depth && (whole_stack || site.call_site < 0); ++i) {
     if (in_module(stack.frames[i], shim_module)) continue;
     for (Frame& frame : symbolizer.symbolize_inlined(stack.frames[i])) {
       if (!shim_module.empty() && frame.module == shim_module) break;
+      if (site.call_site < 0 && !is_cuda_frame(frame, kernel))
+        site.call_site = static_cast<int>(site.frames.size());
       site.frames.push_back(std::move(frame));
-    }
-  }
-  for (size_t i = 0; i < site.frames.size(); ++i) {
-    if (!is_cuda_frame(site.frames[i], kernel)) {
-      site.call_site = static_cast<int>(i);
-      break;
     }
   }
   return site;

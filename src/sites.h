@@ -18,8 +18,9 @@ struct Site {
   int call_site = -1;         // index into frames; -1 when every frame is CUDA's
 };
 
+// `whole_stack` false: stops after the call site (the frames after it are left out).
 Site resolve_site(Symbolizer& symbolizer, const NativeStack& stack, const std::string& shim_module,
-                  const KernelName* kernel);
+                  const KernelName* kernel, bool whole_stack = true);
 
 // Whether a module (a file path) is part of CUDA: the driver, the runtime, the math and communication
 // libraries NVIDIA ships (libcuda, libcudart, libcublas, libcublasLt, libcudnn, libcufft, libcurand,
