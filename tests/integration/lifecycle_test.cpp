@@ -126,28 +126,40 @@ TEST(Lifecycle, FatalSignalsAreReportedAndHandedOn) {
     const char* record;
   };
   const Case cases[] = {
-      {"segv", 128 + SIGSEGV,
-       "[cuda-blockrun] fatal signal SIGSEGV (a fault in the program) after 3 launches, 0 blocked; no CUDA "
-       "error "
-       "had been seen\n",
-       "\"signal\":\"SIGSEGV\",\"number\":11,\"sent\":false,\"handed_to\":\"default "
-       "action\",\"launches\":3,"},
-      {"abort", 128 + SIGABRT,
-       "[cuda-blockrun] fatal signal SIGABRT (sent to the process) after 3 launches, 0 blocked; no CUDA "
-       "error had "
-       "been seen\n",
-       "\"signal\":\"SIGABRT\",\"number\":6,\"sent\":true,\"handed_to\":\"default action\",\"launches\":3,"},
-      {"fpe", 128 + SIGFPE,
-       "[cuda-blockrun] fatal signal SIGFPE (a fault in the program) after 3 launches, 0 blocked; no CUDA "
-       "error "
-       "had been seen\n",
-       "\"signal\":\"SIGFPE\",\"number\":8,\"sent\":false,\"handed_to\":\"default action\",\"launches\":3,"},
-      {"own-handler", 3,
-       "[cuda-blockrun] signal SIGSEGV (a fault in the program), handed to the program's own handler, after "
-       "3 "
-       "launches, 0 blocked; no CUDA error had been seen\n",
-       "\"signal\":\"SIGSEGV\",\"number\":11,\"sent\":false,\"handed_to\":\"program "
-       "handler\",\"launches\":3,"},
+    {"segv", 128 + SIGSEGV,
+     "[cuda-blockrun] fatal signal SIGSEGV (a fault in the program) after 3 launches, 0 blocked; no CUDA "
+     "error "
+     "had been seen\n",
+     "\"signal\":\"SIGSEGV\",\"number\":11,\"sent\":false,\"handed_to\":\"default "
+     "action\",\"launches\":3,"},
+    {"abort", 128 + SIGABRT,
+     "[cuda-blockrun] fatal signal SIGABRT (sent to the process) after 3 launches, 0 blocked; no CUDA "
+     "error had "
+     "been seen\n",
+     "\"signal\":\"SIGABRT\",\"number\":6,\"sent\":true,\"handed_to\":\"default action\",\"launches\":3,"},
+    {"fpe", 128 + SIGFPE,
+     "[cuda-blockrun] fatal signal SIGFPE (a fault in the program) after 3 launches, 0 blocked; no CUDA "
+     "error "
+     "had been seen\n",
+     "\"signal\":\"SIGFPE\",\"number\":8,\"sent\":false,\"handed_to\":\"default action\",\"launches\":3,"},
+#if defined(__x86_64__)
+    {"ill", 128 + SIGILL,
+     "[cuda-blockrun] fatal signal SIGILL (a fault in the program) after 3 launches, 0 blocked; no CUDA "
+     "error "
+     "had been seen\n",
+     "\"signal\":\"SIGILL\",\"number\":4,\"sent\":false,\"handed_to\":\"default action\",\"launches\":3,"},
+#endif
+    {"bus", 128 + SIGBUS,
+     "[cuda-blockrun] fatal signal SIGBUS (a fault in the program) after 3 launches, 0 blocked; no CUDA "
+     "error "
+     "had been seen\n",
+     "\"signal\":\"SIGBUS\",\"number\":7,\"sent\":false,\"handed_to\":\"default action\",\"launches\":3,"},
+    {"own-handler", 3,
+     "[cuda-blockrun] signal SIGSEGV (a fault in the program), handed to the program's own handler, after "
+     "3 "
+     "launches, 0 blocked; no CUDA error had been seen\n",
+     "\"signal\":\"SIGSEGV\",\"number\":11,\"sent\":false,\"handed_to\":\"program "
+     "handler\",\"launches\":3,"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.scenario);

@@ -4,13 +4,14 @@
 //
 //   cuda_app steps | direct | exc | ptsz | streams | config-error | capture | capture-other-thread |
 //            cublas | errno | unknown-stub | fork | fork-while-launching | fork-exec |
-//            segv | abort | fpe | own-handler
+//            segv | abort | fpe | ill | bus | own-handler
 //
 // Kernels: fill, stencil, scale (mangled names as nvcc gives them). Faults are injected by the test
 // through CUDA_SIM_FAULT (e.g. stencil:13, the 13th stencil launch, launch #38 in `steps`).
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -243,6 +244,15 @@ int die(const std::string& how) {
   report("cudaDeviceSynchronize", cudaDeviceSynchronize());
   std::fflush(stdout);
   if (how == "abort") std::abort();
+  if (how == "ill") __builtin_trap();  // ud2 on x86-64, brk on aarch64 (SIGTRAP there)
+  if (how == "bus") {
+    // Touching a mapped page beyond the end of its (empty) file.
+    char path[] = "/tmp/cuda_app_busXXXXXX";
+    int fd = mkstemp(path);
+    unlink(path);
+    auto* page = static_cast<volatile char*>(mmap(nullptr, 4096, PROT_READ, MAP_SHARED, fd, 0));
+    if (page != MAP_FAILED) (void)page[0];
+  }
   if (how == "fpe") {
     // Both volatile: GCC turns 1 / x into comparisons, with no division to fault.
     volatile int dividend = 7, zero = 0;
@@ -303,7 +313,8 @@ int main(int argc, char** argv) {
   if (scenario == "fork") return fork_child();
   if (scenario == "fork-while-launching") return fork_while_launching();
   if (scenario == "fork-exec") return fork_exec();
-  if (scenario == "segv" || scenario == "abort" || scenario == "own-handler" || scenario == "fpe")
+  if (scenario == "segv" || scenario == "abort" || scenario == "own-handler" || scenario == "fpe" ||
+      scenario == "ill" || scenario == "bus")
     return die(scenario);
   std::fprintf(stderr, "cuda_app: unknown scenario '%s'\n", scenario.c_str());
   return 2;
