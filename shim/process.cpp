@@ -1,29 +1,28 @@
 // The shim's life in the host process: reading the configuration when the library is loaded
 // (stopping the program with status 2 if it is invalid), staying inert where it must, creating the
 // engine and its log on the first CUDA call, naming kernels, describing errors, and the summary at exit.
+#include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
+#include <vector>
 
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include <dlfcn.h>
-#include <link.h>
-
-#include <climits>
-#include <cstring>
-
 #include "capture.h"
-#include "signals.h"
 #include "facts.h"
 #include "log_file.h"
 #include "shim.h"
+#include "signals.h"
 
 namespace blockrun::shim {
 
@@ -68,6 +67,25 @@ std::string read_file_text(const char* path) {
   return text;
 }
 
+// The process's name (/proc/self/comm) and its arguments (/proc/self/cmdline), as the kernel has them.
+std::string process_name() {
+  std::string name = read_file_text("/proc/self/comm");
+  while (!name.empty() && name.back() == '\n') name.pop_back();
+  return name;
+}
+
+std::vector<std::string> process_arguments() {
+  std::string command_line = read_file_text("/proc/self/cmdline");
+  std::vector<std::string> arguments;
+  for (size_t start = 0; start < command_line.size();) {
+    size_t end = command_line.find('\0', start);
+    if (end == std::string::npos) end = command_line.size();
+    arguments.push_back(command_line.substr(start, end - start));
+    start = end + 1;
+  }
+  return arguments;
+}
+
 std::string host_name() {
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) != 0) return "unknown-host";
@@ -77,14 +95,10 @@ std::string host_name() {
 // CUDA_BLOCKRUN_PROCESS and CUDA_BLOCKRUN_RANKS: the shim acts in the chosen processes of a job only.
 bool selects_this_process(const Config& config) {
   if (config.process.empty() && config.ranks.all) return true;
-  std::string name = read_file_text("/proc/self/comm");
-  while (!name.empty() && name.back() == '\n') name.pop_back();
-  std::string command_line = read_file_text("/proc/self/cmdline");
-  for (char& c : command_line) {
-    if (c == '\0') c = ' ';
-  }
+  std::string command_line;
+  for (const std::string& argument : process_arguments()) command_line += argument + ' ';
   while (!command_line.empty() && command_line.back() == ' ') command_line.pop_back();
-  return selects_process(config, name, command_line, rank_from_environment(process_environment()));
+  return selects_process(config, process_name(), command_line, rank_from_environment(process_environment()));
 }
 
 void configure() {
@@ -198,15 +212,8 @@ ProcessInfo process_info() {
   info.pid = static_cast<long>(getpid());
   info.rank = rank_from_environment(process_environment());
   info.host = host_name();
-  info.name = read_file_text("/proc/self/comm");
-  while (!info.name.empty() && info.name.back() == '\n') info.name.pop_back();
-  std::string command_line = read_file_text("/proc/self/cmdline");
-  for (size_t start = 0; start < command_line.size();) {
-    size_t end = command_line.find('\0', start);
-    if (end == std::string::npos) end = command_line.size();
-    info.argv.push_back(command_line.substr(start, end - start));
-    start = end + 1;
-  }
+  info.name = process_name();
+  info.argv = process_arguments();
   info.shim_version = CUDA_BLOCKRUN_VERSION;
   if (auto get_version = helper<Helper::cuDriverGetVersion>()) {
     if (get_version(&info.driver_version) != CUDA_SUCCESS) info.driver_version = 0;
