@@ -441,7 +441,8 @@ void Engine::write_blocked_error(const Launch& launch, const ErrorText& text, co
   JsonWriter json;
   begin_error_record(json, "blocked_error", text, code, sync_api);
   json.key("launch");
-  launch_json(json, launch.record, launch.record.captured ? &launch.capture : nullptr);
+  const Capture* capture = launch.record.captured ? &launch.capture : nullptr;
+  launch_json(json, launch.record, capture, site_of(launch.record, capture));
   json.end_object();
   report_->write_record(json.text());
 }
@@ -523,6 +524,14 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
   for (const ReportedLaunch& suspect : suspects_found) add_name(suspect.record);
   std::string pin_rule = fmt::format("{}", fmt::join(names, ","));
 
+  // Each launch's stack is symbolized once, for the report and the log (the whole stack where either shows
+  // it).
+  bool whole_stack = report_ || config_.stack;
+  Site culprit_site = culprit_record ? site_of(*culprit_record, culprit_capture, whole_stack) : Site{};
+  std::vector<Site> suspect_sites;
+  for (const ReportedLaunch& suspect : suspects_found)
+    suspect_sites.push_back(site_of(suspect.record, suspect.capture.get(), whole_stack));
+
   // The report first: a process that dies right after this still leaves a complete record.
   if (report_) {
     JsonWriter json;
@@ -531,13 +540,13 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
         .field("certainty", culprit_record && culprit_exact ? "exact" : "suspects");
     json.key("launch");
     if (culprit_record) {
-      launch_json(json, *culprit_record, culprit_capture);
+      launch_json(json, *culprit_record, culprit_capture, culprit_site);
     } else {
       json.null();
     }
     json.key("suspects").begin_array();
-    for (const ReportedLaunch& suspect : suspects_found)
-      launch_json(json, suspect.record, suspect.capture.get());
+    for (size_t i = 0; i < suspects_found.size(); ++i)
+      launch_json(json, suspects_found[i].record, suspects_found[i].capture.get(), suspect_sites[i]);
     json.end_array();
     json.key("pin_rule");
     if (suspects_found.empty()) {
@@ -562,7 +571,7 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
   first_error_summary_ = text.name;
   if (culprit_record) {
     logger_->error("  in {}", describe(*culprit_record));
-    log_site(*culprit_record, culprit_capture, "  ", true);
+    log_site(*culprit_record, culprit_capture, culprit_site, "  ", true);
     first_error_summary_ += fmt::format(" at launch #{}", culprit_record->sequence);
   }
   if (!suspects_found.empty()) {
@@ -571,9 +580,9 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
                   "faulted instead, newest last:"
                 : "  culprit unknown (no blocked launch failed); suspects: launches not known to "
                   "have completed, newest last:");
-    for (const ReportedLaunch& suspect : suspects_found) {
-      logger_->error("    {}", describe(suspect.record));
-      log_site(suspect.record, suspect.capture.get(), "      ", true);
+    for (size_t i = 0; i < suspects_found.size(); ++i) {
+      logger_->error("    {}", describe(suspects_found[i].record));
+      log_site(suspects_found[i].record, suspects_found[i].capture.get(), suspect_sites[i], "      ", true);
     }
     logger_->error("  to pin it: run again with --block '{}' (or CUDA_BLOCKRUN_BLOCK='{}'), or --block all",
                    pin_rule, pin_rule);
@@ -624,8 +633,10 @@ void Engine::log_launch(const Launch& launch, const char* what, ErrorCode result
   std::lock_guard<std::mutex> guard(report_mutex_);
   logger_->info("launch: {}{}{} via {}{}{}", describe(record), *what ? " -> " : "", what, record.api,
                 record.driver_api ? " > " : "", record.driver_api ? record.driver_api : "");
-  log_site(record, capture, "  ", false);
-  if (report_ && config_.log_launches) {
+  bool write_record = report_ && config_.log_launches;
+  Site site = site_of(record, capture, write_record || config_.stack);
+  log_site(record, capture, site, "  ", false);
+  if (write_record) {
     JsonWriter json;
     json.begin_object().field("type", "launch").field("time", epoch_seconds());
     json.field("outcome", *what ? what : "launched");
@@ -636,7 +647,7 @@ void Engine::log_launch(const Launch& launch, const char* what, ErrorCode result
       json.value(describe_error_(result).name);
     }
     json.key("launch");
-    launch_json(json, launch.record, capture);
+    launch_json(json, launch.record, capture, site);
     json.end_object();
     report_->write_record(json.text());
   }
@@ -652,10 +663,10 @@ Site Engine::site_of(const LaunchRecord& record, const Capture* capture, bool wh
   return resolve_site(*symbolizer_, caller, process_.shim_module, kernel);
 }
 
-void Engine::log_site(const LaunchRecord& record, const Capture* capture, const char* indent, bool error) {
+void Engine::log_site(const LaunchRecord& record, const Capture* capture, const Site& site,
+                      const char* indent, bool error) {
   if (!capture && !record.caller) return;
   spdlog::level::level_enum level = error ? spdlog::level::err : spdlog::level::info;
-  Site site = site_of(record, capture, config_.stack);
   if (site.call_site >= 0) {
     const Frame& frame = site.frames[site.call_site];
     std::string where = short_location(frame);
@@ -699,7 +710,8 @@ void Engine::log_site(const LaunchRecord& record, const Capture* capture, const 
   }
 }
 
-void Engine::launch_json(JsonWriter& json, const LaunchRecord& record, const Capture* capture) {
+void Engine::launch_json(JsonWriter& json, const LaunchRecord& record, const Capture* capture,
+                         const Site& site) {
   json.begin_object().field("seq", record.sequence).field("api", record.api);
   json.key("driver_api").value(record.driver_api);
   if (record.kernel) {
@@ -748,8 +760,7 @@ void Engine::launch_json(JsonWriter& json, const LaunchRecord& record, const Cap
   } else {
     json.null();
   }
-  // Where it was launched from.
-  Site site = site_of(record, capture);
+  // Where it was launched from (`site`: symbolized by the caller, once for the report and the log).
   auto frame_json = [&](const Frame& frame) {
     json.begin_object()
         .field("address", hex(frame.address))

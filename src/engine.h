@@ -190,8 +190,9 @@ class Engine {
   void count_api(const char* api);
   void write_blocked_error(const Launch& launch, const ErrorText& text, const char* sync_api, ErrorCode code);
   // The report's view of a launch (a JSON object) and the log's (call site, Python line, stack).
-  void launch_json(JsonWriter& json, const LaunchRecord& record, const Capture* capture);
-  void log_site(const LaunchRecord& record, const Capture* capture, const char* indent, bool error);
+  void launch_json(JsonWriter& json, const LaunchRecord& record, const Capture* capture, const Site& site);
+  void log_site(const LaunchRecord& record, const Capture* capture, const Site& site, const char* indent,
+                bool error);
   Site site_of(const LaunchRecord& record, const Capture* capture, bool whole_stack = true);
   std::vector<std::string> recent_driver_logs();
   void write_summary_record();
