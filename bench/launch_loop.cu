@@ -1,6 +1,8 @@
 // Benchmark workload: an empty kernel launched N times on the default stream, timed on the host
-// from the first launch to the completion of the last (synchronized), after a warm-up. Prints the
-// mean time per launch in microseconds. Built with -cudart shared so the runtime hooks see it.
+// from the first launch to the completion of the last (synchronized), after a warm-up. Prints
+// "BENCH empty_launch <mean microseconds per launch> us" for bench/harness.py. Built twice: with
+// -cudart shared (the runtime hooks see it) and with nvcc's default static runtime (only the driver's).
+//   launch_loop [launches=200000]
 #include <cuda_runtime.h>
 
 #include <chrono>
@@ -19,6 +21,6 @@ int main(int argc, char** argv) {
   auto stop = std::chrono::steady_clock::now();
   if (error != cudaSuccess) return 1;
   double us = std::chrono::duration<double, std::micro>(stop - start).count() / launches;
-  std::printf("%.3f\n", us);
+  std::printf("BENCH empty_launch %.4f us\n", us);
   return 0;
 }

@@ -1,16 +1,62 @@
 // Making a launch blocking (see blocking.h).
 #include "blocking.h"
 
+#include <sched.h>
+
+#include <atomic>
 #include <chrono>
 
 namespace blockrun::shim {
 
 namespace {
 
+// Until the process begins its first stream capture no stream is capturing and no capture can be
+// invalidated, so a blocked launch synchronizes at once, as CUDA_LAUNCH_BLOCKING=1 does, without the
+// capture query and the two capture-mode exchanges (docs/performance.md prices them). The handshake:
+// such a synchronize announces itself in g_unchecked_synchronizes before it reads g_capture_began, and
+// the first capture sets g_capture_began, then waits until the announced ones have finished. Both
+// sides are sequentially consistent, so either the synchronize sees the flag or the capture sees it.
+std::atomic<bool> g_capture_began{false};
+std::atomic<int> g_unchecked_synchronizes{0};
+
+// Runs `synchronize` at once and returns true where no capture has begun; false otherwise (then the
+// caller checks the stream's capture state first).
+template <typename Synchronize>
+bool synchronize_before_any_capture(Synchronize&& synchronize) {
+  g_unchecked_synchronizes.fetch_add(1);
+  if (g_capture_began.load()) {
+    g_unchecked_synchronizes.fetch_sub(1);
+    return false;
+  }
+  synchronize();
+  g_unchecked_synchronizes.fetch_sub(1);
+  return true;
+}
+
 // Errors a capture query gives about capture itself; any other error means the context already
 // failed, and that error is the blocked launch's result.
 bool is_capture_error(int code) {
   return code >= 900 && code <= 910;
+}
+
+BlockResult synchronize_with_runtime(cudaStream_t stream, bool whole_device) {
+  if (whole_device) {
+    auto synchronize_device = real<Hook::cudaDeviceSynchronize>();
+    cudaError_t result = synchronize_device ? synchronize_device() : cudaErrorInitializationError;
+    return {BlockOutcome::Synchronized, {Family::Runtime, result}, "cudaDeviceSynchronize"};
+  }
+  return {BlockOutcome::Synchronized, {Family::Runtime, real<Hook::cudaStreamSynchronize>()(stream)},
+          "cudaStreamSynchronize"};
+}
+
+BlockResult synchronize_with_driver(CUstream stream, bool whole_device) {
+  if (whole_device) {
+    auto synchronize_device = real<Hook::cuCtxSynchronize>();
+    CUresult result = synchronize_device ? synchronize_device() : CUDA_ERROR_NOT_INITIALIZED;
+    return {BlockOutcome::Synchronized, {Family::Driver, result}, "cuCtxSynchronize"};
+  }
+  return {BlockOutcome::Synchronized, {Family::Driver, helper<Helper::cuStreamSynchronize>()(stream)},
+          "cuStreamSynchronize"};
 }
 
 BlockResult block_with_runtime(cudaStream_t stream, bool per_thread, bool whole_device) {
@@ -19,6 +65,9 @@ BlockResult block_with_runtime(cudaStream_t stream, bool per_thread, bool whole_
   auto synchronize = real<Hook::cudaStreamSynchronize>();
   if (!is_capturing || !exchange_mode || !synchronize) return {BlockOutcome::SkippedUnknown};
   if (per_thread && stream == nullptr) stream = cudaStreamPerThread;
+  BlockResult blocked;
+  if (synchronize_before_any_capture([&] { blocked = synchronize_with_runtime(stream, whole_device); }))
+    return blocked;
 
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   RuntimeErrorScope error_scope;
@@ -34,17 +83,9 @@ BlockResult block_with_runtime(cudaStream_t stream, bool per_thread, bool whole_
 
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
   exchange_mode(&mode);
-  cudaError_t result = cudaSuccess;
-  const char* api = "cudaStreamSynchronize";
-  if (whole_device) {
-    auto synchronize_device = real<Hook::cudaDeviceSynchronize>();
-    result = synchronize_device ? synchronize_device() : cudaErrorInitializationError;
-    api = "cudaDeviceSynchronize";
-  } else {
-    result = synchronize(stream);
-  }
+  blocked = synchronize_with_runtime(stream, whole_device);
   exchange_mode(&mode);
-  return {BlockOutcome::Synchronized, {Family::Runtime, result}, api};
+  return blocked;
 }
 
 BlockResult block_with_driver(CUstream stream, bool per_thread, bool whole_device) {
@@ -53,6 +94,9 @@ BlockResult block_with_driver(CUstream stream, bool per_thread, bool whole_devic
   auto synchronize = helper<Helper::cuStreamSynchronize>();
   if (!is_capturing || !exchange_mode || !synchronize) return {BlockOutcome::SkippedUnknown};
   if (per_thread && stream == nullptr) stream = CU_STREAM_PER_THREAD;
+  BlockResult blocked;
+  if (synchronize_before_any_capture([&] { blocked = synchronize_with_driver(stream, whole_device); }))
+    return blocked;
 
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   CUresult query = is_capturing(stream, &status);
@@ -64,20 +108,24 @@ BlockResult block_with_driver(CUstream stream, bool per_thread, bool whole_devic
 
   CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
   exchange_mode(&mode);
-  CUresult result = CUDA_SUCCESS;
-  const char* api = "cuStreamSynchronize";
-  if (whole_device) {
-    auto synchronize_device = real<Hook::cuCtxSynchronize>();
-    result = synchronize_device ? synchronize_device() : CUDA_ERROR_NOT_INITIALIZED;
-    api = "cuCtxSynchronize";
-  } else {
-    result = synchronize(stream);
-  }
+  blocked = synchronize_with_driver(stream, whole_device);
   exchange_mode(&mode);
-  return {BlockOutcome::Synchronized, {Family::Driver, result}, api};
+  return blocked;
 }
 
 }  // namespace
+
+void note_capture_begins() {
+  if (g_capture_began.load()) return;  // the first capture already waited for the unchecked ones
+  g_capture_began.store(true);
+  // A synchronize that did not see the flag finishes before the capture begins (it waits only for work
+  // already queued, never for the capture).
+  while (g_unchecked_synchronizes.load() != 0) sched_yield();
+}
+
+void reset_blocking_after_fork() {
+  g_unchecked_synchronizes.store(0);  // the threads that announced them are not in the child
+}
 
 uint64_t steady_now_ns() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(

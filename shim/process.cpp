@@ -18,6 +18,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "blocking.h"
 #include "capture.h"
 #include "facts.h"
 #include "log_file.h"
@@ -46,6 +47,7 @@ std::atomic<bool> g_fork_handler{false};
 void start_clean_after_fork() {
   g_engine_creation = new std::mutex;  // the parent's may be locked forever here
   g_engine.store(nullptr, std::memory_order_release);
+  reset_blocking_after_fork();
 }
 
 EnvLookup process_environment() {

@@ -407,6 +407,8 @@ typename HookTraits<id>::Result intercept(Args... args) {
   using Traits = HookTraits<id>;
   auto real_function = real<id>();
   if (!real_function) return missing_real<id>();
+  // Before the engine check: a capture that begins before the first launch must still be known.
+  if constexpr (Traits::kind == Kind::CaptureBegin) note_capture_begins();
   Engine* engine = active_engine();
   if (!engine) return real_function(args...);
   if constexpr (Traits::kind == Kind::Launch && Traits::family == Family::Runtime) {
@@ -423,6 +425,8 @@ typename HookTraits<id>::Result intercept(Args... args) {
     return handle_graph_launch<id>(*engine, real_function, args...);
   } else if constexpr (Traits::kind == Kind::GraphInstantiate) {
     return handle_graph_instantiate<id>(*engine, real_function, args...);
+  } else if constexpr (Traits::kind == Kind::CaptureBegin) {
+    return real_function(args...);
   } else {
     return handle_proc_address<id>(*engine, real_function, args...);
   }

@@ -7,9 +7,11 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
-// cuda.h renames cuGetProcAddress to cuGetProcAddress_v2; the shim hooks both ABI versions by their
-// exported names, so the old name must stay itself.
+// cuda.h renames cuGetProcAddress to cuGetProcAddress_v2 and cuStreamBeginCapture to
+// cuStreamBeginCapture_v2; the shim hooks both ABI versions of each by their exported names, so the
+// old names must stay themselves.
 #undef cuGetProcAddress
+#undef cuStreamBeginCapture
 
 #include <atomic>
 #include <cstddef>
@@ -19,7 +21,7 @@
 
 namespace blockrun::shim {
 
-enum class Kind { Launch, Sync, Query, Call, Library, GraphLaunch, GraphInstantiate, ProcAddress };
+enum class Kind { Launch, Sync, Query, Call, Library, GraphLaunch, GraphInstantiate, CaptureBegin, ProcAddress };
 enum class StreamFlavour { Legacy, PerThread };
 
 enum class Hook : size_t {

@@ -310,6 +310,30 @@ TEST(Shim, NeverSynchronizesACapturingStream) {
   EXPECT_TRUE(contains(counts, "captures_invalidated=0\n")) << counts;
 }
 
+// Until the first capture begins, a blocked launch synchronizes without asking about captures (what
+// CUDA_LAUNCH_BLOCKING=1 costs, no more); from then on it asks, and switches to relaxed mode around it.
+TEST(Shim, BlockingChecksForCapturesOnlyOnceOneBegan) {
+  std::string stats = ::testing::TempDir() + "blockrun_blocked_then_capture_stats";
+  ProcessResult r = wrapped({"--block", "all"}, "blocked-then-capture", {{"CUDA_SIM_STATS", stats}});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "done\n");
+  EXPECT_TRUE(
+      contains(r.err, "summary: 7 launches, 5 blocked, 2 not blocked during stream capture; no CUDA errors"))
+      << r.err;
+  std::string counts = read_file(stats);
+  // The 3 launches before the capture: none. Then the 2 captured launches (asked, skipped), the graph
+  // launch and the last launch (asked, each synchronized between two mode exchanges).
+  EXPECT_TRUE(contains(counts, "capture_state_queries=4\n")) << counts;
+  EXPECT_TRUE(contains(counts, "capture_mode_exchanges=4\n")) << counts;
+  EXPECT_TRUE(contains(counts, "synchronizes_during_capture=0\n")) << counts;
+  EXPECT_TRUE(contains(counts, "captures_invalidated=0\n")) << counts;
+  // Without the shim the program asks nothing itself: the counts are the shim's.
+  ProcessResult plain = app("blocked-then-capture", {{"CUDA_SIM_STATS", stats}}, false);
+  EXPECT_EQ(plain.out, "done\n");
+  EXPECT_TRUE(contains(read_file(stats), "capture_state_queries=0\ncapture_mode_exchanges=0\n"))
+      << read_file(stats);
+}
+
 TEST(Shim, BlockingBesideAnotherThreadsCaptureKeepsItValid) {
   std::string stats = ::testing::TempDir() + "blockrun_capture_thread_stats";
   ProcessResult r = wrapped({"--block", "all"}, "capture-other-thread", {{"CUDA_SIM_STATS", stats}});

@@ -2,7 +2,8 @@
 // the simulated stack (tests/sim). Each scenario prints every CUDA result it gets, so a test can
 // compare the program's view with and without the shim, and check what a blocked launch returns.
 //
-//   cuda_app steps | direct | exc | ptsz | streams | config-error | capture | capture-other-thread |
+//   cuda_app steps | direct | exc | ptsz | streams | config-error | capture | blocked-then-capture |
+//            capture-other-thread |
 //            cublas | errno | unknown-stub | fork | fork-while-launching | fork-exec |
 //            segv | abort | fpe | ill | bus | own-handler
 //
@@ -109,6 +110,26 @@ int capture() {
   cudaGraphExec_t exec = nullptr;
   if (graph) report("cudaGraphInstantiate", cudaGraphInstantiate(&exec, graph, 0));
   if (exec) report("cudaGraphLaunch", cudaGraphLaunch(exec, stream));
+  report("cudaStreamSynchronize", cudaStreamSynchronize(stream));
+  std::printf("done\n");
+  return graph ? 0 : 1;
+}
+
+// Blocked launches before any capture, then a capture, then launches again: the shim checks for
+// captures only from the first one on (tests count the driver's capture queries).
+int blocked_then_capture() {
+  cudaStream_t stream;
+  report("cudaStreamCreate", cudaStreamCreate(&stream));
+  for (int i = 0; i < 3; ++i) report("launch", sim::launch(fill, kGrid, kBlock, stream));
+  report("cudaStreamBeginCapture", cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  for (sim::Stub kernel : {sim::Stub(stencil), sim::Stub(scale)})
+    report("launch (captured)", sim::launch(kernel, kGrid, kBlock, stream));
+  cudaGraph_t graph = nullptr;
+  report("cudaStreamEndCapture", cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec = nullptr;
+  if (graph) report("cudaGraphInstantiate", cudaGraphInstantiate(&exec, graph, 0));
+  if (exec) report("cudaGraphLaunch", cudaGraphLaunch(exec, stream));
+  report("launch", sim::launch(fill, kGrid, kBlock, stream));
   report("cudaStreamSynchronize", cudaStreamSynchronize(stream));
   std::printf("done\n");
   return graph ? 0 : 1;
@@ -306,6 +327,7 @@ int main(int argc, char** argv) {
   if (scenario == "streams") return streams();
   if (scenario == "config-error") return config_error();
   if (scenario == "capture") return capture();
+  if (scenario == "blocked-then-capture") return blocked_then_capture();
   if (scenario == "capture-other-thread") return capture_other_thread();
   if (scenario == "cublas") return cublas();
   if (scenario == "errno") return errno_kept();

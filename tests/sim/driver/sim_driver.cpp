@@ -163,7 +163,7 @@ struct Alloc {
 
 struct Stats {
   unsigned long launches = 0, synchronizes = 0, synchronizes_during_capture = 0, captures_invalidated = 0,
-                faults_injected = 0, faults_surfaced = 0;
+                faults_injected = 0, faults_surfaced = 0, capture_state_queries = 0, capture_mode_exchanges = 0;
 };
 
 struct State {
@@ -1008,6 +1008,7 @@ CUresult end_capture(CUstream hs, CUgraph* out, bool ptsz) {
 
 CUresult is_capturing(CUstream hs, CUstreamCaptureStatus* st, bool ptsz) {
   std::lock_guard<std::mutex> lk(S().mu);
+  S().stats.capture_state_queries++;
   if (CUresult r = require_init()) return r;
   if (!st) return CUDA_ERROR_INVALID_VALUE;
   Stream* s = resolve_stream(hs, ptsz);
@@ -1155,9 +1156,11 @@ void write_stats_file() {
   if (!f) return;
   std::fprintf(f,
                "launches=%lu\nsynchronizes=%lu\nsynchronizes_during_capture=%lu\ncaptures_invalidated=%lu\n"
-               "faults_injected=%lu\nfaults_surfaced=%lu\nsticky_error=%d\n",
+               "faults_injected=%lu\nfaults_surfaced=%lu\nsticky_error=%d\ncapture_state_queries=%lu\n"
+               "capture_mode_exchanges=%lu\n",
                st.launches, st.synchronizes, st.synchronizes_during_capture, st.captures_invalidated,
-               st.faults_injected, st.faults_surfaced, static_cast<int>(sticky));
+               st.faults_injected, st.faults_surfaced, static_cast<int>(sticky), st.capture_state_queries,
+               st.capture_mode_exchanges);
   std::fclose(f);
 }
 
@@ -1750,6 +1753,8 @@ SIM_API CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
     return CUDA_ERROR_INVALID_VALUE;
   *mode = t_capture_mode;
   t_capture_mode = m;
+  std::lock_guard<std::mutex> lk(S().mu);
+  S().stats.capture_mode_exchanges++;
   return CUDA_SUCCESS;
 }
 

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""CI test of bench/harness.py on the simulated CUDA stack: the harness runs the C++ workloads under
+the configurations, alternates them, counts what the shim blocked, and writes the table. Timing is
+not asserted (it means nothing on the simulated stack); what each configuration did is.
+
+    harness_test.py BUILD_DIR SCRATCH_DIR   (with LD_LIBRARY_PATH pointing at the simulated libraries)
+"""
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def main():
+    build, scratch = sys.argv[1], sys.argv[2]
+    out = os.path.join(scratch, "harness_test")
+    completed = subprocess.run(
+        [sys.executable, os.path.join(HERE, "harness.py"), "run", "--build", build, "--out", out,
+         "--repetitions", "2", "--scale", "0.05", "--workloads", "launch_loop,cublas,matmul",
+         "--configs", "native,clb,shim,log,block_one,block_all,sanitizer"],
+        capture_output=True, text=True, timeout=300)
+    failures = []
+    if completed.returncode != 0:
+        failures.append(f"harness exited {completed.returncode}")
+    with open(os.path.join(out, "results.json")) as file:
+        results = json.load(file)
+    runs = results["runs"]
+    by_config = {}
+    for run in runs:
+        by_config.setdefault((run["workload"], run["config"]), []).append(run)
+        if run["status"] != 0:
+            failures.append(f"{run['workload']}/{run['config']} exited {run['status']}: {run.get('stderr_tail')}")
+    # No torch here: the PyTorch workload is skipped with its reason, not run and failed.
+    if "skipping workload matmul: PyTorch with CUDA is not available" not in completed.stdout:
+        failures.append("matmul was not skipped with its reason")
+    for workload, metric in (("launch_loop", "empty_launch"), ("cublas", "cublas_sgemm_512")):
+        for config in ("native", "clb", "shim", "log", "block_one", "block_all"):
+            got = by_config.get((workload, config), [])
+            if len(got) != 2:
+                failures.append(f"{workload}/{config}: {len(got)} runs, expected 2")
+                continue
+            for run in got:
+                if metric not in run["metrics"]:
+                    failures.append(f"{workload}/{config}: no {metric} in {run}")
+                if config in ("shim", "block_one", "block_all"):
+                    blocked = run.get("blocked")
+                    expect_all = config == "block_all" or (config == "block_one" and workload == "launch_loop")
+                    if run.get("launches", 0) == 0:
+                        failures.append(f"{workload}/{config}: the shim's summary was not read")
+                    elif expect_all and blocked != run["launches"]:
+                        failures.append(f"{workload}/{config}: {blocked} of {run['launches']} blocked")
+                    elif config == "shim" and blocked != 0:
+                        failures.append(f"{workload}/{config}: {blocked} blocked")
+        # The simulated stack has no compute-sanitizer: its rows are left out, with a message.
+        if by_config.get((workload, "sanitizer")) and "compute-sanitizer" not in completed.stdout:
+            failures.append("sanitizer rows without compute-sanitizer")
+    # Configurations alternate: the first repetition starts with native, the second with the next one.
+    first = [run["config"] for run in runs if run["workload"] == "launch_loop" and run["repetition"] == 0]
+    second = [run["config"] for run in runs if run["workload"] == "launch_loop" and run["repetition"] == 1]
+    if not first or not second or first[0] != "native" or second[0] != "clb":
+        failures.append(f"configurations not rotated: {first} then {second}")
+    with open(os.path.join(out, "performance-table.md")) as file:
+        table = file.read()
+    for needle in ("simulated CUDA stack", "| empty_launch |", "| cublas_sgemm_512 |",
+                   "cost added per launch", "--block all vs CUDA_LAUNCH_BLOCKING=1"):
+        if needle not in table:
+            failures.append(f"table lacks {needle!r}")
+    for failure in failures:
+        print("FAIL:", failure)
+    if failures:
+        print(completed.stdout[-3000:], completed.stderr[-2000:])
+        return 1
+    print(f"harness: {len(runs)} runs checked")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

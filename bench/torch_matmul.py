@@ -1,0 +1,38 @@
+# Benchmark workload: float32 torch.matmul of square matrices at 1024, 2048 and 4096 (the sizes quoted
+# for CUDA_LAUNCH_BLOCKING's overhead). For each size: fixed inputs, a warm-up (cuBLAS heuristics,
+# module loads, the shim's first sight of each kernel), then a fixed number of products into a
+# preallocated output, timed on the host until the GPU finished them (synchronized).
+#   python3 torch_matmul.py [--scale S]   (S multiplies the counts: a shortened run for slow tools)
+# Prints "BENCH matmul_<size> <milliseconds per product> ms" for bench/harness.py.
+import argparse
+import time
+
+import torch
+
+COUNTS = {1024: 4000, 2048: 1000, 4096: 150}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--scale", type=float, default=1.0)
+    args = parser.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False  # true float32 GEMMs, the same in every run
+    for size, count in COUNTS.items():
+        count = max(3, int(count * args.scale))
+        generator = torch.Generator(device="cuda").manual_seed(size)
+        a = torch.randn(size, size, device="cuda", generator=generator)
+        b = torch.randn(size, size, device="cuda", generator=generator)
+        c = torch.empty(size, size, device="cuda")
+        for _ in range(10):
+            torch.matmul(a, b, out=c)
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(count):
+            torch.matmul(a, b, out=c)
+        torch.cuda.synchronize()
+        elapsed = time.perf_counter() - start
+        print(f"BENCH matmul_{size} {elapsed * 1e3 / count:.5f} ms", flush=True)
+
+
+if __name__ == "__main__":
+    main()

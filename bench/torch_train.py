@@ -1,0 +1,48 @@
+# Benchmark workload: a launch-bound PyTorch training loop, a small MLP with LayerNorm trained with
+# AdamW at batch 64 (about 46 kernel launches a step, each tiny: the host's launch path is the cost).
+# Fixed seed and inputs; a warm-up of 50 steps, then a fixed number of steps timed on the host until the
+# GPU finished them (synchronized). The loss is read once at the end, so nothing else synchronizes.
+#   python3 torch_train.py [--scale S]   (S multiplies the timed steps: a shortened run for slow tools)
+# Prints "BENCH train_step <milliseconds per step> ms" for bench/harness.py.
+import argparse
+import time
+
+import torch
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--scale", type=float, default=1.0)
+    args = parser.parse_args()
+    steps = max(5, int(1000 * args.scale))
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(256, 512), torch.nn.LayerNorm(512), torch.nn.ReLU(),
+        torch.nn.Linear(512, 512), torch.nn.LayerNorm(512), torch.nn.ReLU(),
+        torch.nn.Linear(512, 10),
+    ).cuda()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    inputs = torch.randn(64, 256, device="cuda")
+    targets = torch.randint(0, 10, (64,), device="cuda")
+
+    def step():
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(inputs), targets)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    for _ in range(50):
+        step()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(steps):
+        loss = step()
+    torch.cuda.synchronize()
+    elapsed = time.perf_counter() - start
+    print(f"BENCH train_step {elapsed * 1e3 / steps:.5f} ms", flush=True)
+    print(f"final loss {loss.item():.6f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
