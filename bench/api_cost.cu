@@ -1,6 +1,7 @@
 // Benchmark: what the CUDA calls a blocked launch may add cost, each timed alone (no shim needed):
 // the capture query and capture-mode exchange the shim makes around a blocking synchronize once a
-// capture has begun in the process, the runtime's last-error peek, and a synchronize of an idle stream.
+// capture has begun in the process, the runtime's last-error peek, a synchronize and a query of an idle
+// stream, and an empty kernel waited for by a synchronize or by polling the stream (what a blocked launch does).
 // Prints "BENCH api_<call> <nanoseconds per call> ns" lines (bench/harness.py reads that format too).
 //   api_cost [calls=200000]
 #include <cuda.h>
@@ -41,9 +42,20 @@ int main(int argc, char** argv) {
     cuThreadExchangeStreamCaptureMode(&mode);
   });
   time_call("cudaStreamSynchronize_idle", calls, [&] { cudaStreamSynchronize(stream); });
+  time_call("cuStreamSynchronize_idle", calls, [&] { cuStreamSynchronize(stream); });
+  time_call("cuStreamQuery_idle", calls, [&] { cuStreamQuery(stream); });
   time_call("launch_then_cudaStreamSynchronize", calls / 10, [&] {
     empty_kernel<<<1, 32, 0, stream>>>();
     cudaStreamSynchronize(stream);
+  });
+  time_call("launch_then_cuStreamSynchronize", calls / 10, [&] {
+    empty_kernel<<<1, 32, 0, stream>>>();
+    cuStreamSynchronize(stream);
+  });
+  time_call("launch_then_poll_cuStreamQuery", calls / 10, [&] {
+    empty_kernel<<<1, 32, 0, stream>>>();
+    while (cuStreamQuery(stream) == CUDA_ERROR_NOT_READY) {
+    }
   });
   return cudaStreamDestroy(stream) == cudaSuccess ? 0 : 1;
 }

@@ -36,7 +36,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMA = "cuda-blockrun-bench/1"
 
 
-# ---- the workloads: what runs, the kernel "block one" names, and the shortened run for the sanitizer ----
+# ---- the workloads: what runs, the one name "block one" blocks, and the shortened run for the sanitizer ----
+# The one name is what a user would name to pin a fault in that workload: the kernel itself in the launch
+# loop, a kernel launched once a step in the training loop (the loss), the cuBLAS call (as one unit) in the
+# GEMM workloads. (A glob like *gemm* would also name the cuBLAS call, and block each call twice.)
 # argv: {build} is the build tree, {bench} this directory, {scale} the iteration scale (1 or sanitizer_scale).
 WORKLOADS = {
     "launch_loop": {
@@ -55,14 +58,14 @@ WORKLOADS = {
         "metric_suffix": "_static",
     },
     "matmul": {
-        "title": "torch.matmul, float32, 1024/2048/4096 (4000/1000/150 products)",
+        "title": "torch.matmul, float32, 1024/2048/4096 (5 x 800/200/30 products)",
         "argv": ["python3", "{bench}/torch_matmul.py", "--scale", "{scale}"],
         "needs_torch": True,
-        "block_one": "*gemm*",
+        "block_one": "cublasSgemm_v2",
         "sanitizer_scale": 0.05,
     },
     "train": {
-        "title": "PyTorch training loop: MLP with LayerNorm, AdamW, batch 64, 1000 steps",
+        "title": "PyTorch training loop: MLP with LayerNorm, AdamW, batch 64, 10 x 100 steps",
         "argv": ["python3", "{bench}/torch_train.py", "--scale", "{scale}"],
         "needs_torch": True,
         "block_one": "*nll_loss_forward*",
@@ -72,7 +75,7 @@ WORKLOADS = {
         "title": "cublasSgemm loop (C++), 512x512x512, 4000 calls",
         "argv": ["{build}/bench/cublas_loop", "512", "{calls}"],
         "calls": 4000,
-        "block_one": "*gemm*",
+        "block_one": "cublasSgemm_v2",
         "sanitizer_scale": 0.05,
     },
 }
@@ -84,7 +87,7 @@ CONFIGS = {
     "clb": {"title": "CUDA_LAUNCH_BLOCKING=1", "env": {"CUDA_LAUNCH_BLOCKING": "1"}},
     "shim": {"title": "shim, nothing blocked", "wrapper": []},
     "log": {"title": "shim, every launch logged to a file", "wrapper": ["--log-launches", "--log", "{scratch}/launches.%p.log"]},
-    "block_one": {"title": "shim, one kernel name blocked", "wrapper": ["--block", "{block_one}"]},
+    "block_one": {"title": "shim, one name blocked", "wrapper": ["--block", "{block_one}"]},
     "block_all": {"title": "shim, --block all", "wrapper": ["--block", "all"]},
     "sanitizer": {"title": "compute-sanitizer memcheck (shortened run)", "sanitizer": True},
 }
@@ -126,7 +129,7 @@ def machine_facts(build):
             ["python3", "-c", "import torch, triton; print(torch.__version__, 'CUDA', torch.version.cuda, 'triton', triton.__version__)"]
         ),
         "sanitizer": "",
-        "commit": command_output(["git", "-C", HERE, "rev-parse", "--short", "HEAD"]),
+        "commit": "",
     }
     try:
         with open("/proc/cpuinfo") as cpuinfo:
@@ -142,12 +145,12 @@ def machine_facts(build):
     if sanitizer:
         lines = command_output([sanitizer, "--version"]).splitlines()
         facts["sanitizer"] = next((line for line in lines if "Version" in line), lines[-1] if lines else "")
-    if not facts["commit"]:
-        try:
-            with open(os.path.join(build, "source-commit")) as source:
-                facts["commit"] = source.read().strip()
-        except OSError:
-            pass
+    # The build tree's record of its source (a tree carried to the GPU machine may travel without .git).
+    try:
+        with open(os.path.join(build, "source-commit")) as source:
+            facts["commit"] = source.read().strip()
+    except OSError:
+        facts["commit"] = command_output(["git", "-C", HERE, "rev-parse", "--short", "HEAD"])
     return facts
 
 

@@ -334,6 +334,37 @@ TEST(Shim, BlockingChecksForCapturesOnlyOnceOneBegan) {
       << read_file(stats);
 }
 
+long stat_of(const std::string& counts, const std::string& key) {
+  size_t at = counts.find(key + "=");
+  return at == std::string::npos ? -1 : std::strtol(counts.c_str() + at + key.size() + 1, nullptr, 10);
+}
+
+// A blocked launch waits for its stream by polling it briefly (cheaper than a synchronize for short kernels)
+// and synchronizes when the stream stays busy: either way the launch is complete when it returns, and the
+// program sees what it sees without the shim.
+TEST(Shim, BlockedLaunchPollsItsStreamThenSynchronizes) {
+  std::string stats = ::testing::TempDir() + "blockrun_poll_stats";
+  for (bool busy : {false, true}) {
+    Env env = {{"CUDA_SIM_STATS", stats}};
+    if (busy) env["CUDA_SIM_QUERY_NOT_READY"] = "1";
+    ProcessResult plain = app("streams", env, false);
+    std::string base = read_file(stats);
+    ProcessResult r = wrapped({"--block", "all"}, "streams", env);
+    std::string counts = read_file(stats);
+    EXPECT_EQ(r.status, plain.status) << r.err;
+    EXPECT_EQ(r.out, plain.out);
+    EXPECT_TRUE(contains(r.err, "summary: 12 launches, 12 blocked; no CUDA errors")) << r.err;
+    if (busy) {  // every poll answered "not ready" until it gave up: 12 synchronizes more
+      EXPECT_EQ(stat_of(counts, "synchronizes"), stat_of(base, "synchronizes") + 12) << counts;
+      EXPECT_EQ(stat_of(counts, "stream_queries_done"), stat_of(base, "stream_queries_done")) << counts;
+      EXPECT_GT(stat_of(counts, "stream_queries"), stat_of(base, "stream_queries") + 12) << counts;
+    } else {  // each launch's first poll found its stream done: no synchronize at all
+      EXPECT_EQ(stat_of(counts, "synchronizes"), stat_of(base, "synchronizes")) << counts;
+      EXPECT_EQ(stat_of(counts, "stream_queries_done"), stat_of(base, "stream_queries_done") + 12) << counts;
+    }
+  }
+}
+
 TEST(Shim, BlockingBesideAnotherThreadsCaptureKeepsItValid) {
   std::string stats = ::testing::TempDir() + "blockrun_capture_thread_stats";
   ProcessResult r = wrapped({"--block", "all"}, "capture-other-thread", {{"CUDA_SIM_STATS", stats}});

@@ -163,7 +163,8 @@ struct Alloc {
 
 struct Stats {
   unsigned long launches = 0, synchronizes = 0, synchronizes_during_capture = 0, captures_invalidated = 0,
-                faults_injected = 0, faults_surfaced = 0, capture_state_queries = 0, capture_mode_exchanges = 0;
+                faults_injected = 0, faults_surfaced = 0, capture_state_queries = 0, capture_mode_exchanges = 0,
+                stream_queries = 0, stream_queries_done = 0;
 };
 
 struct State {
@@ -185,6 +186,8 @@ struct State {
   bool fault_specs_parsed = false;
   std::vector<KernelTime> kernel_times;
   bool kernel_times_parsed = false;
+  // CUDA_SIM_QUERY_NOT_READY: kernels that ran since the last successful synchronize keep cuStreamQuery "not ready".
+  unsigned long unsynchronized_launches = 0;
   std::vector<LogCallback*> log_callbacks;  // in registration order
   Stats stats;
   int primary_ctx_refs = 0;
@@ -541,6 +544,7 @@ unsigned long execute_kernel(Stream* s, const std::string& name, const std::vect
   State& st = S();
   const unsigned long us = preceding_fault(s) ? 0 : kernel_us(name);
   st.stats.launches++;
+  st.unsynchronized_launches++;
   const unsigned long n = ++st.launch_counts[name];
   CUresult err = injected_fault(name, n);
   if (!err)
@@ -840,8 +844,16 @@ CUresult memset_async(CUdeviceptr dst, uint32_t value, size_t count, unsigned el
   return CUDA_SUCCESS;
 }
 
-CUresult stream_sync(CUstream hs, bool ptsz, bool is_query) {
-  std::lock_guard<std::mutex> lk(S().mu);
+// CUDA_SIM_QUERY_NOT_READY=1 (read once): stream queries answer "not ready" until the next synchronize.
+bool queries_not_ready() {
+  static const bool set = [] {
+    const char* env = std::getenv("CUDA_SIM_QUERY_NOT_READY");
+    return env && std::strcmp(env, "1") == 0;
+  }();
+  return set;
+}
+
+CUresult stream_sync_locked(CUstream hs, bool ptsz, bool is_query) {
   State& st = S();
   if (!is_query) st.stats.synchronizes++;
   if (CUresult r = require_init()) return r;
@@ -858,7 +870,23 @@ CUresult stream_sync(CUstream hs, bool ptsz, bool is_query) {
     if (CUresult r = check_legacy_implicit(s, true)) return r;
   }
   if (st.sticky) return st.sticky;
-  return s->legacy ? surface_all() : surface({s});  // work "completes" at once: never CUDA_ERROR_NOT_READY
+  CUresult result = s->legacy ? surface_all() : surface({s});  // work "completes" at once
+  if (result == CUDA_SUCCESS && is_query && queries_not_ready() && st.unsynchronized_launches > 0)
+    return CUDA_ERROR_NOT_READY;
+  return result;
+}
+
+CUresult stream_sync(CUstream hs, bool ptsz, bool is_query) {
+  std::lock_guard<std::mutex> lk(S().mu);
+  State& st = S();
+  CUresult result = stream_sync_locked(hs, ptsz, is_query);
+  if (is_query) {
+    st.stats.stream_queries++;
+    if (result == CUDA_SUCCESS) st.stats.stream_queries_done++;
+  } else if (result == CUDA_SUCCESS) {
+    st.unsynchronized_launches = 0;
+  }
+  return result;
 }
 
 CUresult write_value64(CUstream hs, CUdeviceptr addr, cuuint64_t value, unsigned flags, bool ptsz) {
@@ -1157,10 +1185,10 @@ void write_stats_file() {
   std::fprintf(f,
                "launches=%lu\nsynchronizes=%lu\nsynchronizes_during_capture=%lu\ncaptures_invalidated=%lu\n"
                "faults_injected=%lu\nfaults_surfaced=%lu\nsticky_error=%d\ncapture_state_queries=%lu\n"
-               "capture_mode_exchanges=%lu\n",
+               "capture_mode_exchanges=%lu\nstream_queries=%lu\nstream_queries_done=%lu\n",
                st.launches, st.synchronizes, st.synchronizes_during_capture, st.captures_invalidated,
                st.faults_injected, st.faults_surfaced, static_cast<int>(sticky), st.capture_state_queries,
-               st.capture_mode_exchanges);
+               st.capture_mode_exchanges, st.stream_queries, st.stream_queries_done);
   std::fclose(f);
 }
 
@@ -1369,7 +1397,9 @@ SIM_API CUresult cuCtxSynchronize(void) {
   if (CUresult r = require_init()) return r;
   if (CUresult r = check_unsafe_call()) return r;
   if (S().sticky) return S().sticky;
-  return surface_all();
+  CUresult result = surface_all();
+  if (result == CUDA_SUCCESS) S().unsynchronized_launches = 0;
+  return result;
 }
 
 // --- streams
