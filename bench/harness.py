@@ -262,11 +262,11 @@ def command_run(args):
     print(json.dumps(results["machine"], indent=1), flush=True)
     path = os.path.join(out, args.results)
     began = time.perf_counter()
-    for repetition in range(args.repetitions):
+    for repetition in range(args.first_repetition, args.first_repetition + args.repetitions):
         for workload in workloads:
             order = configs[repetition % len(configs):] + configs[:repetition % len(configs)]
             for config in order:
-                if config == "sanitizer" and repetition >= args.sanitizer_repetitions:
+                if config == "sanitizer" and repetition - args.first_repetition >= args.sanitizer_repetitions:
                     continue
                 spent = time.perf_counter() - began
                 if args.time_limit and spent > args.time_limit:
@@ -507,6 +507,8 @@ def main():
     run.add_argument("--results", default="results.json", help="the result file's name in --out")
     run.add_argument("--repetitions", type=int, default=5)
     run.add_argument("--sanitizer-repetitions", type=int, default=3)
+    run.add_argument("--first-repetition", type=int, default=0,
+                     help="number the repetitions from here (a run continued in a second call: its rotation goes on)")
     run.add_argument("--workloads", default=",".join(DEFAULT_WORKLOADS), help=f"of {', '.join(WORKLOADS)}")
     run.add_argument("--configs", default=",".join(CONFIGS), help=f"of {', '.join(CONFIGS)}")
     run.add_argument("--scale", type=float, default=1.0,
