@@ -1,8 +1,8 @@
 // Benchmark: what the CUDA calls a blocked launch may add cost, each timed alone (no shim needed):
 // the capture query and capture-mode exchange the shim makes around a blocking synchronize once a
 // capture has begun in the process, the runtime's last-error peek, a synchronize and a query of an idle
-// stream, and an empty kernel waited for by a synchronize or by polling the stream (what a blocked launch does).
-// Prints "BENCH api_<call> <nanoseconds per call> ns" lines (bench/harness.py reads that format too).
+// stream, and an empty kernel waited for by a synchronize or by polling the stream (what a blocked launch
+// does). Prints "BENCH api_<call> <nanoseconds per call> ns" lines (bench/harness.py reads that format too).
 //   api_cost [calls=200000]
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -19,7 +19,8 @@ void time_call(const char* name, int calls, Call&& call) {
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < calls; ++i) call();
   auto stop = std::chrono::steady_clock::now();
-  std::printf("BENCH api_%s %.1f ns\n", name, std::chrono::duration<double, std::nano>(stop - start).count() / calls);
+  std::printf("BENCH api_%s %.1f ns\n", name,
+              std::chrono::duration<double, std::nano>(stop - start).count() / calls);
 }
 
 int main(int argc, char** argv) {

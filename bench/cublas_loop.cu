@@ -47,8 +47,10 @@ int main(int argc, char** argv) {
   cublasHandle_t handle = nullptr;
   if (!check(cublasCreate(&handle), "cublasCreate")) return 1;
   const float alpha = 1.0f, beta = 0.0f;
-  auto gemm = [&] { return cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, size, size, size, &alpha, a, size, b, size,
-                                       &beta, c, size); };
+  auto gemm = [&] {
+    return cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, size, size, size, &alpha, a, size, b, size, &beta, c,
+                       size);
+  };
   for (int i = 0; i < 50; ++i) {  // warm-up: heuristics, module load, first-sight naming
     if (!check(gemm(), "cublasSgemm")) return 1;
   }
