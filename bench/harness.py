@@ -433,7 +433,7 @@ def targets(ratios):
         bound = ratios.get(metric, {}).get(against) if against else limit
         if bound is None:
             return
-        verdict = "met" if ratio <= bound else f"missed by {100 * (ratio / bound - 1):.1f}%"
+        verdict = "met" if ratio <= bound else f"missed by {100 * (ratio / bound - 1):.2f}%"
         target = f"<= {CONFIGS[against]['title']} ({fmt(bound)})" if against else f"<= {fmt(bound)}"
         rows.append(f"| {label} | {metric} | {fmt(ratio)} | {target} | {verdict} |")
 
