@@ -8,7 +8,9 @@
 //   strings as report.h promises (each byte that is not well-formed UTF-8 replaced by U+FFFD; over the
 //   limit, cut to it, the start of a sequence the cut split dropped, "..." added), so that a valid UTF-8
 //   string within the limit reads back unchanged;
-// - json_string's output is one JSON string, at most 6 bytes per input byte plus quotes and "...".
+// - json_string's output is one JSON string, at most 6 bytes per input byte plus quotes and "...";
+// - the engine's own reader (json_read.h, for --localize) reads the writer's output back as the same
+//   number of values, and never crashes on the raw input.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <algorithm>
@@ -23,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "json_read.h"
 #include "report.h"
 
 #define FUZZ_CHECK(condition)                                                                       \
@@ -491,6 +494,9 @@ class Program {
   void check() const {
     const std::string& text = writer_.text();
     FUZZ_CHECK(text.find('\n') == std::string::npos);
+    std::optional<blockrun::JsonValue> ours = blockrun::parse_json(text);  // nesting stays within its 64
+    FUZZ_CHECK(ours.has_value());
+    FUZZ_CHECK(count_values(*ours) == count_scalars_and_containers());
     std::optional<std::vector<Token>> tokens = Reader(text).read();
     FUZZ_CHECK(tokens.has_value());
     FUZZ_CHECK(tokens->size() == expected_.size());
@@ -517,6 +523,20 @@ class Program {
 
  private:
   bool in_object() const { return !open_.empty() && open_.back(); }
+
+  static size_t count_values(const blockrun::JsonValue& value) {
+    size_t count = 1;
+    for (const blockrun::JsonValue& element : value.array) count += count_values(element);
+    for (const auto& member : value.object) count += count_values(member.second);
+    return count;
+  }
+  size_t count_scalars_and_containers() const {
+    size_t count = 0;
+    for (const Token& token : expected_) {
+      if (token.kind != Token::Key && token.kind != Token::EndObject && token.kind != Token::EndArray) ++count;
+    }
+    return count;
+  }
 
   void key_if_in_object() {
     if (!in_object()) return;
@@ -577,6 +597,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   program.check();
   // The whole input as one string, at the writer's limit and at small ones.
   std::string text(reinterpret_cast<const char*>(data), size);
+  (void)blockrun::parse_json(text);  // whatever the bytes: an answer, no crash
   check_json_string(text, JsonWriter::kMaxString);
   for (size_t max_bytes : {size_t{0}, size_t{1}, size_t{2}, size_t{3}, size / 2, size > 0 ? size - 1 : 0})
     check_json_string(text, max_bytes);

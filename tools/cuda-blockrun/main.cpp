@@ -7,22 +7,30 @@
 // wrapper checks the configuration with the shim's own parser before anything runs, finds the shim
 // beside itself (build tree or install tree: bin/../lib), and replaces itself with the program, so
 // the program's exit status is its own.
+#include <dirent.h>
 #include <dlfcn.h>
 #include <limits.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "config.h"
-#include "names.h"
 #include "hook_list.h"
+#include "localize.h"
+#include "names.h"
 
 #ifndef CUDA_BLOCKRUN_VERSION
 #define CUDA_BLOCKRUN_VERSION "unknown"
@@ -58,6 +66,10 @@ void print_usage(FILE* out) {
       "                   anything: a kernel name and any of #N ordinal=N family=F library=CALL\n"
       "                   stream=0x... thread=N after=SECONDS\n"
       "                   (e.g. --block 'stencil#13' --explain 'stencil ordinal=13')\n"
+      "  --localize       run the program with nothing blocked; if its first CUDA error is not pinned to\n"
+      "                   its launch, run it again blocking only the suspected kernels, and print one\n"
+      "                   verdict (kernel, launch, C++ call site, Python line, error); exit with the\n"
+      "                   first run's status (docs/localize.md). Not with --block or --report.\n"
       "\n"
       "Every option is also an environment variable, read by the shim in each process it is loaded into;\n"
       "flags given here override the environment. See docs/config.md; the policy language: docs/policy.md.\n"
@@ -235,11 +247,144 @@ int explain_launch(const std::map<std::string, std::string>& settings, const std
   return 0;
 }
 
+// ---- --localize ----
+
+void say(const std::string& line) {
+  std::fprintf(stderr, "[cuda-blockrun] %s\n", line.c_str());
+}
+
+// Runs the program with `block` as its policy and its reports written under `directory` (one per
+// process: %p), waits for it, and returns its status as a shell gives it (128 + N for signal N).
+int run_once(char** program_argv, const std::string& block, const std::string& report_pattern) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t child = fork();
+  if (child < 0) {
+    std::fprintf(stderr, "cuda-blockrun: cannot start the program: %s\n", std::strerror(errno));
+    return kUsageError;
+  }
+  if (child == 0) {
+    setenv("CUDA_BLOCKRUN_BLOCK", block.c_str(), 1);
+    setenv("CUDA_BLOCKRUN_REPORT", report_pattern.c_str(), 1);
+    execvp(program_argv[0], program_argv);
+    std::fprintf(stderr, "cuda-blockrun: cannot run '%s': %s\n", program_argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  // The program's Ctrl-C is its own: the wrapper waits for it to end rather than dying first.
+  struct sigaction ignore {
+  }, old_int{}, old_quit{};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGINT, &ignore, &old_int);
+  sigaction(SIGQUIT, &ignore, &old_quit);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGQUIT, &old_quit, nullptr);
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+// The report files of one run: `directory`/`prefix`*.jsonl, with their contents.
+std::vector<std::pair<std::string, std::string>> read_reports(const std::string& directory,
+                                                              const std::string& prefix) {
+  std::vector<std::pair<std::string, std::string>> reports;
+  if (DIR* listing = opendir(directory.c_str())) {
+    while (dirent* entry = readdir(listing)) {
+      std::string name = entry->d_name;
+      if (name.rfind(prefix, 0) != 0) continue;
+      std::ifstream file(directory + "/" + name);
+      std::stringstream contents;
+      contents << file.rdbuf();
+      reports.emplace_back(directory + "/" + name, contents.str());
+    }
+    closedir(listing);
+  }
+  std::sort(reports.begin(), reports.end());
+  return reports;
+}
+
+void say_culprit(const blockrun::JsonValue& first_error) {
+  bool first = true;
+  for (const std::string& line : blockrun::describe_culprit(first_error)) {
+    say((first ? "localize: culprit: " : "  ") + line);
+    first = false;
+  }
+}
+
+void say_suspects(const blockrun::JsonValue& first_error) {
+  say("localize: the culprit is among the launches not known to have completed, oldest first:");
+  for (const std::string& line : blockrun::describe_suspects(first_error)) say("    " + line);
+}
+
+// Runs the program once with nothing blocked and, when its first CUDA error is not pinned to a launch, once
+// more blocking only the suspected kernels; prints one verdict. Returns the first run's status.
+int localize_culprit(char** program_argv) {
+  const char* temporary = std::getenv("TMPDIR");
+  std::string directory =
+      std::string(temporary && *temporary ? temporary : "/tmp") + "/cuda-blockrun-localize.XXXXXX";
+  if (!mkdtemp(directory.data())) {
+    std::fprintf(stderr, "cuda-blockrun: cannot create a directory for the reports (%s): %s\n",
+                 directory.c_str(), std::strerror(errno));
+    return kUsageError;
+  }
+  say("localize: run 1: nothing blocked (reports in " + directory + ")");
+  int status = run_once(program_argv, "none", directory + "/run1.%p.jsonl");
+  blockrun::RunFinding first = blockrun::find_first_error(read_reports(directory, "run1."));
+  if (first.reports == 0) {
+    say("localize: run 1 (exit status " + std::to_string(status) +
+        ") wrote no report: no process used CUDA with the shim active (the program used no CUDA, or "
+        "CUDA_BLOCKRUN=0, --process or --ranks left its processes out)");
+    return status;
+  }
+  if (!first.found) {
+    say("localize: no CUDA error in run 1 (exit status " + std::to_string(status) + "): nothing to localize");
+    return status;
+  }
+  if (blockrun::is_exact(first.first_error)) {
+    say_culprit(first.first_error);
+    say("  found in run 1: " + first.first_error.text("how"));
+    return status;
+  }
+  std::string policy = blockrun::second_run_policy(first.first_error);
+  say("localize: run 1: " + first.first_error.text("error") + " surfaced at " +
+      first.first_error.text("surfaced_api") + ", not pinned to a launch; run 2: --block '" + policy + "'");
+  int second_status = run_once(program_argv, policy, directory + "/run2.%p.jsonl");
+  blockrun::RunFinding second = blockrun::find_first_error(read_reports(directory, "run2."));
+  switch (blockrun::compare_runs(first.first_error, second)) {
+    case blockrun::SecondRun::Pinned:
+      say_culprit(second.first_error);
+      say("  found in run 2, which blocked '" + policy + "'; run 1 gave the same error unpinned");
+      break;
+    case blockrun::SecondRun::NotPinned:
+      say("localize: run 2 (--block '" + policy + "') failed with " + second.first_error.text("error") +
+          " but not at a blocked launch either; keeping run 1's finding. Try --block all.");
+      say_suspects(first.first_error);
+      break;
+    case blockrun::SecondRun::NoFault:
+      say("localize: run 2 (--block '" + policy + "') ran without a CUDA error (exit status " +
+          std::to_string(second_status) +
+          "): the fault did not recur, so blocking changed what happened; keeping "
+          "run 1's finding.");
+      say_suspects(first.first_error);
+      break;
+    case blockrun::SecondRun::Diverged:
+      say("localize: run 2 diverged: it failed in another kernel or with another error than run 1; keeping "
+          "run 1's finding. Run 2 found:");
+      for (const std::string& line : blockrun::describe_culprit(second.first_error)) say("    " + line);
+      say_suspects(first.first_error);
+      break;
+  }
+  return status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::map<std::string, std::string> settings;  // variable -> value, from flags
   std::optional<std::string> explain;
+  bool localize = false;
   int index = 1;
   for (; index < argc; ++index) {
     std::string argument = argv[index];
@@ -265,6 +410,10 @@ int main(int argc, char** argv) {
       if (argument == "--explain" && index + 1 >= argc)
         usage_error("option --explain needs a launch description");
       explain = argument == "--explain" ? argv[++index] : argument.substr(10);
+      continue;
+    }
+    if (argument == "--localize") {
+      localize = true;
       continue;
     }
     if (argument == "--help-config-markdown") {
@@ -301,6 +450,14 @@ int main(int argc, char** argv) {
   }
   if (explain) return explain_launch(settings, *explain);
   if (index >= argc) usage_error("no program given");
+  if (localize) {
+    for (const char* variable : {"CUDA_BLOCKRUN_BLOCK", "CUDA_BLOCKRUN_REPORT"}) {
+      if (settings.count(variable) || std::getenv(variable))
+        usage_error(std::string("--localize chooses what to block and writes its own reports: it cannot be "
+                                "combined with ") +
+                    variable + " (--block, --report)");
+    }
+  }
 
   // Check the whole configuration (environment and flags together) as the shim will see it.
   std::vector<std::string> variables;
@@ -337,6 +494,7 @@ int main(int argc, char** argv) {
   std::string preload_value = *shim;
   if (preload && *preload) preload_value += std::string(":") + preload;
   setenv("LD_PRELOAD", preload_value.c_str(), 1);
+  if (localize) return localize_culprit(argv + index);
 
   execvp(program.c_str(), argv + index);
   std::fprintf(stderr, "cuda-blockrun: cannot run '%s': %s\n", program.c_str(), std::strerror(errno));

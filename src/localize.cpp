@@ -1,0 +1,132 @@
+// `cuda-blockrun --localize`: reading a run's reports (localize.h).
+#include "localize.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+namespace blockrun {
+
+namespace {
+
+const JsonValue* launch_of(const JsonValue& first_error) {
+  const JsonValue* launch = first_error.get("launch");
+  return launch && launch->type == JsonValue::Type::Object ? launch : nullptr;
+}
+
+// The kernels a first error points at: its launch's and its suspects' (short names, as a policy uses them;
+// the call's name for a library call or graph blocked as a unit).
+std::set<std::string> suspected_kernels(const JsonValue& first_error) {
+  std::set<std::string> kernels;
+  auto add = [&](const JsonValue& launch) {
+    std::string name = launch.text("kernel_base", launch.text("api"));
+    if (!name.empty()) kernels.insert(name);
+  };
+  if (const JsonValue* launch = launch_of(first_error)) add(*launch);
+  if (const JsonValue* suspects = first_error.get("suspects");
+      suspects && suspects->type == JsonValue::Type::Array) {
+    for (const JsonValue& suspect : suspects->array) add(suspect);
+  }
+  return kernels;
+}
+
+std::string number(const JsonValue& value, std::string_view key) {
+  return fmt::format("{:.0f}", value.num(key));
+}
+
+std::string describe_launch(const JsonValue& launch) {
+  std::string what = launch.text("kernel");
+  if (what.empty()) what = launch.text("api", "a launch");
+  std::string line = fmt::format("kernel {}, launch #{}", what, number(launch, "seq"));
+  if (launch.num("kernel_launch") > 0)
+    line += fmt::format(" (its launch {})", number(launch, "kernel_launch"));
+  std::string stream = launch.text("stream");
+  if (!stream.empty()) line += ", stream " + stream;
+  return line;
+}
+
+std::string describe_frame(const JsonValue& frame) {
+  std::string function = frame.text("function", "?");
+  std::string file = frame.text("file");
+  if (!file.empty()) return fmt::format("{}:{} in {}", file, number(frame, "line"), function);
+  return fmt::format("{} ({}+{})", function, frame.text("module", "?"), frame.text("offset", "?"));
+}
+
+}  // namespace
+
+RunFinding find_first_error(const std::vector<std::pair<std::string, std::string>>& reports) {
+  RunFinding finding;
+  for (const auto& [path, contents] : reports) {
+    ++finding.reports;
+    size_t start = 0;
+    while (start < contents.size()) {
+      size_t end = contents.find('\n', start);
+      if (end == std::string::npos) end = contents.size();
+      std::string_view line(contents.data() + start, end - start);
+      start = end + 1;
+      if (line.empty()) continue;
+      std::optional<JsonValue> record = parse_json(line);
+      if (!record) {
+        ++finding.unreadable;
+        continue;
+      }
+      if (record->text("type") != "first_error") continue;
+      if (!finding.found || record->num("time") < finding.first_error.num("time")) {
+        finding.found = true;
+        finding.first_error = std::move(*record);
+        finding.report = path;
+      }
+    }
+  }
+  return finding;
+}
+
+bool is_exact(const JsonValue& first_error) {
+  return first_error.text("certainty") == "exact" && launch_of(first_error) != nullptr;
+}
+
+std::string second_run_policy(const JsonValue& first_error) {
+  std::string rule = first_error.text("pin_rule");
+  return rule.empty() ? "all" : rule;
+}
+
+SecondRun compare_runs(const JsonValue& first, const RunFinding& second) {
+  if (!second.found) return SecondRun::NoFault;
+  if (!is_exact(second.first_error)) return SecondRun::NotPinned;
+  const JsonValue& launch = *launch_of(second.first_error);
+  std::string kernel = launch.text("kernel_base", launch.text("api"));
+  std::set<std::string> suspected = suspected_kernels(first);
+  bool same_error = second.first_error.text("error") == first.text("error");
+  return same_error && suspected.count(kernel) ? SecondRun::Pinned : SecondRun::Diverged;
+}
+
+std::vector<std::string> describe_culprit(const JsonValue& first_error) {
+  std::vector<std::string> lines;
+  const JsonValue* launch = launch_of(first_error);
+  if (launch) lines.push_back(describe_launch(*launch));
+  lines.push_back(fmt::format("error: {} ({}), returned by {}", first_error.text("error"),
+                              first_error.text("message"), first_error.text("surfaced_api")));
+  if (!launch) return lines;
+  const JsonValue* callsite = launch->get("callsite");
+  if (callsite && callsite->type == JsonValue::Type::Object) {
+    lines.push_back("launched at " + describe_frame(*callsite));
+  } else {
+    lines.push_back("launched at: unknown (no call site was captured)");
+  }
+  const JsonValue* python = launch->get("python_callsite");
+  if (python && python->type == JsonValue::Type::Object) {
+    lines.push_back(fmt::format("python: {}:{} in {}", python->text("file"), number(*python, "line"),
+                                python->text("function", "?")));
+  }
+  return lines;
+}
+
+std::vector<std::string> describe_suspects(const JsonValue& first_error) {
+  std::vector<std::string> lines;
+  const JsonValue* suspects = first_error.get("suspects");
+  if (!suspects || suspects->type != JsonValue::Type::Array) return lines;
+  for (const JsonValue& suspect : suspects->array) lines.push_back(describe_launch(suspect));
+  return lines;
+}
+
+}  // namespace blockrun

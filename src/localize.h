@@ -1,0 +1,47 @@
+// `cuda-blockrun --localize`: what the reports of one run of a program say about its first CUDA error,
+// what a second run must block to pin the culprit, and the one verdict printed at the end
+// (docs/localize.md). Plain logic over the report's JSON records; the wrapper runs the program.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "json_read.h"
+
+namespace blockrun {
+
+// The first CUDA error of a run: the earliest `first_error` record among its processes' reports.
+struct RunFinding {
+  bool found = false;
+  JsonValue first_error;
+  std::string report;     // the file it came from
+  size_t reports = 0;     // report files read
+  size_t unreadable = 0;  // lines that were not JSON (a report cut short by a crash)
+};
+
+// `reports`: (path, contents) of every report file the run wrote.
+RunFinding find_first_error(const std::vector<std::pair<std::string, std::string>>& reports);
+
+// The error is pinned to its launch: a blocked launch whose synchronize failed with everything before it
+// complete, or a launch that failed itself.
+bool is_exact(const JsonValue& first_error);
+
+// The --block rule for the second run: the report's pin rule (the kernels among the suspects), else `all`.
+std::string second_run_policy(const JsonValue& first_error);
+
+enum class SecondRun {
+  Pinned,     // exact, in a kernel the first run suspected, with the same error
+  NotPinned,  // it faulted again, but still not at a blocked launch
+  NoFault,    // it ran without a CUDA error
+  Diverged,   // exact, but in another kernel or with another error than the first run's
+};
+SecondRun compare_runs(const JsonValue& first, const RunFinding& second);
+
+// The verdict's lines (without prefix): kernel, launch number, stream; the error and the call that returned
+// it; the C++ call site; the Python line.
+std::vector<std::string> describe_culprit(const JsonValue& first_error);
+// One line per suspect of an unpinned error, oldest first.
+std::vector<std::string> describe_suspects(const JsonValue& first_error);
+
+}  // namespace blockrun

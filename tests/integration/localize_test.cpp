@@ -1,0 +1,139 @@
+// `cuda-blockrun --localize` on the simulated stack: run 1 with nothing blocked, run 2 blocking the
+// suspects when run 1 could not pin the error, one verdict, the first run's exit status; a second run that
+// does not fault or fails differently is said so, and run 1's finding kept.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "run_process.h"
+
+namespace blockrun::testing {
+namespace {
+
+const std::string kWrapper = CUDA_BLOCKRUN_WRAPPER;
+const std::string kApp = CUDA_BLOCKRUN_APP;
+const std::string kSimLib = CUDA_BLOCKRUN_SIM_LIBDIR;
+
+using Env = std::map<std::string, std::string>;
+
+bool contains(const std::string& text, const std::string& piece) {
+  return text.find(piece) != std::string::npos;
+}
+
+size_t count(const std::string& text, const std::string& piece) {
+  size_t found = 0;
+  for (size_t at = text.find(piece); at != std::string::npos; at = text.find(piece, at + 1)) ++found;
+  return found;
+}
+
+ProcessResult localize(const std::vector<std::string>& command, Env env) {
+  env["LD_LIBRARY_PATH"] = kSimLib;
+  env["TMPDIR"] = ::testing::TempDir();
+  std::vector<std::string> argv = {kWrapper, "--localize", "--"};
+  argv.insert(argv.end(), command.begin(), command.end());
+  return run_process(argv, env);
+}
+
+ProcessResult plain(const std::string& scenario, Env env) {
+  env["LD_LIBRARY_PATH"] = kSimLib;
+  return run_process({kApp, scenario}, env);
+}
+
+// A command whose first run has CUDA_SIM_FAULT=`first` and whose later runs have `later` (empty: none).
+std::vector<std::string> changing_fault(const std::string& marker, const std::string& first,
+                                        const std::string& later) {
+  std::remove(marker.c_str());
+  std::string script = "if [ -e '" + marker + "' ]; then CUDA_SIM_FAULT='" + later + "' exec '" + kApp +
+                       "' steps; else : > '" + marker + "'; CUDA_SIM_FAULT='" + first + "' exec '" + kApp +
+                       "' steps; fi";
+  return {"/bin/sh", "-c", script};
+}
+
+TEST(Localize, PinsAnUnpinnedErrorInASecondRun) {
+  Env fault = {{"CUDA_SIM_FAULT", "stencil:13"}};
+  ProcessResult alone = plain("steps", fault);
+  ProcessResult r = localize({kApp, "steps"}, fault);
+  EXPECT_EQ(r.status, alone.status);
+  EXPECT_NE(r.status, 0);
+  // The program runs twice: as alone, then with the suspects blocked, where the culprit's launch itself
+  // returns the error (as with CUDA_LAUNCH_BLOCKING=1).
+  ASSERT_EQ(r.out.substr(0, alone.out.size()), alone.out);
+  EXPECT_EQ(r.out.substr(alone.out.size(), 23), "launch 38 returned 700\n") << r.out;
+  EXPECT_TRUE(contains(r.err, "[cuda-blockrun] localize: run 1: nothing blocked (reports in ")) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "[cuda-blockrun] localize: run 1: cudaErrorIllegalAddress surfaced at cudaMemcpy, "
+                       "not pinned to a launch; run 2: --block '"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "[cuda-blockrun] localize: culprit: kernel stencil(float*, float const*, int, long "
+                       "long), launch #38 (its launch 13), stream 0x0\n"
+                       "[cuda-blockrun]   error: cudaErrorIllegalAddress (an illegal memory access was "
+                       "encountered), returned by cudaStreamSynchronize\n"
+                       "[cuda-blockrun]   launched at "))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "found in run 2, which blocked '")) << r.err;
+}
+
+TEST(Localize, NoErrorMeansOneRun) {
+  ProcessResult alone = plain("steps", {});
+  ProcessResult r = localize({kApp, "steps"}, {});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out, alone.out);
+  EXPECT_TRUE(contains(r.err, "localize: no CUDA error in run 1 (exit status 0): nothing to localize"))
+      << r.err;
+  EXPECT_FALSE(contains(r.err, "run 2")) << r.err;
+}
+
+TEST(Localize, ARunWithoutAnActiveShimIsNotCalledClean) {
+  ProcessResult r = localize({kApp, "steps"}, {{"CUDA_BLOCKRUN", "0"}, {"CUDA_SIM_FAULT", "stencil:13"}});
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.err, "wrote no report: no process used CUDA with the shim active")) << r.err;
+  EXPECT_FALSE(contains(r.err, "run 2")) << r.err;
+}
+
+TEST(Localize, AnErrorPinnedInTheFirstRunNeedsNoSecond) {
+  ProcessResult alone = plain("config-error", {});
+  ProcessResult r = localize({kApp, "config-error"}, {});
+  EXPECT_EQ(r.status, alone.status);
+  EXPECT_EQ(r.out, alone.out);
+  EXPECT_TRUE(contains(r.err, "localize: culprit: kernel fill(float*, int, float), launch #1 (its launch 1)"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "found in run 1: the launch itself failed")) << r.err;
+  EXPECT_FALSE(contains(r.err, "run 2")) << r.err;
+}
+
+TEST(Localize, ASecondRunWithoutTheFaultIsSaidAndTheFirstKept) {
+  ProcessResult alone = plain("steps", {{"CUDA_SIM_FAULT", "stencil:13"}});
+  ProcessResult r =
+      localize(changing_fault(::testing::TempDir() + "localize_no_fault", "stencil:13", ""), {});
+  EXPECT_EQ(r.status, alone.status) << "the first run's status";
+  EXPECT_TRUE(contains(r.err, "ran without a CUDA error (exit status 0): the fault did not recur")) << r.err;
+  EXPECT_TRUE(contains(r.err, "keeping run 1's finding")) << r.err;
+  EXPECT_TRUE(contains(r.err, "localize: the culprit is among the launches not known to have completed"))
+      << r.err;
+  EXPECT_FALSE(contains(r.err, "localize: culprit:")) << r.err;
+}
+
+TEST(Localize, ASecondRunFailingDifferentlyIsSaidAndTheFirstKept) {
+  ProcessResult r = localize(
+      changing_fault(::testing::TempDir() + "localize_diverged", "stencil:13", "stencil:13:assert"), {});
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.err, "localize: run 2 diverged")) << r.err;
+  EXPECT_TRUE(contains(r.err, "error: cudaErrorAssert")) << r.err;
+  EXPECT_TRUE(contains(r.err, "localize: the culprit is among the launches not known to have completed"))
+      << r.err;
+  EXPECT_EQ(count(r.err, "localize: culprit:"), 0u) << r.err;
+}
+
+TEST(Localize, RefusesAPolicyOrReportOfItsOwn) {
+  for (const char* option : {"--block=all", "--report=x.jsonl"}) {
+    ProcessResult r =
+        run_process({kWrapper, "--localize", option, "--", kApp, "steps"}, {{"LD_LIBRARY_PATH", kSimLib}});
+    EXPECT_EQ(r.status, 2) << option;
+    EXPECT_TRUE(contains(r.err, "--localize chooses what to block and writes its own reports")) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+}
+
+}  // namespace
+}  // namespace blockrun::testing

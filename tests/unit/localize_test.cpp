@@ -1,0 +1,99 @@
+// The JSON reader and the --localize logic over report records (src/json_read.h, src/localize.h).
+#include <gtest/gtest.h>
+
+#include "json_read.h"
+#include "localize.h"
+
+namespace blockrun {
+namespace {
+
+TEST(JsonRead, ReadsEveryKindOfValue) {
+  std::optional<JsonValue> value = parse_json(
+      R"( {"a": [1, -2.5e3, true, false, null], "s": "x\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00", "o": {}} )");
+  ASSERT_TRUE(value);
+  const JsonValue* a = value->get("a");
+  ASSERT_TRUE(a && a->type == JsonValue::Type::Array);
+  ASSERT_EQ(a->array.size(), 5u);
+  EXPECT_EQ(a->array[0].number, 1);
+  EXPECT_EQ(a->array[1].number, -2500);
+  EXPECT_TRUE(a->array[2].boolean);
+  EXPECT_EQ(a->array[3].type, JsonValue::Type::Bool);
+  EXPECT_TRUE(a->array[4].is_null());
+  EXPECT_EQ(value->text("s"), "x\"\\/\b\f\n\r\t\xc3\xa9\xf0\x9f\x98\x80");
+  EXPECT_EQ(value->get("o")->type, JsonValue::Type::Object);
+  EXPECT_EQ(value->get("missing"), nullptr);
+  EXPECT_EQ(value->text("a", "fallback"), "fallback");  // not a string
+  EXPECT_EQ(value->num("s", 7), 7);
+}
+
+TEST(JsonRead, RefusesWhatIsNotJson) {
+  for (const char* text : {"", "{", "[1,]", "{\"a\" 1}", "01", "1.", "-", "\"\\x\"", "\"a\nb\"", "tru",
+                           "{} x", "\"\\ud800\"", "\"\\udc00\"", "[1 2]", "{\"a\":1,}"}) {
+    std::string error;
+    EXPECT_FALSE(parse_json(text, &error)) << text;
+    EXPECT_FALSE(error.empty()) << text;
+  }
+  std::string deep(100, '[');
+  EXPECT_FALSE(parse_json(deep + std::string(100, ']')));
+  std::string fine(60, '[');
+  EXPECT_TRUE(parse_json(fine + std::string(60, ']')));
+}
+
+// clang-format off
+const char* kUnpinned = R"json({"type":"first_error","time":20.5,"error":"cudaErrorIllegalAddress","message":"an illegal memory access was encountered","surfaced_api":"cudaMemcpy","how":"surfaced at a later call","certainty":"suspects","launch":null,"suspects":[{"seq":53,"kernel":"stencil(float*)","kernel_base":"stencil","kernel_launch":18,"stream":"0x0"},{"seq":54,"kernel":"scale(float*)","kernel_base":"scale","kernel_launch":18,"stream":"0x0"}],"pin_rule":"stencil,scale"})json";
+const char* kPinned = R"json({"type":"first_error","time":30,"error":"cudaErrorIllegalAddress","message":"an illegal memory access was encountered","surfaced_api":"cudaStreamSynchronize","how":"blocking synchronize after the launch","certainty":"exact","launch":{"seq":38,"kernel":"stencil(float*)","kernel_base":"stencil","kernel_launch":13,"stream":"0x0","callsite":{"function":"run","file":"/src/app.cu","line":22,"module":"/bin/app","offset":"0x10"},"python_callsite":{"file":"train.py","line":8,"function":"pick"}},"suspects":[],"pin_rule":null})json";
+// clang-format on
+
+RunFinding finding(std::vector<std::pair<std::string, std::string>> reports) {
+  return find_first_error(reports);
+}
+
+TEST(Localize, TheEarliestFirstErrorOfAllProcessesCounts) {
+  std::string later = std::string(kPinned) + "\n";
+  std::string earlier = std::string("{\"type\":\"start\",\"time\":1}\nnot json, a report cut short\n") +
+                        kUnpinned + "\n{\"type\":\"summary\",\"time\":40}\n";
+  RunFinding found = finding({{"run1.200.jsonl", later}, {"run1.100.jsonl", earlier}});
+  ASSERT_TRUE(found.found);
+  EXPECT_EQ(found.report, "run1.100.jsonl");
+  EXPECT_EQ(found.reports, 2u);
+  EXPECT_EQ(found.unreadable, 1u);
+  EXPECT_FALSE(is_exact(found.first_error));
+  EXPECT_EQ(second_run_policy(found.first_error), "stencil,scale");
+  EXPECT_FALSE(finding({{"run1.1.jsonl", "{\"type\":\"summary\"}\n"}}).found);
+}
+
+TEST(Localize, WithoutAPinRuleTheSecondRunBlocksAll) {
+  JsonValue error =
+      *parse_json(R"({"type":"first_error","certainty":"suspects","launch":null,"pin_rule":null})");
+  EXPECT_EQ(second_run_policy(error), "all");
+}
+
+TEST(Localize, ComparesTheSecondRunWithTheFirst) {
+  JsonValue first = *parse_json(kUnpinned);
+  EXPECT_EQ(compare_runs(first, finding({})), SecondRun::NoFault);
+  EXPECT_EQ(compare_runs(first, finding({{"r2", std::string(kPinned)}})), SecondRun::Pinned);
+  EXPECT_EQ(compare_runs(first, finding({{"r2", std::string(kUnpinned)}})), SecondRun::NotPinned);
+  std::string other_kernel = kPinned;
+  other_kernel.replace(other_kernel.find("\"kernel_base\":\"stencil\""), 23, "\"kernel_base\":\"gather\" ");
+  EXPECT_EQ(compare_runs(first, finding({{"r2", other_kernel}})), SecondRun::Diverged);
+  std::string other_error = kPinned;
+  other_error.replace(other_error.find("cudaErrorIllegalAddress"), 23, "cudaErrorAssert");
+  EXPECT_EQ(compare_runs(first, finding({{"r2", other_error}})), SecondRun::Diverged);
+}
+
+TEST(Localize, DescribesTheCulpritAndTheSuspects) {
+  std::vector<std::string> lines = describe_culprit(*parse_json(kPinned));
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0], "kernel stencil(float*), launch #38 (its launch 13), stream 0x0");
+  EXPECT_EQ(lines[1],
+            "error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
+            "cudaStreamSynchronize");
+  EXPECT_EQ(lines[2], "launched at /src/app.cu:22 in run");
+  EXPECT_EQ(lines[3], "python: train.py:8 in pick");
+  std::vector<std::string> suspects = describe_suspects(*parse_json(kUnpinned));
+  ASSERT_EQ(suspects.size(), 2u);
+  EXPECT_EQ(suspects[1], "kernel scale(float*), launch #54 (its launch 18), stream 0x0");
+}
+
+}  // namespace
+}  // namespace blockrun
