@@ -179,7 +179,7 @@ def workload_argv(workload, build, scale):
     return [part.format(**values) for part in spec["argv"]]
 
 
-def config_argv(config, workload, build, scratch, sanitizer, scale):
+def config_argv(config, workload, build, scratch, sanitizer, scale, cpus=None):
     """The command line and environment of one run, or None where the configuration cannot run here."""
     spec = CONFIGS[config]
     if spec.get("sanitizer"):
@@ -195,6 +195,8 @@ def config_argv(config, workload, build, scratch, sanitizer, scale):
         if not sanitizer:
             return None
         argv = [sanitizer, "--tool", "memcheck", "--print-limit", "20", *argv]
+    if cpus:
+        argv = ["taskset", "-c", cpus, *argv]
     return argv, env
 
 
@@ -247,10 +249,13 @@ def command_run(args):
             workloads.remove(workload)
     if not workloads:
         sys.exit("harness: no workload can run here")
+    if args.cpus and not shutil.which("taskset"):
+        sys.exit("harness: --cpus needs taskset (util-linux), which is not installed")
     sanitizer = find_sanitizer()
     if "sanitizer" in configs and not sanitizer:
         print("harness: compute-sanitizer not found: its rows are left out", flush=True)
     results = {
+        "cpus": args.cpus,
         "schema": SCHEMA,
         "command": " ".join(sys.argv),
         "machine": machine_facts(build),
@@ -273,7 +278,7 @@ def command_run(args):
                     print(f"harness: time limit of {args.time_limit} s reached after {spent:.0f} s; stopping",
                           flush=True)
                     return finish(results, path, out)
-                prepared = config_argv(config, workload, build, scratch, sanitizer, args.scale)
+                prepared = config_argv(config, workload, build, scratch, sanitizer, args.scale, args.cpus)
                 if prepared is None:
                     continue
                 argv, env = prepared
@@ -513,6 +518,8 @@ def main():
     run.add_argument("--configs", default=",".join(CONFIGS), help=f"of {', '.join(CONFIGS)}")
     run.add_argument("--scale", type=float, default=1.0,
                      help="multiplies every workload's timed iterations, in every configuration (a quick run: 0.1)")
+    run.add_argument("--cpus", help="run every process pinned to these CPUs (taskset -c LIST, e.g. 2-5): less "
+                     "run-to-run spread on a shared machine")
     run.add_argument("--timeout", type=float, default=300, help="seconds one run may take")
     run.add_argument("--time-limit", type=float, default=0, help="start no run after this many seconds (0: none)")
     render_parser = commands.add_parser("render", help="merge result files into the table and the plot")
