@@ -152,6 +152,10 @@ void note_capture_begins() {
   while (g_unchecked_synchronizes.load() != 0) sched_yield();
 }
 
+bool capture_has_begun() {
+  return g_capture_began.load();
+}
+
 void reset_blocking_after_fork() {
   g_unchecked_synchronizes.store(0);  // the threads that announced them are not in the child
 }

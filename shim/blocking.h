@@ -24,6 +24,8 @@ BlockResult block_stream(Family family, cudaStream_t stream, bool per_thread, bo
 // A stream capture is about to begin (any thread): blocked launches check for captures from now on.
 // Waits until synchronizes that began without that check have finished.
 void note_capture_begins();
+// Whether any stream capture has begun in the process (from then on, stream operations check for captures).
+bool capture_has_begun();
 // In a forked child: forgets the parent's synchronizes in flight.
 void reset_blocking_after_fork();
 

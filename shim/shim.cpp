@@ -11,6 +11,7 @@
 #include <string>
 
 #include "blocking.h"
+#include "breadcrumbs.h"
 #include "facts.h"
 #include "shim.h"
 
@@ -167,6 +168,7 @@ CUresult handle_driver_launch(Engine& engine, Function real_function, Args... ar
   uintptr_t own_caller = context.entry_caller;
   LaunchFacts facts = launch_facts(args...);
   register_driver_log();
+  prepare_breadcrumbs(engine);
   bool inside_runtime_launch = context.runtime_api && context.runtime_launch && !context.driver_recorded;
   Launch own_launch;
   Launch& launch = inside_runtime_launch ? *context.runtime_launch : own_launch;
@@ -203,10 +205,11 @@ CUresult handle_driver_launch(Engine& engine, Function real_function, Args... ar
     }
   }
   CUresult result = real_function(args...);
-  if (recorded && launch.block() && result == CUDA_SUCCESS) {
+  if (recorded && result == CUDA_SUCCESS) {
     ErrnoKeeper keep_errno;
     ReentryGuard guard;
-    end_block_timing(launch.timing, facts.stream, Traits::per_thread);
+    if (launch.block()) end_block_timing(launch.timing, facts.stream, Traits::per_thread);
+    drop_breadcrumb(engine, launch, facts.stream, Traits::per_thread);
   }
   if (recorded && inside_runtime_launch) {
     context.driver_recorded = true;  // the runtime wrapper blocks and finishes it
@@ -340,6 +343,7 @@ CUresult handle_graph_launch(Engine& engine, Function real_function, CUgraphExec
   using Traits = HookTraits<id>;
   Launch launch;
   bool recorded = false;
+  prepare_breadcrumbs(engine);
   {
     ErrnoKeeper keep_errno;
     ReentryGuard guard;
@@ -358,6 +362,11 @@ CUresult handle_graph_launch(Engine& engine, Function real_function, CUgraphExec
   }
   CUresult result = real_function(graph, stream);
   if (!recorded) return result;
+  if (result == CUDA_SUCCESS) {
+    ErrnoKeeper keep_errno;
+    ReentryGuard guard;
+    drop_breadcrumb(engine, launch, stream, Traits::per_thread);
+  }
   return finish_launch(engine, launch, result, Family::Driver, stream, Traits::per_thread);
 }
 

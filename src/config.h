@@ -44,6 +44,7 @@ struct Config {
   bool log_launches = false;
   bool summary = true;
   bool gpu_time = false;
+  bool breadcrumbs = false;  // device-side breadcrumbs after each launch (shim/breadcrumbs.h)
   std::string report;            // raw path as given (with %p unexpanded); empty: no report
   std::string callsites = "auto";  // auto | all | none
   bool stack = false;

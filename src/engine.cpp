@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "names.h"
 #include "sites.h"
@@ -22,36 +23,52 @@ namespace blockrun {
 // serializes launches into one stream anyway, so threads rarely meet here.
 struct StreamState {
   static constexpr size_t kRing = 8;  // "up to 8 suspects, newest last"
+  StreamState(size_t capacity, bool with_captures)
+      : capacity(capacity),
+        ring(new LaunchRecord[capacity]),
+        captures(with_captures ? new Capture[capacity] : nullptr) {}
   StreamId id;
   std::atomic_flag lock = ATOMIC_FLAG_INIT;
   uint64_t written = 0;
-  LaunchRecord ring[kRing];
+  uint64_t evicted_through = 0;  // the newest launch pushed out of the ring
+  const size_t capacity;         // kRing, or the breadcrumbs' larger ring (Engine::set_breadcrumbs)
+  std::unique_ptr<LaunchRecord[]> ring;
   // The call sites of the ring's launches, only with CUDA_BLOCKRUN_CALLSITES=all (about 2.5 KB each).
   std::unique_ptr<Capture[]> captures;
   std::atomic<uint64_t> synced_through{0};
+  std::atomic<int32_t> breadcrumb{-1};  // its slot in the breadcrumb memory, once it has one
 
   void push(const LaunchRecord& record, const Capture* capture) {
     while (lock.test_and_set(std::memory_order_acquire)) {
     }
-    size_t slot = written++ % kRing;
+    size_t slot = written++ % capacity;
+    if (written > capacity) evicted_through = ring[slot].sequence;
     ring[slot] = record;
     ring[slot].captured = captures && capture && record.captured;
     if (ring[slot].captured) captures[slot] = *capture;
     lock.clear(std::memory_order_release);
   }
-  // Records newer than `after`, oldest first.
-  void collect(uint64_t after, uint64_t exclude, std::vector<ReportedLaunch>* out) {
+  // Records newer than `after`, oldest first; at most `limit` of them (the oldest).
+  void collect(uint64_t after, uint64_t exclude, std::vector<ReportedLaunch>* out, size_t limit = SIZE_MAX) {
     while (lock.test_and_set(std::memory_order_acquire)) {
     }
-    uint64_t first = written > kRing ? written - kRing : 0;
-    for (uint64_t i = first; i < written; ++i) {
-      const LaunchRecord& record = ring[i % kRing];
+    uint64_t first = written > capacity ? written - capacity : 0;
+    for (uint64_t i = first; i < written && limit > 0; ++i) {
+      const LaunchRecord& record = ring[i % capacity];
       if (record.sequence <= after || record.sequence == exclude) continue;
       ReportedLaunch reported{record, nullptr};
-      if (record.captured) reported.capture = std::make_shared<Capture>(captures[i % kRing]);
+      if (record.captured) reported.capture = std::make_shared<Capture>(captures[i % capacity]);
       out->push_back(std::move(reported));
+      --limit;
     }
     lock.clear(std::memory_order_release);
+  }
+  uint64_t evicted() {
+    while (lock.test_and_set(std::memory_order_acquire)) {
+    }
+    uint64_t through = evicted_through;
+    lock.clear(std::memory_order_release);
+    return through;
   }
 };
 
@@ -243,9 +260,8 @@ StreamState* Engine::stream_state(StreamId id) {
   thread_local LastStream last{0, 0, nullptr};
   if (last.engine == serial_ && last.key == key) return last.state;
   StreamState* state = streams_.find_or_insert(key, [&] {
-    auto* created = new StreamState;
+    auto* created = new StreamState(ring_capacity_, capture_all_);
     created->id = id;
-    if (capture_all_) created->captures.reset(new Capture[StreamState::kRing]);
     return created;
   });
   if (state) last = LastStream{serial_, key, state};
@@ -337,7 +353,7 @@ void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome ou
     // and the thread is still in the launch, so its call site can be taken now.
     capture_now(launch);
     if (config_.log_launches) log_launch(launch, "failed", launch_result);
-    first_error(record.api, launch_result, &launch, true, "the launch itself failed", {});
+    first_error(record.api, launch_result, &launch, true, "the launch itself failed", {}, "launch");
     return;
   }
   switch (outcome) {
@@ -359,13 +375,14 @@ void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome ou
       }
       // The launching thread is still inside the launch call: its call site is taken now.
       capture_now(launch);
-      // Exact when everything earlier on this stream was known complete; otherwise the earlier
-      // unsynchronized launches on the stream are suspects as well.
+      // Exact when everything earlier on this stream was known complete (synchronized, or past its
+      // breadcrumb); otherwise the earlier unfinished launches on the stream are suspects as well.
+      if (breadcrumb_slots_) read_breadcrumbs();
       std::vector<ReportedLaunch> earlier =
           launch.stream ? suspects(launch.stream, record.sequence) : std::vector<ReportedLaunch>{};
       bool exact = earlier.empty();
       first_error(sync_api, sync_result, &launch, exact, "blocking synchronize after the launch",
-                  std::move(earlier));
+                  std::move(earlier), "blocking");
       if (report_) {
         ErrorText text = describe_error_(sync_result);
         std::lock_guard<std::mutex> guard(report_mutex_);
@@ -469,11 +486,71 @@ void Engine::observe_error(const char* api, ErrorCode result, const void* stream
     later_errors_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
+  if (breadcrumb_slots_) {
+    BreadcrumbView view = read_breadcrumbs();
+    if (view.heads.size() == 1 && view.lost.empty()) {
+      Launch culprit;
+      culprit.record = view.heads.front().record;
+      if (const Capture* capture = view.heads.front().capture.get()) culprit.capture = *capture;
+      first_error(api, result, &culprit, true, "", {},
+                  "breadcrumbs");  // surfaced later; found by breadcrumbs
+      return;
+    }
+    if (!view.heads.empty() || !view.lost.empty()) {
+      std::vector<ReportedLaunch> candidates = std::move(view.heads);
+      view.heads.clear();
+      first_error(api, result, nullptr, false, "", std::move(candidates), "breadcrumbs", &view);
+      return;
+    }
+    // No stream has an unfinished launch: the error is not a kernel's (or came from work the shim did not
+    // see).
+  }
   StreamState* state = nullptr;
   if (stream || per_thread_default_stream) state = stream_state(stream_id(stream, per_thread_default_stream));
   std::vector<ReportedLaunch> found = suspects(state, 0);
   if (found.empty() && state) found = suspects(nullptr, 0);  // a sticky fault from another stream
-  first_error(api, result, nullptr, false, "", std::move(found));
+  first_error(api, result, nullptr, false, "", std::move(found), "host");
+}
+
+void Engine::set_breadcrumbs(const volatile uint64_t* slots, uint32_t count, size_t ring) {
+  breadcrumb_slots_ = slots;
+  breadcrumb_count_ = slots ? count : 0;
+  ring_capacity_ = std::max(ring, StreamState::kRing);
+}
+
+int32_t Engine::breadcrumb_slot(const Launch& launch) {
+  if (!breadcrumb_slots_ || !launch.stream) return -1;
+  int32_t slot = launch.stream->breadcrumb.load(std::memory_order_acquire);
+  if (slot >= 0) return slot;
+  uint32_t next = next_breadcrumb_.fetch_add(1, std::memory_order_relaxed);
+  if (next >= breadcrumb_count_) return -1;  // more streams than slots: this one goes without
+  int32_t expected = -1;
+  // Another thread may have given this stream a slot meanwhile: then that one stays (and `next` is unused).
+  if (!launch.stream->breadcrumb.compare_exchange_strong(expected, static_cast<int32_t>(next)))
+    return expected;
+  return static_cast<int32_t>(next);
+}
+
+Engine::BreadcrumbView Engine::read_breadcrumbs() {
+  BreadcrumbView view;
+  uint64_t device_synced = device_synced_through_.load(std::memory_order_acquire);
+  streams_.for_each([&](StreamState& state) {
+    int32_t slot = state.breadcrumb.load(std::memory_order_acquire);
+    // Written by the GPU after each launch on the stream: every launch up to it completed.
+    if (slot >= 0) atomic_max(state.synced_through, breadcrumb_slots_[slot]);
+    uint64_t after = std::max(device_synced, state.synced_through.load(std::memory_order_acquire));
+    size_t before = view.heads.size();
+    state.collect(after, 0, &view.heads, 1);
+    // The first unfinished launch was pushed out of the ring: it exists, but who it was is lost.
+    if (state.evicted() > after) {
+      if (view.heads.size() > before) view.heads.pop_back();
+      view.lost.emplace_back(state.id, after);
+    }
+  });
+  std::sort(view.heads.begin(), view.heads.end(), [](const ReportedLaunch& a, const ReportedLaunch& b) {
+    return a.record.sequence < b.record.sequence;
+  });
+  return view;
 }
 
 std::vector<ReportedLaunch> Engine::suspects(const StreamState* only_stream,
@@ -504,7 +581,8 @@ bool Engine::take_first_error() {
 }
 
 void Engine::first_error(const char* api, ErrorCode result, const Launch* culprit, bool culprit_exact,
-                         const char* how, std::vector<ReportedLaunch> suspects_found) {
+                         const char* how, std::vector<ReportedLaunch> suspects_found, const char* method,
+                         const BreadcrumbView* breadcrumbs) {
   if (!take_first_error()) return;
   ErrorText text = describe_error_(result);
   std::vector<std::string> driver_logs = recent_driver_logs();
@@ -520,9 +598,19 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
                                             : "";
     if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
   };
-  if (culprit_record) add_name(*culprit_record);
-  for (const ReportedLaunch& suspect : suspects_found) add_name(suspect.record);
-  std::string pin_rule = fmt::format("{}", fmt::join(names, ","));
+  // With breadcrumbs the launches are known, not only their kernels: each one's own launch (NAME#N).
+  bool by_breadcrumbs = method && std::strcmp(method, "breadcrumbs") == 0;
+  auto add = [&](const LaunchRecord& record) {
+    if (!by_breadcrumbs || !record.kernel) return add_name(record);
+    names.push_back(fmt::format("{}#{}", record.kernel->name.base, record.kernel_ordinal));
+  };
+  if (culprit_record) add(*culprit_record);
+  for (const ReportedLaunch& suspect : suspects_found) add(suspect.record);
+  bool lost = breadcrumbs && !breadcrumbs->lost.empty();
+  if (lost) names.clear();  // a launch no longer known: only blocking everything pins it
+  std::string pin_rule = lost ? "all" : fmt::format("{}", fmt::join(names, ","));
+  // A rule is useful where the culprit is not exact, or was found without its full call site (breadcrumbs).
+  bool want_pin_rule = !suspects_found.empty() || lost || (culprit_record && by_breadcrumbs);
 
   // Each launch's stack is symbolized once, for the report and the log (the whole stack where either shows
   // it).
@@ -538,6 +626,7 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
     begin_error_record(json, "first_error", text, result, api ? api : "(unknown call)");
     json.field("how", *how ? how : "surfaced at a later call")
         .field("certainty", culprit_record && culprit_exact ? "exact" : "suspects");
+    json.field("method", method ? method : (culprit_record ? "launch" : "host"));
     json.key("launch");
     if (culprit_record) {
       launch_json(json, *culprit_record, culprit_capture, culprit_site);
@@ -549,10 +638,20 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
       launch_json(json, suspects_found[i].record, suspects_found[i].capture.get(), suspect_sites[i]);
     json.end_array();
     json.key("pin_rule");
-    if (suspects_found.empty()) {
-      json.null();
-    } else {
+    if (want_pin_rule) {
       json.value(pin_rule);
+    } else {
+      json.null();
+    }
+    if (breadcrumbs) {
+      json.key("breadcrumbs_lost").begin_array();
+      for (const auto& [stream, after] : breadcrumbs->lost) {
+        json.begin_object()
+            .field("stream", describe_stream(stream))
+            .field("completed_through", after)
+            .end_object();
+      }
+      json.end_array();
     }
     json.key("driver_log").begin_array();
     for (const std::string& line : driver_logs) json.value(line);
@@ -574,7 +673,27 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
     log_site(*culprit_record, culprit_capture, culprit_site, "  ", true);
     first_error_summary_ += fmt::format(" at launch #{}", culprit_record->sequence);
   }
-  if (!suspects_found.empty()) {
+  if (culprit_record && by_breadcrumbs) {
+    logger_->error(
+        "  found by breadcrumbs: the first launch on its stream that did not complete; for its full call "
+        "site run again with --block '{}'",
+        pin_rule);
+  }
+  if (by_breadcrumbs && !culprit_record) {
+    logger_->error("  culprit among the first unfinished launch of each stream (breadcrumbs), oldest first:");
+    for (size_t i = 0; i < suspects_found.size(); ++i) {
+      logger_->error("    {}", describe(suspects_found[i].record));
+      log_site(suspects_found[i].record, suspects_found[i].capture.get(), suspect_sites[i], "      ", true);
+    }
+    if (breadcrumbs) {
+      for (const auto& [stream, after] : breadcrumbs->lost)
+        logger_->error(
+            "    stream {}: its first unfinished launch (after #{}) is older than the {} launches kept",
+            describe_stream(stream), after, ring_capacity_);
+    }
+    logger_->error("  to pin it: run again with --block '{}' (or CUDA_BLOCKRUN_BLOCK='{}')", pin_rule,
+                   pin_rule);
+  } else if (!suspects_found.empty()) {
     logger_->error(
         culprit ? "  not exact: these earlier launches on its stream were not synchronized and may have "
                   "faulted instead, newest last:"

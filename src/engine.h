@@ -152,6 +152,17 @@ class Engine {
   // Any other call that returned an error (cudaGetLastError, an async copy, a library call's status).
   void observe_error(const char* api, ErrorCode result, const void* stream, bool per_thread_default_stream);
 
+  // Device-side breadcrumbs (issue 8; the shim's half is not written yet): after each launch the shim
+  // enqueues, on the launch's stream, a write of the launch's number into that stream's slot of pinned,
+  // host-mapped memory. When the first error surfaces, each slot says how far its stream got, so the
+  // first launch after it on each stream is all that can have faulted: one stream with such a launch
+  // names the culprit exactly, several give the candidates, oldest first. `slots` (count of them) must
+  // outlive the engine; `ring` launches are kept per stream from then on (enough to hold every launch in
+  // flight). Call it before the first launch is recorded.
+  void set_breadcrumbs(const volatile uint64_t* slots, uint32_t count, size_t ring);
+  // The slot of the launch's stream (given on first use), or -1: no breadcrumbs, or more streams than slots.
+  int32_t breadcrumb_slot(const Launch& launch);
+
   // The shim's own trouble (a missing CUDA function, ...): logged once per distinct text.
   void report_shim_problem(const std::string& text);
 
@@ -182,8 +193,16 @@ class Engine {
   StreamState* stream_state(StreamId id);
   StreamId stream_id(const void* handle, bool per_thread_default_stream) const;
   std::vector<ReportedLaunch> suspects(const StreamState* only_stream, uint64_t exclude_sequence) const;
+  // What the breadcrumbs say: each stream's known-complete mark raised to its slot's value, then per stream
+  // the first launch after it (oldest first), and the streams whose first such launch left the ring.
+  struct BreadcrumbView {
+    std::vector<ReportedLaunch> heads;
+    std::vector<std::pair<StreamId, uint64_t>> lost;  // stream, the last launch known complete on it
+  };
+  BreadcrumbView read_breadcrumbs();
   void first_error(const char* api, ErrorCode result, const Launch* culprit, bool culprit_exact,
-                   const char* how, std::vector<ReportedLaunch> suspects);
+                   const char* how, std::vector<ReportedLaunch> suspects, const char* method = nullptr,
+                   const BreadcrumbView* breadcrumbs = nullptr);
   bool take_first_error();
   void log_launch(const Launch& launch, const char* what, ErrorCode result);
   void note_blocked(Launch& launch);
@@ -224,6 +243,11 @@ class Engine {
   };
   HandleTable<ApiCount> api_counts_;
   std::atomic<uint64_t> blocking_ns_{0};
+
+  const volatile uint64_t* breadcrumb_slots_ = nullptr;
+  uint32_t breadcrumb_count_ = 0;
+  std::atomic<uint32_t> next_breadcrumb_{0};
+  size_t ring_capacity_ = 8;  // launches kept per stream (StreamState::kRing without breadcrumbs)
 
   bool capture_all_ = false;
   bool capture_auto_ = true;

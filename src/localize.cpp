@@ -85,6 +85,11 @@ bool is_exact(const JsonValue& first_error) {
   return first_error.text("certainty") == "exact" && launch_of(first_error) != nullptr;
 }
 
+bool needs_second_run(const JsonValue& first_error) {
+  if (!is_exact(first_error)) return true;
+  return first_error.text("method") == "breadcrumbs" && launch_of(first_error)->text("stack") != "full";
+}
+
 std::string second_run_policy(const JsonValue& first_error) {
   std::string rule = first_error.text("pin_rule");
   return rule.empty() ? "all" : rule;

@@ -27,7 +27,12 @@ RunFinding find_first_error(const std::vector<std::pair<std::string, std::string
 // complete, or a launch that failed itself.
 bool is_exact(const JsonValue& first_error);
 
-// The --block rule for the second run: the report's pin rule (the kernels among the suspects), else `all`.
+// Whether a second run is needed: the error is not pinned to its launch, or it is (found by breadcrumbs)
+// but without the full call site only a blocking synchronize inside the launch call captures.
+bool needs_second_run(const JsonValue& first_error);
+
+// The --block rule for the second run: the report's pin rule (the suspected kernels; with breadcrumbs the
+// culprit's or candidates' own launches, `stencil#13`), else `all`.
 std::string second_run_policy(const JsonValue& first_error);
 
 enum class SecondRun {

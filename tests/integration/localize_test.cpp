@@ -26,10 +26,14 @@ size_t count(const std::string& text, const std::string& piece) {
   return found;
 }
 
-ProcessResult localize(const std::vector<std::string>& command, Env env) {
+// `options`: e.g. --breadcrumbs=0, for the host's view alone.
+ProcessResult localize(const std::vector<std::string>& command, Env env,
+                       const std::vector<std::string>& options = {}) {
   env["LD_LIBRARY_PATH"] = kSimLib;
   env["TMPDIR"] = ::testing::TempDir();
-  std::vector<std::string> argv = {kWrapper, "--localize", "--"};
+  std::vector<std::string> argv = {kWrapper, "--localize"};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.push_back("--");
   argv.insert(argv.end(), command.begin(), command.end());
   return run_process(argv, env);
 }
@@ -49,17 +53,47 @@ std::vector<std::string> changing_fault(const std::string& marker, const std::st
   return {"/bin/sh", "-c", script};
 }
 
-TEST(Localize, PinsAnUnpinnedErrorInASecondRun) {
+// With breadcrumbs (the default): run 1 names the launch, run 2 blocks just that launch for its call site.
+TEST(Localize, BreadcrumbsNameTheLaunchAndASecondRunBlocksOnlyIt) {
   Env fault = {{"CUDA_SIM_FAULT", "stencil:13"}};
   ProcessResult alone = plain("steps", fault);
   ProcessResult r = localize({kApp, "steps"}, fault);
+  EXPECT_EQ(r.status, alone.status);
+  ASSERT_EQ(r.out.substr(0, alone.out.size()), alone.out);
+  EXPECT_EQ(r.out.substr(alone.out.size(), 23), "launch 38 returned 700\n") << r.out;
+  EXPECT_TRUE(
+      contains(r.err, "[cuda-blockrun] localize: run 1: nothing blocked, breadcrumbs on (reports in "))
+      << r.err;
+  EXPECT_TRUE(
+      contains(r.err,
+               "[cuda-blockrun] localize: run 1: cudaErrorIllegalAddress surfaced at cudaMemcpy, its "
+               "launch found by breadcrumbs but not where it was launched; run 2: --block 'stencil#13'\n"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "[cuda-blockrun] localize: culprit: kernel stencil(float*, float const*, int, long "
+                       "long), launch #38 (its launch 13), stream 0x0\n"))
+      << r.err;
+  EXPECT_TRUE(
+      contains(r.err, "  found in run 1 by breadcrumbs; run 2, which blocked 'stencil#13', confirmed it"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "summary: 60 launches, 1 blocked;"))
+      << "run 2 blocked one launch only: " << r.err;
+}
+
+// Without breadcrumbs run 1 has only the host's view: run 2 blocks the suspected kernels by name.
+TEST(Localize, PinsAnUnpinnedErrorInASecondRun) {
+  Env fault = {{"CUDA_SIM_FAULT", "stencil:13"}};
+  ProcessResult alone = plain("steps", fault);
+  ProcessResult r = localize({kApp, "steps"}, fault, {"--breadcrumbs=0"});
   EXPECT_EQ(r.status, alone.status);
   EXPECT_NE(r.status, 0);
   // The program runs twice: as alone, then with the suspects blocked, where the culprit's launch itself
   // returns the error (as with CUDA_LAUNCH_BLOCKING=1).
   ASSERT_EQ(r.out.substr(0, alone.out.size()), alone.out);
   EXPECT_EQ(r.out.substr(alone.out.size(), 23), "launch 38 returned 700\n") << r.out;
-  EXPECT_TRUE(contains(r.err, "[cuda-blockrun] localize: run 1: nothing blocked (reports in ")) << r.err;
+  EXPECT_TRUE(
+      contains(r.err, "[cuda-blockrun] localize: run 1: nothing blocked, breadcrumbs off (reports in "))
+      << r.err;
   EXPECT_TRUE(contains(r.err,
                        "[cuda-blockrun] localize: run 1: cudaErrorIllegalAddress surfaced at cudaMemcpy, "
                        "not pinned to a launch; run 2: --block '"))
@@ -104,8 +138,8 @@ TEST(Localize, AnErrorPinnedInTheFirstRunNeedsNoSecond) {
 
 TEST(Localize, ASecondRunWithoutTheFaultIsSaidAndTheFirstKept) {
   ProcessResult alone = plain("steps", {{"CUDA_SIM_FAULT", "stencil:13"}});
-  ProcessResult r =
-      localize(changing_fault(::testing::TempDir() + "localize_no_fault", "stencil:13", ""), {});
+  ProcessResult r = localize(changing_fault(::testing::TempDir() + "localize_no_fault", "stencil:13", ""), {},
+                             {"--breadcrumbs=0"});
   EXPECT_EQ(r.status, alone.status) << "the first run's status";
   EXPECT_TRUE(contains(r.err, "ran without a CUDA error (exit status 0): the fault did not recur")) << r.err;
   EXPECT_TRUE(contains(r.err, "keeping run 1's finding")) << r.err;
@@ -114,9 +148,24 @@ TEST(Localize, ASecondRunWithoutTheFaultIsSaidAndTheFirstKept) {
   EXPECT_FALSE(contains(r.err, "localize: culprit:")) << r.err;
 }
 
+TEST(Localize, WithBreadcrumbsRunOnesCulpritIsKeptWhenRunTwoDoesNotFault) {
+  ProcessResult r =
+      localize(changing_fault(::testing::TempDir() + "localize_no_fault_crumbs", "stencil:13", ""), {});
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.err, "run 2 (--block 'stencil#13') ran without a CUDA error")) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "localize: culprit: kernel stencil(float*, float const*, int, long long), launch #38 "
+                       "(its launch 13)"))
+      << r.err;
+  EXPECT_TRUE(
+      contains(r.err, "found in run 1 by breadcrumbs (its call site is the caller of the CUDA entry point"))
+      << r.err;
+}
+
 TEST(Localize, ASecondRunFailingDifferentlyIsSaidAndTheFirstKept) {
-  ProcessResult r = localize(
-      changing_fault(::testing::TempDir() + "localize_diverged", "stencil:13", "stencil:13:assert"), {});
+  ProcessResult r =
+      localize(changing_fault(::testing::TempDir() + "localize_diverged", "stencil:13", "stencil:13:assert"),
+               {}, {"--breadcrumbs=0"});
   EXPECT_NE(r.status, 0);
   EXPECT_TRUE(contains(r.err, "localize: run 2 diverged")) << r.err;
   EXPECT_TRUE(contains(r.err, "error: cudaErrorAssert")) << r.err;

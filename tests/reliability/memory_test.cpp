@@ -470,8 +470,9 @@ Bound shim_bound(BoundOptions options) {
                          kKernelTable * per_kernel});
   bound.terms.push_back({"kernels past the table: the thread's one overflow record's names",
                          per_kernel - chunk(sizeof(blockrun::KernelInfo))});
-  // StreamState: its id, lock, counters and the ring (engine.cpp); 64 bytes cover everything but the ring.
-  const uint64_t per_stream = chunk(kRing * sizeof(blockrun::LaunchRecord) + 64) +
+  // StreamState: its id, lock, counters and pointers (engine.cpp; 96 bytes cover them), and its ring, an
+  // allocation of its own (8 records; with breadcrumbs more, not measured here).
+  const uint64_t per_stream = chunk(96) + chunk(kRing * sizeof(blockrun::LaunchRecord)) +
                               (options.captures ? chunk(kRing * sizeof(blockrun::Capture)) : 0);
   bound.terms.push_back(
       {std::to_string(kStreamStates) + " streams x " + std::to_string(per_stream) +

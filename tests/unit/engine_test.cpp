@@ -244,7 +244,8 @@ TEST_F(EngineTest, UntrustedNamesStayOnOneLine) {
   auto engine = make("all");
   std::string long_name(10000, 'k');
   const KernelInfo* evil = kernel(*engine, 0x10, "evil\nkernel\x1b[31m");
-  const KernelInfo* huge = engine->kernel(reinterpret_cast<const void*>(0x20), [&] { return long_name.c_str(); });
+  const KernelInfo* huge =
+      engine->kernel(reinterpret_cast<const void*>(0x20), [&] { return long_name.c_str(); });
   Launch l = launch(*engine, evil, nullptr);
   EXPECT_EQ(engine->describe(l.record).substr(0, 37), "kernel evil\\x0akernel\\x1b[31m, launch");
   Launch h = launch(*engine, huge, nullptr);
@@ -265,6 +266,106 @@ TEST_F(EngineTest, ConcurrentLaunchesAreNumberedExactlyOnce) {
   for (std::thread& thread : threads) thread.join();
   EXPECT_EQ(engine->launches(), 40000u);
   EXPECT_EQ(fill->launches.load(), 40000u);
+}
+
+// Device-side breadcrumbs (Engine::set_breadcrumbs): the slots stand in for the pinned memory the GPU writes.
+class BreadcrumbTest : public EngineTest {
+ protected:
+  void launch_with_crumb(Engine& engine, const KernelInfo* kernel, const void* stream, bool completes) {
+    Launch l = launch(engine, kernel, stream);
+    int32_t slot = engine.breadcrumb_slot(l);
+    engine.end_launch(l, ErrorCode{}, BlockOutcome::NotBlocked, ErrorCode{}, nullptr);
+    ASSERT_GE(slot, 0);
+    // The stream write after the launch ran (it completed) or not (it, or work before it, faulted or still
+    // runs).
+    if (completes) slots_[slot] = l.record.sequence;
+  }
+  uint64_t slots_[4] = {};
+};
+
+TEST_F(BreadcrumbTest, NameTheCulpritExactlyLongAfterItFaulted) {
+  auto engine = make("none");
+  engine->set_breadcrumbs(slots_, 4, 256);
+  const KernelInfo* kernels[] = {kernel(*engine, 0x10, "_Z4fillPfif"),
+                                 kernel(*engine, 0x20, "_Z7stencilPfix"),
+                                 kernel(*engine, 0x30, "_Z5scalePfif")};
+  // 60 launches on one stream; #38 (stencil's 13th) faults: its breadcrumb and every later one never run.
+  for (int n = 1; n <= 60; ++n) launch_with_crumb(*engine, kernels[(n - 1) % 3], kStreamA, n < 38);
+  engine->end_sync("cudaMemcpy", true, nullptr, false, engine->begin_sync(), ErrorCode{Family::Runtime, 700});
+  EXPECT_EQ(
+      log(),
+      "first error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
+      "cudaMemcpy\n"
+      "  in kernel stencil(float*, int, long long), launch #38, stream 0xa000, grid (4096,1,1) block "
+      "(256,1,1)\n"
+      "  found by breadcrumbs: the first launch on its stream that did not complete; for its full call site "
+      "run again with --block 'stencil#13'\n");
+}
+
+TEST_F(BreadcrumbTest, SeveralStreamsInFlightGiveTheirFirstUnfinishedLaunchesOldestFirst) {
+  auto engine = make("none");
+  engine->set_breadcrumbs(slots_, 4, 256);
+  const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
+  const KernelInfo* stencil = kernel(*engine, 0x20, "_Z7stencilPfix");
+  const void* streamC = reinterpret_cast<const void*>(0xc000);
+  for (int n = 1; n <= 3; ++n) launch_with_crumb(*engine, fill, kStreamA, true);      // #1-#3 done
+  for (int n = 4; n <= 6; ++n) launch_with_crumb(*engine, stencil, kStreamB, n < 5);  // #5 first unfinished
+  for (int n = 7; n <= 8; ++n) launch_with_crumb(*engine, fill, kStreamA, false);     // #7 first unfinished
+  launch_with_crumb(*engine, stencil, streamC, true);                                 // #9 done
+  engine->end_sync("cudaDeviceSynchronize", true, nullptr, false, engine->begin_sync(),
+                   ErrorCode{Family::Runtime, 700});
+  EXPECT_EQ(
+      log(),
+      "first error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
+      "cudaDeviceSynchronize\n"
+      "  culprit among the first unfinished launch of each stream (breadcrumbs), oldest first:\n"
+      "    kernel stencil(float*, int, long long), launch #5, stream 0xb000, grid (4096,1,1) block "
+      "(256,1,1)\n"
+      "    kernel fill(float*, int, float), launch #7, stream 0xa000, grid (4096,1,1) block (256,1,1)\n"
+      "  to pin it: run again with --block 'stencil#2,fill#4' (or CUDA_BLOCKRUN_BLOCK='stencil#2,fill#4')\n");
+}
+
+TEST_F(BreadcrumbTest, AFirstUnfinishedLaunchOlderThanTheRingIsSaidToBeLost) {
+  auto engine = make("none");
+  engine->set_breadcrumbs(slots_, 4, 8);
+  const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
+  for (int n = 1; n <= 20; ++n)
+    launch_with_crumb(*engine, fill, kStreamA, n <= 5);  // #6 faulted, 14 more after it
+  engine->end_sync("cudaMemcpy", true, nullptr, false, engine->begin_sync(), ErrorCode{Family::Runtime, 700});
+  std::string text = log();
+  EXPECT_NE(
+      text.find("stream 0xa000: its first unfinished launch (after #5) is older than the 8 launches kept"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("to pin it: run again with --block 'all'"), std::string::npos) << text;
+  EXPECT_EQ(text.find("launch #13,"), std::string::npos)
+      << "the oldest launch kept is not the culprit: " << text;
+}
+
+TEST_F(BreadcrumbTest, NothingUnfinishedFallsBackToTheHostsView) {
+  auto engine = make("none");
+  engine->set_breadcrumbs(slots_, 4, 256);
+  const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
+  for (int n = 1; n <= 3; ++n) launch_with_crumb(*engine, fill, kStreamA, true);
+  engine->observe_error("cudaMalloc", ErrorCode{Family::Runtime, 1}, nullptr, false);
+  EXPECT_NE(log().find("no launch is on record as unfinished"), std::string::npos) << log();
+}
+
+TEST_F(BreadcrumbTest, EachStreamGetsItsOwnSlotWhileSlotsLast) {
+  auto engine = make("none");
+  engine->set_breadcrumbs(slots_, 2, 256);
+  const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
+  Launch a = launch(*engine, fill, kStreamA);
+  Launch a_again = launch(*engine, fill, kStreamA);
+  Launch b = launch(*engine, fill, kStreamB);
+  Launch c = launch(*engine, fill, reinterpret_cast<const void*>(0xc000));
+  EXPECT_EQ(engine->breadcrumb_slot(a), 0);
+  EXPECT_EQ(engine->breadcrumb_slot(a_again), 0);
+  EXPECT_EQ(engine->breadcrumb_slot(b), 1);
+  EXPECT_EQ(engine->breadcrumb_slot(c), -1);  // two slots, three streams
+  auto without = make("none");
+  Launch d = launch(*without, kernel(*without, 0x10, "_Z4fillPfif"), kStreamA);
+  EXPECT_EQ(without->breadcrumb_slot(d), -1);
 }
 
 }  // namespace

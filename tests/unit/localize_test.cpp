@@ -62,6 +62,20 @@ TEST(Localize, TheEarliestFirstErrorOfAllProcessesCounts) {
   EXPECT_FALSE(finding({{"run1.1.jsonl", "{\"type\":\"summary\"}\n"}}).found);
 }
 
+TEST(Localize, ACulpritFoundByBreadcrumbsIsRunAgainForItsCallSite) {
+  // clang-format off
+  JsonValue crumbs = *parse_json(R"json({"type":"first_error","error":"cudaErrorIllegalAddress","certainty":"exact","method":"breadcrumbs","launch":{"seq":38,"kernel_base":"stencil","stack":"caller"},"pin_rule":"stencil#13"})json");
+  JsonValue walked = *parse_json(R"json({"type":"first_error","certainty":"exact","method":"breadcrumbs","launch":{"seq":38,"kernel_base":"stencil","stack":"full"},"pin_rule":"stencil#13"})json");
+  // clang-format on
+  EXPECT_TRUE(is_exact(crumbs));
+  EXPECT_TRUE(needs_second_run(crumbs));
+  EXPECT_EQ(second_run_policy(crumbs), "stencil#13");
+  EXPECT_FALSE(needs_second_run(walked));  // --callsites all: the full stack is there already
+  EXPECT_FALSE(needs_second_run(*parse_json(kPinned)));
+  EXPECT_TRUE(needs_second_run(*parse_json(kUnpinned)));
+  EXPECT_EQ(compare_runs(crumbs, finding({{"r2", std::string(kPinned)}})), SecondRun::Pinned);
+}
+
 TEST(Localize, WithoutAPinRuleTheSecondRunBlocksAll) {
   JsonValue error =
       *parse_json(R"({"type":"first_error","certainty":"suspects","launch":null,"pin_rule":null})");

@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <signal.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -266,6 +267,9 @@ int run_once(char** program_argv, const std::string& block, const std::string& r
   if (child == 0) {
     setenv("CUDA_BLOCKRUN_BLOCK", block.c_str(), 1);
     setenv("CUDA_BLOCKRUN_REPORT", report_pattern.c_str(), 1);
+    // Breadcrumbs unless the user turned them off (--breadcrumbs=0): in run 1 they name the culprit exactly;
+    // in run 2 they show that the launches before the blocked one completed, so its failure is exact.
+    setenv("CUDA_BLOCKRUN_BREADCRUMBS", "1", 0);
     execvp(program_argv[0], program_argv);
     std::fprintf(stderr, "cuda-blockrun: cannot run '%s': %s\n", program_argv[0], std::strerror(errno));
     _exit(127);
@@ -318,6 +322,16 @@ void say_suspects(const blockrun::JsonValue& first_error) {
   for (const std::string& line : blockrun::describe_suspects(first_error)) say("    " + line);
 }
 
+// Run 1's finding, where run 2 could not improve on it: its culprit (found by breadcrumbs) or its suspects.
+void say_first_finding(const blockrun::JsonValue& first_error) {
+  if (blockrun::is_exact(first_error)) {
+    say_culprit(first_error);
+    say("  found in run 1 by breadcrumbs (its call site is the caller of the CUDA entry point only)");
+  } else {
+    say_suspects(first_error);
+  }
+}
+
 // Runs the program once with nothing blocked and, when its first CUDA error is not pinned to a launch, once
 // more blocking only the suspected kernels; prints one verdict. Returns the first run's status.
 int localize_culprit(char** program_argv) {
@@ -329,7 +343,11 @@ int localize_culprit(char** program_argv) {
                  directory.c_str(), std::strerror(errno));
     return kUsageError;
   }
-  say("localize: run 1: nothing blocked (reports in " + directory + ")");
+  const char* crumbs = std::getenv("CUDA_BLOCKRUN_BREADCRUMBS");  // the user's, if any (the check parsed it)
+  bool off = crumbs && (!std::strcmp(crumbs, "0") || !strcasecmp(crumbs, "false") ||
+                        !strcasecmp(crumbs, "no") || !strcasecmp(crumbs, "off"));
+  say(std::string("localize: run 1: nothing blocked, breadcrumbs ") + (off ? "off" : "on") + " (reports in " +
+      directory + ")");
   int status = run_once(program_argv, "none", directory + "/run1.%p.jsonl");
   blockrun::RunFinding first = blockrun::find_first_error(read_reports(directory, "run1."));
   if (first.reports == 0) {
@@ -342,38 +360,44 @@ int localize_culprit(char** program_argv) {
     say("localize: no CUDA error in run 1 (exit status " + std::to_string(status) + "): nothing to localize");
     return status;
   }
-  if (blockrun::is_exact(first.first_error)) {
+  bool exact = blockrun::is_exact(first.first_error);
+  if (!blockrun::needs_second_run(first.first_error)) {
     say_culprit(first.first_error);
     say("  found in run 1: " + first.first_error.text("how"));
     return status;
   }
   std::string policy = blockrun::second_run_policy(first.first_error);
   say("localize: run 1: " + first.first_error.text("error") + " surfaced at " +
-      first.first_error.text("surfaced_api") + ", not pinned to a launch; run 2: --block '" + policy + "'");
+      first.first_error.text("surfaced_api") +
+      (exact ? ", its launch found by breadcrumbs but not where it was launched"
+             : ", not pinned to a launch") +
+      "; run 2: --block '" + policy + "'");
   int second_status = run_once(program_argv, policy, directory + "/run2.%p.jsonl");
   blockrun::RunFinding second = blockrun::find_first_error(read_reports(directory, "run2."));
   switch (blockrun::compare_runs(first.first_error, second)) {
     case blockrun::SecondRun::Pinned:
       say_culprit(second.first_error);
-      say("  found in run 2, which blocked '" + policy + "'; run 1 gave the same error unpinned");
+      say(exact ? "  found in run 1 by breadcrumbs; run 2, which blocked '" + policy +
+                      "', confirmed it and took its call site"
+                : "  found in run 2, which blocked '" + policy + "'; run 1 gave the same error unpinned");
       break;
     case blockrun::SecondRun::NotPinned:
       say("localize: run 2 (--block '" + policy + "') failed with " + second.first_error.text("error") +
           " but not at a blocked launch either; keeping run 1's finding. Try --block all.");
-      say_suspects(first.first_error);
+      say_first_finding(first.first_error);
       break;
     case blockrun::SecondRun::NoFault:
       say("localize: run 2 (--block '" + policy + "') ran without a CUDA error (exit status " +
           std::to_string(second_status) +
           "): the fault did not recur, so blocking changed what happened; keeping "
           "run 1's finding.");
-      say_suspects(first.first_error);
+      say_first_finding(first.first_error);
       break;
     case blockrun::SecondRun::Diverged:
       say("localize: run 2 diverged: it failed in another kernel or with another error than run 1; keeping "
           "run 1's finding. Run 2 found:");
       for (const std::string& line : blockrun::describe_culprit(second.first_error)) say("    " + line);
-      say_suspects(first.first_error);
+      say_first_finding(first.first_error);
       break;
   }
   return status;

@@ -292,9 +292,29 @@ CUresult surface_all() {
   return f ? make_sticky(f) : CUDA_SUCCESS;
 }
 
-// The fault a new operation on s would wait behind: s's own, or (legacy stream) any on the device.
+// Whether the switch `name` is set to 1 in the environment.
+bool env_switch(const char* name) {
+  const char* env = std::getenv(name);
+  return env && std::strcmp(env, "1") == 0;
+}
+
+// CUDA_SIM_FAULT_STOPS_DEVICE=1 (read once): after a fault anywhere, no later work runs on any stream, as when
+// the context dies while other streams still have work queued: several streams then have work in flight.
+bool fault_stops_device() {
+  static const bool set = env_switch("CUDA_SIM_FAULT_STOPS_DEVICE");
+  return set;
+}
+
+// CUDA_SIM_NO_STREAM_MEM_OPS=1 (read once): a device without 64-bit stream memory operations.
+bool no_stream_mem_ops() {
+  static const bool set = env_switch("CUDA_SIM_NO_STREAM_MEM_OPS");
+  return set;
+}
+
+// The fault a new operation on s would wait behind: s's own, or (legacy stream, or any stream with
+// CUDA_SIM_FAULT_STOPS_DEVICE) any on the device.
 Fault preceding_fault(Stream* s) {
-  return s->legacy ? earliest_fault() : s->fault;
+  return s->legacy || fault_stops_device() ? earliest_fault() : s->fault;
 }
 
 // CUDA's rules for "potentially unsafe" calls while stream captures are in progress (cudaStreamBeginCapture
@@ -846,10 +866,7 @@ CUresult memset_async(CUdeviceptr dst, uint32_t value, size_t count, unsigned el
 
 // CUDA_SIM_QUERY_NOT_READY=1 (read once): stream queries answer "not ready" until the next synchronize.
 bool queries_not_ready() {
-  static const bool set = [] {
-    const char* env = std::getenv("CUDA_SIM_QUERY_NOT_READY");
-    return env && std::strcmp(env, "1") == 0;
-  }();
+  static const bool set = env_switch("CUDA_SIM_QUERY_NOT_READY");
   return set;
 }
 
@@ -892,6 +909,7 @@ CUresult stream_sync(CUstream hs, bool ptsz, bool is_query) {
 CUresult write_value64(CUstream hs, CUdeviceptr addr, cuuint64_t value, unsigned flags, bool ptsz) {
   std::lock_guard<std::mutex> lk(S().mu);
   if (CUresult r = require_init()) return r;
+  if (no_stream_mem_ops()) return CUDA_ERROR_NOT_SUPPORTED;
   Stream* s = resolve_stream(hs, ptsz);
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
   if (flags & ~static_cast<unsigned>(CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER))
@@ -1334,7 +1352,7 @@ SIM_API CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevi
       *pi = 1;
       break;
     case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:
-      *pi = 1;
+      *pi = no_stream_mem_ops() ? 0 : 1;
       break;
     case CU_DEVICE_ATTRIBUTE_ECC_ENABLED:
       *pi = 1;

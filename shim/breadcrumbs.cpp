@@ -1,0 +1,85 @@
+// Device-side breadcrumbs (see breadcrumbs.h).
+#include "breadcrumbs.h"
+
+#include <atomic>
+#include <cstring>
+#include <string>
+
+#include "blocking.h"
+
+namespace blockrun::shim {
+
+namespace {
+
+constexpr uint32_t kSlots = 4096;  // streams with a breadcrumb (32 KiB); later streams go without
+// Launches kept per stream with breadcrumbs: enough to hold every launch still in flight when an error
+// surfaces (CUDA queues about a thousand launches on a stream before a launch call waits), 168 KiB a stream.
+constexpr size_t kRing = 1024;
+
+enum class State : int { Untried, SettingUp, Ready, Unavailable };
+std::atomic<State> g_state{State::Untried};
+CUdeviceptr g_base = 0;  // the slots' device address (with unified addressing, the same for every context)
+
+// Allocates the slots; the reason it cannot, or "".
+std::string set_up(Engine& engine) {
+  auto get_device = helper<Helper::cuCtxGetDevice>();
+  auto attribute = helper<Helper::cuDeviceGetAttribute>();
+  auto allocate = helper<Helper::cuMemHostAlloc>();
+  auto device_pointer = helper<Helper::cuMemHostGetDevicePointer_v2>();
+  if (!get_device || !attribute || !allocate || !device_pointer || !helper<Helper::cuStreamWriteValue64_v2>())
+    return "the driver lacks cuStreamWriteValue64_v2 or the pinned-memory functions";
+  CUdevice device = 0;
+  if (get_device(&device) != CUDA_SUCCESS) return "no CUDA context was current at the first launch";
+  int supported = 0;
+  if (attribute(&supported, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, device) != CUDA_SUCCESS ||
+      !supported)
+    return "the device does not support 64-bit stream memory operations "
+           "(CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS)";
+  void* host = nullptr;
+  if (allocate(&host, kSlots * sizeof(uint64_t), CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) !=
+          CUDA_SUCCESS ||
+      !host)
+    return "cuMemHostAlloc of the slots failed";
+  std::memset(host, 0, kSlots * sizeof(uint64_t));
+  if (device_pointer(&g_base, host, 0) != CUDA_SUCCESS)
+    return "cuMemHostGetDevicePointer of the slots failed";
+  // Never freed: the GPU may write into it until the process ends.
+  engine.set_breadcrumbs(static_cast<volatile uint64_t*>(host), kSlots, kRing);
+  return "";
+}
+
+}  // namespace
+
+void prepare_breadcrumbs(Engine& engine) {
+  if (!engine.config().breadcrumbs) return;
+  State untried = State::Untried;
+  if (g_state.load(std::memory_order_acquire) != State::Untried ||
+      !g_state.compare_exchange_strong(untried, State::SettingUp))
+    return;  // done, or being done by another thread (whose launches meanwhile go without)
+  std::string problem = set_up(engine);
+  g_state.store(problem.empty() ? State::Ready : State::Unavailable, std::memory_order_release);
+  if (!problem.empty())
+    engine.report_shim_problem("breadcrumbs unavailable: " + problem +
+                               "; errors are localized from the host's view (suspects)");
+}
+
+void drop_breadcrumb(Engine& engine, const Launch& launch, const void* stream, bool per_thread) {
+  if (g_state.load(std::memory_order_acquire) != State::Ready) return;
+  int32_t slot = engine.breadcrumb_slot(launch);
+  if (slot < 0) return;
+  CUstream cu_stream =
+      per_thread && !stream ? CU_STREAM_PER_THREAD : static_cast<CUstream>(const_cast<void*>(stream));
+  if (capture_has_begun()) {
+    auto is_capturing = helper<Helper::cuStreamIsCapturing>();
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (!is_capturing || is_capturing(cu_stream, &status) != CUDA_SUCCESS ||
+        status != CU_STREAM_CAPTURE_STATUS_NONE)
+      return;
+  }
+  // A write that fails (a context already broken) only makes the breadcrumbs say less; the program never sees
+  // it.
+  helper<Helper::cuStreamWriteValue64_v2>()(
+      cu_stream, g_base + static_cast<CUdeviceptr>(slot) * sizeof(uint64_t), launch.record.sequence, 0);
+}
+
+}  // namespace blockrun::shim

@@ -1,0 +1,19 @@
+// Device-side breadcrumbs (CUDA_BLOCKRUN_BREADCRUMBS, docs/localize.md): after each launch the GPU writes the
+// launch's number into its stream's slot of pinned, host-mapped memory, by a stream memory operation enqueued
+// on the same stream, so that when an asynchronous error surfaces the engine can tell how far each stream
+// got (Engine::set_breadcrumbs).
+#pragma once
+
+#include "shim.h"
+
+namespace blockrun::shim {
+
+// On the launch path, before a launch is recorded: sets the slots up once per process (at the first launch,
+// when a context is current), or reports once why it cannot. Does nothing without the option.
+void prepare_breadcrumbs(Engine& engine);
+
+// After a launch that succeeded: enqueues its breadcrumb on its stream (stream 0 with per_thread: the
+// thread's per-thread default stream). Never on a capturing stream (the write would join the graph).
+void drop_breadcrumb(Engine& engine, const Launch& launch, const void* stream, bool per_thread);
+
+}  // namespace blockrun::shim

@@ -1,0 +1,137 @@
+// Device-side breadcrumbs (--breadcrumbs) on the simulated stack, whose stream writes run in stream order and
+// never behind a fault: the culprit named exactly without blocking, the candidates when several streams have
+// work in flight, the host's view where the device cannot write them, never a write into a capture, and the
+// program's behaviour unchanged.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "run_process.h"
+
+namespace blockrun::testing {
+namespace {
+
+const std::string kWrapper = CUDA_BLOCKRUN_WRAPPER;
+const std::string kApp = CUDA_BLOCKRUN_APP;
+const std::string kThreadsApp = CUDA_BLOCKRUN_THREADS_APP;
+const std::string kSimLib = CUDA_BLOCKRUN_SIM_LIBDIR;
+
+using Env = std::map<std::string, std::string>;
+
+bool contains(const std::string& text, const std::string& piece) {
+  return text.find(piece) != std::string::npos;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+ProcessResult run(const std::vector<std::string>& options, const std::vector<std::string>& command, Env env) {
+  env["LD_LIBRARY_PATH"] = kSimLib;
+  std::vector<std::string> argv = {kWrapper};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.push_back("--");
+  argv.insert(argv.end(), command.begin(), command.end());
+  return run_process(argv, env);
+}
+
+ProcessResult plain(const std::string& scenario, Env env) {
+  env["LD_LIBRARY_PATH"] = kSimLib;
+  return run_process({kApp, scenario}, env);
+}
+
+TEST(Breadcrumbs, NameTheCulpritLongAfterItFaultedWithoutBlocking) {
+  std::string report = ::testing::TempDir() + "breadcrumbs_exact.jsonl";
+  std::string stats = ::testing::TempDir() + "breadcrumbs_exact_stats";
+  Env fault = {{"CUDA_SIM_FAULT", "stencil:13"}, {"CUDA_SIM_STATS", stats}};
+  ProcessResult alone = plain("steps", fault);
+  std::string alone_stats = read_file(stats);
+  std::remove(report.c_str());
+  ProcessResult r = run({"--breadcrumbs", "--report", report}, {kApp, "steps"}, fault);
+  EXPECT_EQ(r.status, alone.status);
+  EXPECT_EQ(r.out, alone.out);
+  EXPECT_TRUE(contains(
+      r.err,
+      "[cuda-blockrun] first error: cudaErrorIllegalAddress (an illegal memory access was "
+      "encountered), returned by cudaMemcpy\n"
+      "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long), launch #38, stream "
+      "0x0, grid (4096,1,1) block (256,1,1)\n"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "found by breadcrumbs: the first launch on its stream that did not complete; for its "
+                       "full call site run again with --block 'stencil#13'"))
+      << r.err;
+  EXPECT_TRUE(
+      contains(r.err, "summary: 60 launches, 0 blocked; first error cudaErrorIllegalAddress at launch #38"))
+      << r.err;
+  std::string text = read_file(report);
+  EXPECT_TRUE(contains(text, "\"certainty\":\"exact\",\"method\":\"breadcrumbs\"")) << text;
+  EXPECT_TRUE(contains(text, "\"pin_rule\":\"stencil#13\"")) << text;
+  // Nothing was synchronized that the program did not synchronize itself.
+  std::string counts = read_file(stats);
+  EXPECT_EQ(counts.substr(counts.find("synchronizes="), 16),
+            alone_stats.substr(alone_stats.find("synchronizes="), 16));
+}
+
+TEST(Breadcrumbs, OneStreamFaultingAmongOthersIsNamedExactly) {
+  ProcessResult r = run({"--breadcrumbs"}, {kApp, "streams"}, {{"CUDA_SIM_FAULT", "stencil:2"}});
+  EXPECT_TRUE(contains(r.err, "in kernel stencil(float*, float const*, int, long long), launch #7, stream "))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "run again with --block 'stencil#2'")) << r.err;
+}
+
+TEST(Breadcrumbs, SeveralStreamsInFlightGiveTheirFirstUnfinishedLaunches) {
+  // The fault at launch #3 (stream 2) stops the device: #4 (stream 3), #5 and #6 (streams 0, 1) never finish.
+  ProcessResult r = run({"--breadcrumbs"}, {kApp, "streams"},
+                        {{"CUDA_SIM_FAULT", "stencil:1"}, {"CUDA_SIM_FAULT_STOPS_DEVICE", "1"}});
+  EXPECT_TRUE(contains(
+      r.err, "culprit among the first unfinished launch of each stream (breadcrumbs), oldest first:"))
+      << r.err;
+  size_t third = r.err.find("launch #3,"), fourth = r.err.find("launch #4,"),
+         fifth = r.err.find("launch #5,"), sixth = r.err.find("launch #6,");
+  ASSERT_NE(sixth, std::string::npos) << r.err;
+  EXPECT_LT(third, fourth);
+  EXPECT_LT(fourth, fifth);
+  EXPECT_LT(fifth, sixth);
+  EXPECT_EQ(r.err.find("launch #7,"), std::string::npos) << "only the first unfinished launch of each stream";
+  EXPECT_TRUE(contains(r.err, "run again with --block 'stencil#1,fill#3,fill#4,fill#5'")) << r.err;
+}
+
+TEST(Breadcrumbs, ADeviceWithoutStreamWritesFallsBackToTheHostsView) {
+  ProcessResult r = run({"--breadcrumbs"}, {kApp, "steps"},
+                        {{"CUDA_SIM_FAULT", "stencil:13"}, {"CUDA_SIM_NO_STREAM_MEM_OPS", "1"}});
+  EXPECT_TRUE(contains(r.err,
+                       "[cuda-blockrun] shim problem: breadcrumbs unavailable: the device does not support "
+                       "64-bit stream memory operations"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "culprit unknown (no blocked launch failed); suspects:")) << r.err;
+}
+
+TEST(Breadcrumbs, NeverWriteIntoACaptureNorInvalidateIt) {
+  std::string stats = ::testing::TempDir() + "breadcrumbs_capture_stats";
+  ProcessResult alone = plain("capture", {});
+  for (const char* block : {"none", "all"}) {
+    ProcessResult r =
+        run({"--breadcrumbs", "--block", block}, {kApp, "capture"}, {{"CUDA_SIM_STATS", stats}});
+    EXPECT_EQ(r.status, alone.status) << block;
+    EXPECT_EQ(r.out, alone.out) << block;
+    std::string counts = read_file(stats);
+    EXPECT_TRUE(contains(counts, "captures_invalidated=0\n")) << counts;
+    EXPECT_TRUE(contains(counts, "synchronizes_during_capture=0\n")) << counts;
+  }
+}
+
+TEST(Breadcrumbs, ManyThreadsOnManyStreams) {
+  ProcessResult alone = run_process({kThreadsApp, "8", "2000"}, {{"LD_LIBRARY_PATH", kSimLib}});
+  ProcessResult r = run({"--breadcrumbs"}, {kThreadsApp, "8", "2000"}, {});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, alone.out);
+  EXPECT_TRUE(contains(r.err, "summary: 16000 launches, 0 blocked; no CUDA errors")) << r.err;
+}
+
+}  // namespace
+}  // namespace blockrun::testing
