@@ -48,18 +48,17 @@ struct StreamState {
     if (ring[slot].captured) captures[slot] = *capture;
     lock.clear(std::memory_order_release);
   }
-  // Records newer than `after`, oldest first; at most `limit` of them (the oldest).
-  void collect(uint64_t after, uint64_t exclude, std::vector<ReportedLaunch>* out, size_t limit = SIZE_MAX) {
+  // Records newer than `after`, in the order they were pushed.
+  void collect(uint64_t after, uint64_t exclude, std::vector<ReportedLaunch>* out) {
     while (lock.test_and_set(std::memory_order_acquire)) {
     }
     uint64_t first = written > capacity ? written - capacity : 0;
-    for (uint64_t i = first; i < written && limit > 0; ++i) {
+    for (uint64_t i = first; i < written; ++i) {
       const LaunchRecord& record = ring[i % capacity];
       if (record.sequence <= after || record.sequence == exclude) continue;
       ReportedLaunch reported{record, nullptr};
       if (record.captured) reported.capture = std::make_shared<Capture>(captures[i % capacity]);
       out->push_back(std::move(reported));
-      --limit;
     }
     lock.clear(std::memory_order_release);
   }
@@ -539,13 +538,20 @@ Engine::BreadcrumbView Engine::read_breadcrumbs() {
     // Written by the GPU after each launch on the stream: every launch up to it completed.
     if (slot >= 0) atomic_max(state.synced_through, breadcrumb_slots_[slot]);
     uint64_t after = std::max(device_synced, state.synced_through.load(std::memory_order_acquire));
-    size_t before = view.heads.size();
-    state.collect(after, 0, &view.heads, 1);
     // The first unfinished launch was pushed out of the ring: it exists, but who it was is lost.
     if (state.evicted() > after) {
-      if (view.heads.size() > before) view.heads.pop_back();
       view.lost.emplace_back(state.id, after);
+      return;
     }
+    // The lowest-numbered unfinished one: threads launching into one stream at once may have pushed their
+    // records out of order.
+    std::vector<ReportedLaunch> unfinished;
+    state.collect(after, 0, &unfinished);
+    auto first = std::min_element(unfinished.begin(), unfinished.end(),
+                                  [](const ReportedLaunch& a, const ReportedLaunch& b) {
+                                    return a.record.sequence < b.record.sequence;
+                                  });
+    if (first != unfinished.end()) view.heads.push_back(std::move(*first));
   });
   std::sort(view.heads.begin(), view.heads.end(), [](const ReportedLaunch& a, const ReportedLaunch& b) {
     return a.record.sequence < b.record.sequence;
