@@ -166,12 +166,20 @@ uint64_t steady_now_ns() {
                                    .count());
 }
 
-namespace {
-
 CUstream driver_stream(const void* stream, bool per_thread) {
   if (per_thread && stream == nullptr) return CU_STREAM_PER_THREAD;
   return static_cast<CUstream>(const_cast<void*>(stream));
 }
+
+bool may_be_capturing(CUstream stream) {
+  if (!capture_has_begun()) return false;
+  auto is_capturing = helper<Helper::cuStreamIsCapturing>();
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return !is_capturing || is_capturing(stream, &status) != CUDA_SUCCESS ||
+         status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+namespace {
 
 // The calling thread's pair of timing events, for the context they were created in.
 struct ThreadEvents {
@@ -196,8 +204,7 @@ void start_block_timing(BlockTiming* timing, const void* stream, bool per_thread
   auto is_capturing = helper<Helper::cuStreamIsCapturing>();
   if (!get_context || !create || !record || !is_capturing || !helper<Helper::cuEventElapsedTime_v2>()) return;
   CUstream cu_stream = driver_stream(stream, per_thread);
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (is_capturing(cu_stream, &status) != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE) return;
+  if (may_be_capturing(cu_stream)) return;
   CUcontext context = nullptr;
   if (get_context(&context) != CUDA_SUCCESS || !context) return;
   ThreadEvents& events = thread_events();

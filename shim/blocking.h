@@ -26,6 +26,11 @@ BlockResult block_stream(Family family, cudaStream_t stream, bool per_thread, bo
 void note_capture_begins();
 // Whether any stream capture has begun in the process (from then on, stream operations check for captures).
 bool capture_has_begun();
+// The driver's handle of a launch's stream (stream 0 of a per-thread entry point: CU_STREAM_PER_THREAD).
+CUstream driver_stream(const void* stream, bool per_thread);
+// Whether work enqueued on `stream` now could join a graph: it is capturing, or the driver cannot tell.
+// Before the process's first capture nothing is capturing, and the driver is not asked.
+bool may_be_capturing(CUstream stream);
 // In a forked child: forgets the parent's synchronizes in flight.
 void reset_blocking_after_fork();
 

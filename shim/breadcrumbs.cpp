@@ -67,15 +67,8 @@ void drop_breadcrumb(Engine& engine, const Launch& launch, const void* stream, b
   if (g_state.load(std::memory_order_acquire) != State::Ready) return;
   int32_t slot = engine.breadcrumb_slot(launch);
   if (slot < 0) return;
-  CUstream cu_stream =
-      per_thread && !stream ? CU_STREAM_PER_THREAD : static_cast<CUstream>(const_cast<void*>(stream));
-  if (capture_has_begun()) {
-    auto is_capturing = helper<Helper::cuStreamIsCapturing>();
-    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (!is_capturing || is_capturing(cu_stream, &status) != CUDA_SUCCESS ||
-        status != CU_STREAM_CAPTURE_STATUS_NONE)
-      return;
-  }
+  CUstream cu_stream = driver_stream(stream, per_thread);
+  if (may_be_capturing(cu_stream)) return;
   // A write that fails (a context already broken) only makes the breadcrumbs say less; the program never sees
   // it.
   helper<Helper::cuStreamWriteValue64_v2>()(

@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 
 #include "names.h"
 #include "sites.h"
@@ -352,7 +351,7 @@ void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome ou
     // and the thread is still in the launch, so its call site can be taken now.
     capture_now(launch);
     if (config_.log_launches) log_launch(launch, "failed", launch_result);
-    first_error(record.api, launch_result, &launch, true, "the launch itself failed", {}, "launch");
+    first_error(record.api, launch_result, &launch, true, "the launch itself failed", {}, FoundBy::Launch);
     return;
   }
   switch (outcome) {
@@ -381,7 +380,7 @@ void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome ou
           launch.stream ? suspects(launch.stream, record.sequence) : std::vector<ReportedLaunch>{};
       bool exact = earlier.empty();
       first_error(sync_api, sync_result, &launch, exact, "blocking synchronize after the launch",
-                  std::move(earlier), "blocking");
+                  std::move(earlier), FoundBy::Blocking);
       if (report_) {
         ErrorText text = describe_error_(sync_result);
         std::lock_guard<std::mutex> guard(report_mutex_);
@@ -491,14 +490,13 @@ void Engine::observe_error(const char* api, ErrorCode result, const void* stream
       Launch culprit;
       culprit.record = view.heads.front().record;
       if (const Capture* capture = view.heads.front().capture.get()) culprit.capture = *capture;
-      first_error(api, result, &culprit, true, "", {},
-                  "breadcrumbs");  // surfaced later; found by breadcrumbs
+      first_error(api, result, &culprit, true, "", {}, FoundBy::Breadcrumbs);  // surfaced later
       return;
     }
     if (!view.heads.empty() || !view.lost.empty()) {
       std::vector<ReportedLaunch> candidates = std::move(view.heads);
       view.heads.clear();
-      first_error(api, result, nullptr, false, "", std::move(candidates), "breadcrumbs", &view);
+      first_error(api, result, nullptr, false, "", std::move(candidates), FoundBy::Breadcrumbs, &view);
       return;
     }
     // No stream has an unfinished launch: the error is not a kernel's (or came from work the shim did not
@@ -508,7 +506,7 @@ void Engine::observe_error(const char* api, ErrorCode result, const void* stream
   if (stream || per_thread_default_stream) state = stream_state(stream_id(stream, per_thread_default_stream));
   std::vector<ReportedLaunch> found = suspects(state, 0);
   if (found.empty() && state) found = suspects(nullptr, 0);  // a sticky fault from another stream
-  first_error(api, result, nullptr, false, "", std::move(found), "host");
+  first_error(api, result, nullptr, false, "", std::move(found), FoundBy::Host);
 }
 
 void Engine::set_breadcrumbs(const volatile uint64_t* slots, uint32_t count, size_t ring) {
@@ -587,7 +585,7 @@ bool Engine::take_first_error() {
 }
 
 void Engine::first_error(const char* api, ErrorCode result, const Launch* culprit, bool culprit_exact,
-                         const char* how, std::vector<ReportedLaunch> suspects_found, const char* method,
+                         const char* how, std::vector<ReportedLaunch> suspects_found, FoundBy found_by,
                          const BreadcrumbView* breadcrumbs) {
   if (!take_first_error()) return;
   ErrorText text = describe_error_(result);
@@ -605,7 +603,7 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
     if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
   };
   // With breadcrumbs the launches are known, not only their kernels: each one's own launch (NAME#N).
-  bool by_breadcrumbs = method && std::strcmp(method, "breadcrumbs") == 0;
+  bool by_breadcrumbs = found_by == FoundBy::Breadcrumbs;
   auto add = [&](const LaunchRecord& record) {
     if (!by_breadcrumbs || !record.kernel) return add_name(record);
     names.push_back(fmt::format("{}#{}", record.kernel->name.base, record.kernel_ordinal));
@@ -632,7 +630,8 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
     begin_error_record(json, "first_error", text, result, api ? api : "(unknown call)");
     json.field("how", *how ? how : "surfaced at a later call")
         .field("certainty", culprit_record && culprit_exact ? "exact" : "suspects");
-    json.field("method", method ? method : (culprit_record ? "launch" : "host"));
+    static const char* const kFoundBy[] = {"launch", "blocking", "breadcrumbs", "host"};
+    json.field("method", kFoundBy[static_cast<int>(found_by)]);
     json.key("launch");
     if (culprit_record) {
       launch_json(json, *culprit_record, culprit_capture, culprit_site);

@@ -200,8 +200,10 @@ class Engine {
     std::vector<std::pair<StreamId, uint64_t>> lost;  // stream, the last launch known complete on it
   };
   BreadcrumbView read_breadcrumbs();
+  // How the culprit (or the suspects) of the first error was found: the report's `method`.
+  enum class FoundBy { Launch, Blocking, Breadcrumbs, Host };
   void first_error(const char* api, ErrorCode result, const Launch* culprit, bool culprit_exact,
-                   const char* how, std::vector<ReportedLaunch> suspects, const char* method = nullptr,
+                   const char* how, std::vector<ReportedLaunch> suspects, FoundBy found_by,
                    const BreadcrumbView* breadcrumbs = nullptr);
   bool take_first_error();
   void log_launch(const Launch& launch, const char* what, ErrorCode result);

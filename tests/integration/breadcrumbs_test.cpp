@@ -4,9 +4,6 @@
 // program's behaviour unchanged.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "run_process.h"
 
 namespace blockrun::testing {
@@ -18,17 +15,6 @@ const std::string kThreadsApp = CUDA_BLOCKRUN_THREADS_APP;
 const std::string kSimLib = CUDA_BLOCKRUN_SIM_LIBDIR;
 
 using Env = std::map<std::string, std::string>;
-
-bool contains(const std::string& text, const std::string& piece) {
-  return text.find(piece) != std::string::npos;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
 
 ProcessResult run(const std::vector<std::string>& options, const std::vector<std::string>& command, Env env) {
   env["LD_LIBRARY_PATH"] = kSimLib;

@@ -23,10 +23,6 @@ const std::string kValidator = CUDA_BLOCKRUN_SOURCE_DIR "/tests/report/validate_
 
 using Env = std::map<std::string, std::string>;
 
-bool contains(const std::string& text, const std::string& piece) {
-  return text.find(piece) != std::string::npos;
-}
-
 // The line of the source that carries `marker`, 1-based; the tests never hard-code line numbers.
 int marker_line(const std::string& marker) {
   std::string source = read_file(kCallsiteSource);

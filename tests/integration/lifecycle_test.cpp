@@ -27,10 +27,6 @@ constexpr bool kSanitizedPrograms = true;
 constexpr bool kSanitizedPrograms = false;
 #endif
 
-bool contains(const std::string& text, const std::string& piece) {
-  return text.find(piece) != std::string::npos;
-}
-
 // A fresh directory for a run's log files, and the files it holds afterwards.
 struct LogDirectory {
   std::string path;

@@ -16,10 +16,6 @@ const std::string kSimLib = CUDA_BLOCKRUN_SIM_LIBDIR;
 
 using Env = std::map<std::string, std::string>;
 
-bool contains(const std::string& text, const std::string& piece) {
-  return text.find(piece) != std::string::npos;
-}
-
 size_t count(const std::string& text, const std::string& piece) {
   size_t found = 0;
   for (size_t at = text.find(piece); at != std::string::npos; at = text.find(piece, at + 1)) ++found;

@@ -25,6 +25,10 @@ struct ProcessResult {
   int status = -1;  // exit status, or 128 + signal
 };
 
+inline bool contains(const std::string& text, const std::string& piece) {
+  return text.find(piece) != std::string::npos;
+}
+
 inline std::string read_file(const std::string& path) {
   std::ifstream file(path);
   std::stringstream text;

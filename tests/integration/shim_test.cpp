@@ -36,10 +36,6 @@ ProcessResult wrapped(const std::vector<std::string>& options, const std::string
   return run_process(argv, env);
 }
 
-bool contains(const std::string& text, const std::string& piece) {
-  return text.find(piece) != std::string::npos;
-}
-
 TEST(Shim, LogsExactKernelNamesOfEveryLaunchPath) {
   struct Case {
     const char* scenario;

@@ -11,7 +11,6 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <signal.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -334,7 +333,8 @@ void say_first_finding(const blockrun::JsonValue& first_error) {
 
 // Runs the program once with nothing blocked and, when its first CUDA error is not pinned to a launch, once
 // more blocking only the suspected kernels; prints one verdict. Returns the first run's status.
-int localize_culprit(char** program_argv) {
+// `breadcrumbs`: whether the runs have them (on unless the user turned them off).
+int localize_culprit(char** program_argv, bool breadcrumbs) {
   const char* temporary = std::getenv("TMPDIR");
   std::string directory =
       std::string(temporary && *temporary ? temporary : "/tmp") + "/cuda-blockrun-localize.XXXXXX";
@@ -343,11 +343,8 @@ int localize_culprit(char** program_argv) {
                  directory.c_str(), std::strerror(errno));
     return kUsageError;
   }
-  const char* crumbs = std::getenv("CUDA_BLOCKRUN_BREADCRUMBS");  // the user's, if any (the check parsed it)
-  bool off = crumbs && (!std::strcmp(crumbs, "0") || !strcasecmp(crumbs, "false") ||
-                        !strcasecmp(crumbs, "no") || !strcasecmp(crumbs, "off"));
-  say(std::string("localize: run 1: nothing blocked, breadcrumbs ") + (off ? "off" : "on") + " (reports in " +
-      directory + ")");
+  say(std::string("localize: run 1: nothing blocked, breadcrumbs ") + (breadcrumbs ? "on" : "off") +
+      " (reports in " + directory + ")");
   int status = run_once(program_argv, "none", directory + "/run1.%p.jsonl");
   blockrun::RunFinding first = blockrun::find_first_error(read_reports(directory, "run1."));
   if (first.reports == 0) {
@@ -518,7 +515,12 @@ int main(int argc, char** argv) {
   std::string preload_value = *shim;
   if (preload && *preload) preload_value += std::string(":") + preload;
   setenv("LD_PRELOAD", preload_value.c_str(), 1);
-  if (localize) return localize_culprit(argv + index);
+  if (localize) {
+    // Breadcrumbs unless the user set CUDA_BLOCKRUN_BREADCRUMBS (flag or environment) to off.
+    // (The flags are in the environment by now.)
+    return localize_culprit(argv + index,
+                            !std::getenv("CUDA_BLOCKRUN_BREADCRUMBS") || checked.config.breadcrumbs);
+  }
 
   execvp(program.c_str(), argv + index);
   std::fprintf(stderr, "cuda-blockrun: cannot run '%s': %s\n", program.c_str(), std::strerror(errno));
