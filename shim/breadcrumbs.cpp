@@ -14,7 +14,8 @@ namespace {
 constexpr uint32_t kSlots = 4096;  // streams with a breadcrumb (32 KiB); later streams go without
 // Launches kept per stream with breadcrumbs: meant to hold every launch still in flight when an error
 // surfaces, 168 KiB a stream. (How many launches a stream's queue holds before a launch call waits is not yet
-// measured on a GPU; past the ring the engine says the first unfinished launch is lost, never names a wrong one.)
+// measured on a GPU; past the ring the engine says the first unfinished launch is lost, never names a wrong
+// one.)
 constexpr size_t kRing = 1024;
 
 enum class State : int { Untried, SettingUp, Ready, Unavailable };
