@@ -12,11 +12,6 @@ namespace blockrun::shim {
 namespace {
 
 constexpr uint32_t kSlots = 4096;  // streams with a breadcrumb (32 KiB); later streams go without
-// Launches kept per stream with breadcrumbs: meant to hold every launch still in flight when an error
-// surfaces, 168 KiB a stream. (How many launches a stream's queue holds before a launch call waits is not yet
-// measured on a GPU; past the ring the engine says the first unfinished launch is lost, never names a wrong
-// one.)
-constexpr size_t kRing = 1024;
 
 enum class State : int { Untried, SettingUp, Ready, Unavailable };
 std::atomic<State> g_state{State::Untried};
@@ -46,7 +41,7 @@ std::string set_up(Engine& engine) {
   if (device_pointer(&g_base, host, 0) != CUDA_SUCCESS)
     return "cuMemHostGetDevicePointer of the slots failed";
   // Never freed: the GPU may write into it until the process ends.
-  engine.set_breadcrumbs(static_cast<volatile uint64_t*>(host), kSlots, kRing);
+  engine.set_breadcrumbs(static_cast<volatile uint64_t*>(host), kSlots);
   return "";
 }
 

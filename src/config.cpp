@@ -25,6 +25,15 @@ std::optional<bool> parse_switch(const std::string& value) {
   return std::nullopt;
 }
 
+// A decimal count in [8, 2^20]: enough to name suspects, small enough that a typo cannot exhaust memory.
+std::optional<size_t> parse_count(const std::string& value) {
+  if (value.empty() || value.size() > 7 || value.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  size_t count = std::stoul(value);
+  if (count < 8 || count > (size_t{1} << 20)) return std::nullopt;
+  return count;
+}
+
 // Stores a checked value into the Config field the option names.
 void assign(Config& config, const OptionSpec& spec, const std::string& value) {
 #define CUDA_BLOCKRUN_ASSIGN_Switch(field) config.field = *parse_switch(value);
@@ -35,6 +44,7 @@ void assign(Config& config, const OptionSpec& spec, const std::string& value) {
   std::string ignored;                     \
   config.field = *Policy::parse(value, &ignored);
 #define CUDA_BLOCKRUN_ASSIGN_Regex(field) config.field = value;
+#define CUDA_BLOCKRUN_ASSIGN_Count(field) config.field = *parse_count(value);
 #define CUDA_BLOCKRUN_ASSIGN_Ranks(field) \
   std::string ignored;                    \
   config.field = *parse_ranks(value, &ignored);
@@ -100,6 +110,9 @@ std::optional<ConfigError> check_value(const OptionSpec& spec, const std::string
       break;
     case OptionKind::Ranks:
       if (parse_ranks(value, &detail)) return std::nullopt;
+      break;
+    case OptionKind::Count:
+      if (parse_count(value)) return std::nullopt;
       break;
   }
   return ConfigError{spec.variable, value, spec.accepted, detail};

@@ -12,7 +12,7 @@
 
 namespace blockrun {
 
-enum class OptionKind { Switch, Text, Path, Choice, Policy, Regex, Ranks };
+enum class OptionKind { Switch, Text, Path, Choice, Policy, Regex, Ranks, Count };
 
 // One row of options.def, as data.
 struct OptionSpec {
@@ -44,8 +44,9 @@ struct Config {
   bool log_launches = false;
   bool summary = true;
   bool gpu_time = false;
-  bool breadcrumbs = false;  // device-side breadcrumbs after each launch (shim/breadcrumbs.h)
-  std::string report;            // raw path as given (with %p unexpanded); empty: no report
+  bool breadcrumbs = false;        // device-side breadcrumbs after each launch (shim/breadcrumbs.h)
+  size_t ring = 1024;              // launches kept per stream with breadcrumbs
+  std::string report;              // raw path as given (with %p unexpanded); empty: no report
   std::string callsites = "auto";  // auto | all | none
   bool stack = false;
   std::string libdw;  // empty: find libdw.so.1; "off"; or a path

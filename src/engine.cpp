@@ -30,7 +30,7 @@ struct StreamState {
   std::atomic_flag lock = ATOMIC_FLAG_INIT;
   uint64_t written = 0;
   uint64_t evicted_through = 0;  // the newest launch pushed out of the ring
-  const size_t capacity;         // kRing, or the breadcrumbs' larger ring (Engine::set_breadcrumbs)
+  const size_t capacity;         // kRing, or the breadcrumbs' larger ring (Config::ring)
   std::unique_ptr<LaunchRecord[]> ring;
   // The call sites of the ring's launches, only with CUDA_BLOCKRUN_CALLSITES=all (about 2.5 KB each).
   std::unique_ptr<Capture[]> captures;
@@ -166,6 +166,7 @@ Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescr
   if (!terminate_) terminate_ = default_terminate;
   capture_all_ = config_.callsites == "all";
   capture_auto_ = config_.callsites == "auto";
+  if (config_.breadcrumbs) ring_capacity_ = std::max(config_.ring, StreamState::kRing);
   symbolizer_ = std::make_unique<Symbolizer>(config_.libdw);
 }
 
@@ -375,7 +376,7 @@ void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome ou
       capture_now(launch);
       // Exact when everything earlier on this stream was known complete (synchronized, or past its
       // breadcrumb); otherwise the earlier unfinished launches on the stream are suspects as well.
-      if (breadcrumb_slots_) read_breadcrumbs();
+      if (breadcrumb_slots_.load(std::memory_order_acquire)) read_breadcrumbs();
       std::vector<ReportedLaunch> earlier =
           launch.stream ? suspects(launch.stream, record.sequence) : std::vector<ReportedLaunch>{};
       bool exact = earlier.empty();
@@ -484,7 +485,7 @@ void Engine::observe_error(const char* api, ErrorCode result, const void* stream
     later_errors_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  if (breadcrumb_slots_) {
+  if (breadcrumb_slots_.load(std::memory_order_acquire)) {
     BreadcrumbView view = read_breadcrumbs();
     if (view.heads.size() == 1 && view.lost.empty()) {
       Launch culprit;
@@ -509,14 +510,13 @@ void Engine::observe_error(const char* api, ErrorCode result, const void* stream
   first_error(api, result, nullptr, false, "", std::move(found), FoundBy::Host);
 }
 
-void Engine::set_breadcrumbs(const volatile uint64_t* slots, uint32_t count, size_t ring) {
-  breadcrumb_slots_ = slots;
+void Engine::set_breadcrumbs(const volatile uint64_t* slots, uint32_t count) {
   breadcrumb_count_ = slots ? count : 0;
-  ring_capacity_ = std::max(ring, StreamState::kRing);
+  breadcrumb_slots_.store(slots, std::memory_order_release);
 }
 
 int32_t Engine::breadcrumb_slot(const Launch& launch) {
-  if (!breadcrumb_slots_ || !launch.stream) return -1;
+  if (!breadcrumb_slots_.load(std::memory_order_acquire) || !launch.stream) return -1;
   int32_t slot = launch.stream->breadcrumb.load(std::memory_order_acquire);
   if (slot >= 0) return slot;
   uint32_t next = next_breadcrumb_.fetch_add(1, std::memory_order_relaxed);
@@ -531,10 +531,11 @@ int32_t Engine::breadcrumb_slot(const Launch& launch) {
 Engine::BreadcrumbView Engine::read_breadcrumbs() {
   BreadcrumbView view;
   uint64_t device_synced = device_synced_through_.load(std::memory_order_acquire);
+  const volatile uint64_t* slots = breadcrumb_slots_.load(std::memory_order_acquire);
   streams_.for_each([&](StreamState& state) {
     int32_t slot = state.breadcrumb.load(std::memory_order_acquire);
     // Written by the GPU after each launch on the stream: every launch up to it completed.
-    if (slot >= 0) atomic_max(state.synced_through, breadcrumb_slots_[slot]);
+    if (slot >= 0 && slots) atomic_max(state.synced_through, slots[slot]);
     uint64_t after = std::max(device_synced, state.synced_through.load(std::memory_order_acquire));
     // The first unfinished launch was pushed out of the ring: it exists, but who it was is lost.
     if (state.evicted() > after) {

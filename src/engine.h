@@ -158,8 +158,10 @@ class Engine {
   // first launch after it on each stream is all that can have faulted: one stream with such a launch
   // names the culprit exactly, several give the candidates, oldest first. `slots` (count of them) must
   // outlive the engine; `ring` launches are kept per stream from then on (enough to hold every launch in
-  // flight). Call it before the first launch is recorded.
-  void set_breadcrumbs(const volatile uint64_t* slots, uint32_t count, size_t ring);
+  // flight; Config::ring, fixed when the engine is made, so that threads launching while another sets
+  // breadcrumbs up all see one size). May be called while other threads launch: their launches until then go
+  // without breadcrumbs.
+  void set_breadcrumbs(const volatile uint64_t* slots, uint32_t count);
   // The slot of the launch's stream (given on first use), or -1: no breadcrumbs, or more streams than slots.
   int32_t breadcrumb_slot(const Launch& launch);
 
@@ -246,10 +248,12 @@ class Engine {
   HandleTable<ApiCount> api_counts_;
   std::atomic<uint64_t> blocking_ns_{0};
 
-  const volatile uint64_t* breadcrumb_slots_ = nullptr;
+  // Published last (release), after the count: a launch that sees the slots sees their count.
+  std::atomic<const volatile uint64_t*> breadcrumb_slots_{nullptr};
   uint32_t breadcrumb_count_ = 0;
   std::atomic<uint32_t> next_breadcrumb_{0};
-  size_t ring_capacity_ = 8;  // launches kept per stream (StreamState::kRing without breadcrumbs)
+  size_t ring_capacity_ =
+      8;  // launches kept per stream: 8 (StreamState::kRing), Config::ring with breadcrumbs
 
   bool capture_all_ = false;
   bool capture_auto_ = true;

@@ -108,6 +108,9 @@ std::string value_text_Ranks(const blockrun::RankSet& ranks) {
   }
   return text;
 }
+std::string value_text_Count(size_t count) {
+  return std::to_string(count);
+}
 
 bool same_Switch(bool a, bool b) {
   return a == b;
@@ -130,6 +133,9 @@ bool same_Policy(const blockrun::Policy& a, const blockrun::Policy& b) {
 }
 bool same_Ranks(const blockrun::RankSet& a, const blockrun::RankSet& b) {
   return a.all == b.all && a.ranges == b.ranges;
+}
+bool same_Count(size_t a, size_t b) {
+  return a == b;
 }
 
 Environment written_back(const Config& config) {

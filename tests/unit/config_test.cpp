@@ -56,6 +56,18 @@ TEST(Config, InvalidValueNamesVariableValueAndAcceptedForms) {
   EXPECT_EQ(result.errors[1].message(), "invalid CUDA_BLOCKRUN_LOG_LAUNCHES='maybe'; accepted: 0 or 1");
 }
 
+TEST(Config, RingIsAWholeNumberInRange) {
+  EXPECT_EQ(parse({}).config.ring, 1024u);
+  EXPECT_EQ(parse({{"CUDA_BLOCKRUN_RING", "8"}}).config.ring, 8u);
+  EXPECT_EQ(parse({{"CUDA_BLOCKRUN_RING", "1048576"}}).config.ring, 1048576u);
+  for (const char* bad : {"7", "1048577", "", "-5", "1k", " 64", "99999999999"}) {
+    ConfigResult result = parse({{"CUDA_BLOCKRUN_RING", bad}});
+    ASSERT_EQ(result.errors.size(), 1u) << bad;
+    EXPECT_EQ(result.errors[0].message(), std::string("invalid CUDA_BLOCKRUN_RING='") + bad +
+                                              "'; accepted: a whole number from 8 to 1048576");
+  }
+}
+
 TEST(Config, UnknownVariableIsAnError) {
   ConfigResult result = parse({{"CUDA_BLOCKRUN_BLOK", "all"}});
   ASSERT_EQ(result.errors.size(), 1u);

@@ -18,10 +18,13 @@ const void* const kStreamB = reinterpret_cast<const void*>(0xb000);
 
 class EngineTest : public ::testing::Test {
  protected:
-  std::unique_ptr<Engine> make(const char* policy) {
+  // `breadcrumb_ring`: launches kept per stream with breadcrumbs on (0: breadcrumbs off).
+  std::unique_ptr<Engine> make(const char* policy, size_t breadcrumb_ring = 0) {
     Config config;
     std::string error;
     config.block = *Policy::parse(policy, &error);
+    config.breadcrumbs = breadcrumb_ring != 0;
+    config.ring = breadcrumb_ring;
     auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log_);
     auto logger = std::make_shared<spdlog::logger>("test", sink);
     logger->set_pattern("%v");
@@ -284,8 +287,8 @@ class BreadcrumbTest : public EngineTest {
 };
 
 TEST_F(BreadcrumbTest, NameTheCulpritExactlyLongAfterItFaulted) {
-  auto engine = make("none");
-  engine->set_breadcrumbs(slots_, 4, 256);
+  auto engine = make("none", 256);
+  engine->set_breadcrumbs(slots_, 4);
   const KernelInfo* kernels[] = {kernel(*engine, 0x10, "_Z4fillPfif"),
                                  kernel(*engine, 0x20, "_Z7stencilPfix"),
                                  kernel(*engine, 0x30, "_Z5scalePfif")};
@@ -303,8 +306,8 @@ TEST_F(BreadcrumbTest, NameTheCulpritExactlyLongAfterItFaulted) {
 }
 
 TEST_F(BreadcrumbTest, SeveralStreamsInFlightGiveTheirFirstUnfinishedLaunchesOldestFirst) {
-  auto engine = make("none");
-  engine->set_breadcrumbs(slots_, 4, 256);
+  auto engine = make("none", 256);
+  engine->set_breadcrumbs(slots_, 4);
   const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
   const KernelInfo* stencil = kernel(*engine, 0x20, "_Z7stencilPfix");
   const void* streamC = reinterpret_cast<const void*>(0xc000);
@@ -326,8 +329,8 @@ TEST_F(BreadcrumbTest, SeveralStreamsInFlightGiveTheirFirstUnfinishedLaunchesOld
 }
 
 TEST_F(BreadcrumbTest, AFirstUnfinishedLaunchOlderThanTheRingIsSaidToBeLost) {
-  auto engine = make("none");
-  engine->set_breadcrumbs(slots_, 4, 8);
+  auto engine = make("none", 8);
+  engine->set_breadcrumbs(slots_, 4);
   const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
   for (int n = 1; n <= 20; ++n)
     launch_with_crumb(*engine, fill, kStreamA, n <= 5);  // #6 faulted, 14 more after it
@@ -343,8 +346,8 @@ TEST_F(BreadcrumbTest, AFirstUnfinishedLaunchOlderThanTheRingIsSaidToBeLost) {
 }
 
 TEST_F(BreadcrumbTest, NothingUnfinishedFallsBackToTheHostsView) {
-  auto engine = make("none");
-  engine->set_breadcrumbs(slots_, 4, 256);
+  auto engine = make("none", 256);
+  engine->set_breadcrumbs(slots_, 4);
   const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
   for (int n = 1; n <= 3; ++n) launch_with_crumb(*engine, fill, kStreamA, true);
   engine->observe_error("cudaMalloc", ErrorCode{Family::Runtime, 1}, nullptr, false);
@@ -352,8 +355,8 @@ TEST_F(BreadcrumbTest, NothingUnfinishedFallsBackToTheHostsView) {
 }
 
 TEST_F(BreadcrumbTest, EachStreamGetsItsOwnSlotWhileSlotsLast) {
-  auto engine = make("none");
-  engine->set_breadcrumbs(slots_, 2, 256);
+  auto engine = make("none", 256);
+  engine->set_breadcrumbs(slots_, 2);
   const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
   Launch a = launch(*engine, fill, kStreamA);
   Launch a_again = launch(*engine, fill, kStreamA);
