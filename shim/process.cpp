@@ -20,6 +20,7 @@
 
 #include "blocking.h"
 #include "capture.h"
+#include "python_frames.h"
 #include "facts.h"
 #include "log_file.h"
 #include "shim.h"
@@ -258,7 +259,7 @@ void create_engine() {
       if (!report) engine->report_shim_problem(problem);
     }
     if (g_config->callsites != "none") warm_up_capture();
-    engine->start(std::move(info), std::move(report), capture_launch_site);
+    engine->start(std::move(info), std::move(report), capture_launch_site, capture_python);
     Engine* created = engine.release();
     g_engine.store(created, std::memory_order_release);
     install_fatal_signal_reports(created, log_fd, created->report_fd());

@@ -75,8 +75,10 @@ namespace {
 constexpr size_t kKernelCapacity = 1 << 16;
 constexpr size_t kStreamCapacity = 1 << 12;
 constexpr size_t kGraphCapacity = 1 << 12;
-constexpr size_t kApiCapacity = 1 << 7;           // launch entry points: a few dozen exist
-constexpr size_t kDriverLogs = 16;                // newest driver log messages kept
+constexpr size_t kPythonSiteCapacity = 1
+                                       << 12;  // distinct Python launch lines kept with breadcrumbs (1.1 MiB)
+constexpr size_t kApiCapacity = 1 << 7;        // launch entry points: a few dozen exist
+constexpr size_t kDriverLogs = 16;             // newest driver log messages kept
 constexpr uint64_t kDriverLogWindowMs = 10000;    // attached to an error this soon after, same thread
 constexpr uint64_t kMaxBlockedErrorRecords = 64;  // later ones are counted in the summary
 const void* const kLegacyStream = reinterpret_cast<const void*>(0x1);     // cudaStreamLegacy
@@ -170,10 +172,15 @@ Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescr
   symbolizer_ = std::make_unique<Symbolizer>(config_.libdw);
 }
 
-void Engine::start(ProcessInfo info, std::unique_ptr<ReportFile> report, CaptureFunction capture) {
+void Engine::start(ProcessInfo info, std::unique_ptr<ReportFile> report, CaptureFunction capture,
+                   PythonCaptureFunction python) {
   process_ = std::move(info);
   report_ = std::move(report);
   capture_ = config_.callsites == "none" ? nullptr : capture;
+  if (config_.breadcrumbs && config_.callsites != "none" && python) {
+    python_capture_ = python;
+    python_sites_ = std::make_unique<PythonSiteTable>(kPythonSiteCapacity);
+  }
   if (!report_) return;
   JsonWriter json;
   json.begin_object()
@@ -312,10 +319,39 @@ void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
     capture_(&launch.capture);
     record.captured = true;
   }
+  record.python_site = record.python_innermost = 0;
+  record.python_status = PythonStatus::NotCaptured;
+  if (python_capture_) keep_python_site(launch);
   count_api(record.api);
   if (record.graph) const_cast<GraphInfo*>(record.graph)->launches.fetch_add(1, std::memory_order_relaxed);
   launch.stream = stream_state(record.stream);
   if (launch.stream) launch.stream->push(record, &launch.capture);
+}
+
+// With breadcrumbs a culprit is named long after its launch: keep the Python line of every launch (the frames
+// alone, about 0.6 us without the GIL; no native stack walk), as interned numbers.
+void Engine::keep_python_site(Launch& launch) {
+  LaunchRecord& record = launch.record;
+  PythonStack& python = launch.capture.python;  // a full capture's frames, else a scratch (record.captured)
+  if (!record.captured) python_capture_(&python);
+  record.python_status = python.status;
+  int user = python_call_site(python);
+  if (user < 0) return;
+  record.python_site = python_sites_->intern(python.frames[user]);
+  if (user > 0) record.python_innermost = python_sites_->intern(python.frames[0]);
+}
+
+Engine::PythonCallSite Engine::python_call_site_of(const LaunchRecord& record, const Capture* capture) const {
+  PythonCallSite found;
+  if (capture) {
+    int user = python_call_site(capture->python);
+    if (user >= 0) found.user = &capture->python.frames[user];
+    if (user > 0) found.innermost = &capture->python.frames[0];
+  } else if (python_sites_) {
+    found.user = python_sites_->get(record.python_site);
+    if (found.user) found.innermost = python_sites_->get(record.python_innermost);
+  }
+  return found;
 }
 
 void Engine::count_api(const char* api) {
@@ -790,7 +826,8 @@ Site Engine::site_of(const LaunchRecord& record, const Capture* capture, bool wh
 
 void Engine::log_site(const LaunchRecord& record, const Capture* capture, const Site& site,
                       const char* indent, bool error) {
-  if (!capture && !record.caller) return;
+  PythonCallSite python_site = python_call_site_of(record, capture);
+  if (!capture && !record.caller && !python_site.user) return;
   spdlog::level::level_enum level = error ? spdlog::level::err : spdlog::level::info;
   if (site.call_site >= 0) {
     const Frame& frame = site.frames[site.call_site];
@@ -801,21 +838,20 @@ void Engine::log_site(const LaunchRecord& record, const Capture* capture, const 
     if (capture)
       logger_->log(level, "{}launched from CUDA's own code (no frame of the program on the stack)", indent);
   }
-  if (!capture) return;
-  const PythonStack& python = capture->python;
-  int user = python_call_site(python);
-  if (user >= 0) {
+  if (python_site.user) {
     // The program's own line first; the framework's innermost frame after it, when they differ.
-    const PythonFrame& frame = python.frames[user];
+    const PythonFrame& frame = *python_site.user;
     std::string through;
-    if (user > 0) {
-      const PythonFrame& top = python.frames[0];
+    if (const PythonFrame* top = python_site.innermost) {
       through =
-          fmt::format(" (innermost: {}:{} in {})", printable(top.file), top.line, printable(top.function));
+          fmt::format(" (innermost: {}:{} in {})", printable(top->file), top->line, printable(top->function));
     }
     logger_->log(level, "{}python: {}:{} in {}{}", indent, printable(frame.file), frame.line,
                  printable(frame.function), through);
-  } else if (python.status == PythonStatus::Unavailable) {
+  }
+  if (!capture) return;
+  const PythonStack& python = capture->python;
+  if (!python_site.user && python.status == PythonStatus::Unavailable) {
     logger_->log(level, "{}python: frames unavailable: {}", indent,
                  python.reason ? python.reason : "unknown reason");
   }
@@ -920,9 +956,9 @@ void Engine::launch_json(JsonWriter& json, const LaunchRecord& record, const Cap
     json.null();
   }
   json.key("python_callsite");
-  int python_user = capture ? python_call_site(capture->python) : -1;
-  if (python_user >= 0) {
-    const PythonFrame& frame = capture->python.frames[python_user];
+  PythonCallSite python_site = python_call_site_of(record, capture);
+  if (python_site.user) {
+    const PythonFrame& frame = *python_site.user;
     json.begin_object()
         .field("file", frame.file)
         .field("line", frame.line)
@@ -947,7 +983,14 @@ void Engine::launch_json(JsonWriter& json, const LaunchRecord& record, const Cap
     json.null();
   }
   json.key("python_status");
-  if (!capture) {
+  if (!capture && record.python_status == PythonStatus::Captured) {
+    // Breadcrumbs kept the line of every launch (python_callsite), not its frames.
+    json.value(python_site.user ? "line kept for every launch" : "line not kept (too many distinct lines)");
+  } else if (!capture && record.python_status != PythonStatus::NotCaptured) {
+    json.value(record.python_status == PythonStatus::NoPython        ? "no python"
+               : record.python_status == PythonStatus::NoThreadState ? "no python thread state"
+                                                                     : "unavailable");
+  } else if (!capture) {
     json.value("not captured");
   } else {
     switch (capture->python.status) {

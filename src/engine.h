@@ -15,6 +15,7 @@
 #include "callsite.h"
 #include "config.h"
 #include "handle_table.h"
+#include "python_sites.h"
 #include "records.h"
 #include "report.h"
 #include "sites.h"
@@ -55,6 +56,8 @@ struct Launch {
 
 // Takes a Capture of the calling thread (the shim's stack walk and Python frames; tests pass their own).
 using CaptureFunction = void (*)(Capture* out);
+// Takes the calling thread's Python frames alone (the shim's capture_python).
+using PythonCaptureFunction = void (*)(PythonStack* out);
 
 // A launch as reported: its record and, when one was taken, its capture.
 struct ReportedLaunch {
@@ -97,8 +100,10 @@ class Engine {
   ~Engine();
 
   // Before the engine is used: the process facts and, when configured, the report file (the `start`
-  // record is written now), and how to capture call sites.
-  void start(ProcessInfo info, std::unique_ptr<ReportFile> report, CaptureFunction capture);
+  // record is written now), and how to capture call sites: `capture` the whole stack, `python` the Python
+  // frames alone (kept for every launch with breadcrumbs, as an interned site: python_sites.h).
+  void start(ProcessInfo info, std::unique_ptr<ReportFile> report, CaptureFunction capture,
+             PythonCaptureFunction python = nullptr);
 
   const Config& config() const { return config_; }
 
@@ -211,6 +216,13 @@ class Engine {
   void log_launch(const Launch& launch, const char* what, ErrorCode result);
   void note_blocked(Launch& launch);
   void count_api(const char* api);
+  void keep_python_site(Launch& launch);
+  // The Python frames a report gives for a launch: its full capture's, else the sites kept in the ring.
+  struct PythonCallSite {
+    const PythonFrame* user = nullptr;       // the program's own line
+    const PythonFrame* innermost = nullptr;  // set when different from `user` (a framework's frame)
+  };
+  PythonCallSite python_call_site_of(const LaunchRecord& record, const Capture* capture) const;
   void write_blocked_error(const Launch& launch, const ErrorText& text, const char* sync_api, ErrorCode code);
   // The report's view of a launch (a JSON object) and the log's (call site, Python line, stack).
   void launch_json(JsonWriter& json, const LaunchRecord& record, const Capture* capture, const Site& site);
@@ -258,6 +270,8 @@ class Engine {
   bool capture_all_ = false;
   bool capture_auto_ = true;
   CaptureFunction capture_ = nullptr;
+  PythonCaptureFunction python_capture_ = nullptr;
+  std::unique_ptr<PythonSiteTable> python_sites_;  // with breadcrumbs (and call sites not turned off)
   ProcessInfo process_;
   std::unique_ptr<ReportFile> report_;
   std::unique_ptr<Symbolizer> symbolizer_;

@@ -87,7 +87,25 @@ bool is_exact(const JsonValue& first_error) {
 
 bool needs_second_run(const JsonValue& first_error) {
   if (!is_exact(first_error)) return true;
-  return first_error.text("method") == "breadcrumbs" && launch_of(first_error)->text("stack") != "full";
+  const JsonValue& launch = *launch_of(first_error);
+  if (first_error.text("method") != "breadcrumbs" || launch.text("stack") == "full") return false;
+  // Found by breadcrumbs: the record kept the caller of the CUDA entry point and, in a Python program, the
+  // Python line. A second run is for what is missing: a caller that is not the program's own code (no
+  // file:line: the static runtime's, a library's without debug information) in a program without Python,
+  // or a Python line that was not kept.
+  const JsonValue* callsite = launch.get("callsite");
+  bool caller_known =
+      callsite && callsite->type == JsonValue::Type::Object && !callsite->text("file").empty();
+  if (has_python_line(first_error)) return false;
+  std::string python_status = launch.text("python_status");
+  bool no_python = python_status == "no python" || python_status == "no python thread state";
+  return !(no_python && caller_known);
+}
+
+bool has_python_line(const JsonValue& first_error) {
+  const JsonValue* launch = launch_of(first_error);
+  const JsonValue* python = launch ? launch->get("python_callsite") : nullptr;
+  return python && python->type == JsonValue::Type::Object;
 }
 
 std::string second_run_policy(const JsonValue& first_error) {

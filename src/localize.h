@@ -28,8 +28,12 @@ RunFinding find_first_error(const std::vector<std::pair<std::string, std::string
 bool is_exact(const JsonValue& first_error);
 
 // Whether a second run is needed: the error is not pinned to its launch, or it is (found by breadcrumbs)
-// but without the full call site only a blocking synchronize inside the launch call captures.
+// but what was kept of the launch lacks its Python line (a Python program) or, without Python, a caller with
+// file:line; a blocking synchronize inside the launch call captures the whole stack.
 bool needs_second_run(const JsonValue& first_error);
+
+// Whether the culprit's Python line is known (the report's python_callsite).
+bool has_python_line(const JsonValue& first_error);
 
 // The --block rule for the second run: the report's pin rule (the suspected kernels; with breadcrumbs the
 // culprit's or candidates' own launches, `stencil#13`), else `all`.

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "callsite.h"
 #include "policy.h"
 
 namespace blockrun {
@@ -85,6 +86,11 @@ struct LaunchRecord {
   uint64_t shared_memory = 0;
   uint32_t thread = 0;   // host thread number, 1-based in order of first CUDA call
   uintptr_t caller = 0;  // return address into the code that called the entry point (LaunchRequest)
+  // With breadcrumbs: the launching thread's Python line (the program's own frame) and innermost frame, as
+  // numbers in the engine's PythonSiteTable (0: none kept), and what the Python capture found.
+  uint32_t python_site = 0;
+  uint32_t python_innermost = 0;
+  PythonStatus python_status = PythonStatus::NotCaptured;
   bool blocked = false;
   bool captured = false;  // a Capture (call site) was taken for this launch
 };

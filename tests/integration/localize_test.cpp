@@ -12,6 +12,9 @@ namespace {
 
 const std::string kWrapper = CUDA_BLOCKRUN_WRAPPER;
 const std::string kApp = CUDA_BLOCKRUN_APP;
+// The same steps with the runtime linked in: the caller of the driver is the runtime's own code, so a culprit
+// found by breadcrumbs has no call site of the program's.
+const std::string kStaticApp = CUDA_BLOCKRUN_STATIC_APP;
 const std::string kSimLib = CUDA_BLOCKRUN_SIM_LIBDIR;
 
 using Env = std::map<std::string, std::string>;
@@ -34,41 +37,69 @@ ProcessResult localize(const std::vector<std::string>& command, Env env,
   return run_process(argv, env);
 }
 
-ProcessResult plain(const std::string& scenario, Env env) {
+ProcessResult plain(const std::string& scenario, Env env, const std::string& app = kApp) {
   env["LD_LIBRARY_PATH"] = kSimLib;
-  return run_process({kApp, scenario}, env);
+  std::vector<std::string> argv = {app};
+  if (!scenario.empty()) argv.push_back(scenario);
+  return run_process(argv, env);
 }
 
 // A command whose first run has CUDA_SIM_FAULT=`first` and whose later runs have `later` (empty: none).
 std::vector<std::string> changing_fault(const std::string& marker, const std::string& first,
-                                        const std::string& later) {
+                                        const std::string& later, const std::string& app = kApp) {
   std::remove(marker.c_str());
-  std::string script = "if [ -e '" + marker + "' ]; then CUDA_SIM_FAULT='" + later + "' exec '" + kApp +
-                       "' steps; else : > '" + marker + "'; CUDA_SIM_FAULT='" + first + "' exec '" + kApp +
-                       "' steps; fi";
+  std::string command = "'" + app + "'" + (app == kApp ? " steps" : "");
+  std::string script = "if [ -e '" + marker + "' ]; then CUDA_SIM_FAULT='" + later + "' exec " + command +
+                       "; else : > '" + marker + "'; CUDA_SIM_FAULT='" + first + "' exec " + command + "; fi";
   return {"/bin/sh", "-c", script};
 }
 
-// With breadcrumbs (the default): run 1 names the launch, run 2 blocks just that launch for its call site.
-TEST(Localize, BreadcrumbsNameTheLaunchAndASecondRunBlocksOnlyIt) {
+// With breadcrumbs (the default): run 1 names the launch and keeps its caller, the program's own line: no
+// second run.
+TEST(Localize, BreadcrumbsNameTheLaunchAndItsCallerInOneRun) {
   Env fault = {{"CUDA_SIM_FAULT", "stencil:13"}};
   ProcessResult alone = plain("steps", fault);
   ProcessResult r = localize({kApp, "steps"}, fault);
   EXPECT_EQ(r.status, alone.status);
-  ASSERT_EQ(r.out.substr(0, alone.out.size()), alone.out);
-  EXPECT_EQ(r.out.substr(alone.out.size(), 23), "launch 38 returned 700\n") << r.out;
+  EXPECT_EQ(r.out, alone.out) << "the program ran once";
   EXPECT_TRUE(
       contains(r.err, "[cuda-blockrun] localize: run 1: nothing blocked, breadcrumbs on (reports in "))
       << r.err;
   EXPECT_TRUE(
       contains(r.err,
-               "[cuda-blockrun] localize: run 1: cudaErrorIllegalAddress surfaced at cudaMemcpy, its "
-               "launch found by breadcrumbs but not where it was launched; run 2: --block 'stencil#13'\n"))
+               "[cuda-blockrun] localize: culprit: kernel stencil(float*, float const*, int, long "
+               "long), launch #38 (its launch 13), stream 0x0\n"
+               "[cuda-blockrun]   error: cudaErrorIllegalAddress (an illegal memory access was "
+               "encountered), returned by cudaMemcpy\n"
+               "[cuda-blockrun]   launched at " CUDA_BLOCKRUN_SOURCE_DIR
+               "/tests/programs/cuda_app.cpp:65 in (anonymous namespace)::steps\n"
+               "[cuda-blockrun]   found in run 1 by breadcrumbs, nothing blocked: the first launch on its "
+               "stream that did not complete; its call site is the caller of the CUDA entry point. No "
+               "second run needed.\n"))
+      << r.err;
+  EXPECT_FALSE(contains(r.err, "run 2")) << r.err;
+}
+
+// The static runtime calls the driver from its own code: run 1 names the launch but has no call site of the
+// program's, so run 2 blocks just that launch for its whole stack.
+TEST(Localize, BreadcrumbsWithoutTheProgramsCallerRunAgainBlockingOnlyTheLaunch) {
+  Env fault = {{"CUDA_SIM_FAULT", "stencil:13"}};
+  ProcessResult alone = plain("", fault, kStaticApp);
+  ProcessResult r = localize({kStaticApp}, fault);
+  EXPECT_EQ(r.status, alone.status);
+  ASSERT_EQ(r.out.substr(0, alone.out.size()), alone.out);
+  EXPECT_EQ(r.out.substr(alone.out.size(), 23), "launch 38 returned 700\n") << r.out;
+  EXPECT_TRUE(
+      contains(r.err,
+               "[cuda-blockrun] localize: run 1: CUDA_ERROR_ILLEGAL_ADDRESS surfaced at cuMemcpyDtoH_v2, "
+               "its launch found by breadcrumbs but not where it was launched; run 2: --block "
+               "'stencil#13'\n"))
       << r.err;
   EXPECT_TRUE(contains(r.err,
                        "[cuda-blockrun] localize: culprit: kernel stencil(float*, float const*, int, long "
                        "long), launch #38 (its launch 13), stream 0x0\n"))
       << r.err;
+  EXPECT_TRUE(contains(r.err, "/tests/programs/static_app.cpp:")) << "run 2's call site: " << r.err;
   EXPECT_TRUE(
       contains(r.err, "  found in run 1 by breadcrumbs; run 2, which blocked 'stencil#13', confirmed it"))
       << r.err;
@@ -145,8 +176,8 @@ TEST(Localize, ASecondRunWithoutTheFaultIsSaidAndTheFirstKept) {
 }
 
 TEST(Localize, WithBreadcrumbsRunOnesCulpritIsKeptWhenRunTwoDoesNotFault) {
-  ProcessResult r =
-      localize(changing_fault(::testing::TempDir() + "localize_no_fault_crumbs", "stencil:13", ""), {});
+  ProcessResult r = localize(
+      changing_fault(::testing::TempDir() + "localize_no_fault_crumbs", "stencil:13", "", kStaticApp), {});
   EXPECT_NE(r.status, 0);
   EXPECT_TRUE(contains(r.err, "run 2 (--block 'stencil#13') ran without a CUDA error")) << r.err;
   EXPECT_TRUE(contains(r.err,

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The report names the Python line that launched the culprit, whether the launching thread held the GIL
-(ctypes.PyDLL, as C extensions that keep it) or released it (ctypes.CDLL, as PyTorch does around its ops).
+(ctypes.PyDLL, as C extensions that keep it) or released it (ctypes.CDLL, as PyTorch does around its ops);
+and with breadcrumbs, for a fault that surfaces long after its launch, `--localize` names that line in one run.
 
 Usage: test_report_python_line.py WRAPPER LAUNCH_LIB SIM_LIBDIR
 Runs this file again as the program under test (--program MODE LIB), through the wrapper with a report, on
@@ -44,8 +45,24 @@ def through_package(library):
     return fakepkg.launch(library)  # PACKAGE_CALL_LINE
 
 
+def forward(library):
+    library.launch_fill()
+    return library.launch_stencil()  # FORWARD_STENCIL_LINE
+
+
+def train(library):
+    # 30 steps of fill, stencil, fill; the fault (CUDA_SIM_FAULT) surfaces only at the final synchronize.
+    for _ in range(30):
+        forward(library)  # TRAIN_FORWARD_LINE
+        library.launch_fill()
+    return library.synchronize()
+
+
 def program(mode, path):
-    library = (ctypes.PyDLL if mode in ("gil", "package") else ctypes.CDLL)(path)
+    library = (ctypes.PyDLL if mode in ("gil", "package", "late-gil") else ctypes.CDLL)(path)
+    if mode.startswith("late"):
+        print("synchronize returned", train(library))
+        return
     result = through_package(library) if mode == "package" else step(library)
     print("launch returned", result)
 
@@ -95,6 +112,58 @@ class ReportNamesThePythonLine(unittest.TestCase):
 
     def test_gil_held(self):
         self.run_mode("gil")
+
+    def localize_late_fault(self, mode):
+        wrapper, launch_lib, sim_libdir = ARGS
+        environment = {key: value for key, value in os.environ.items()
+                       if not key.startswith(("CUDA_BLOCKRUN", "CUDA_SIM", "LD_PRELOAD"))}
+        # The 13th stencil faults (launch #38 of 90); the program learns it at the end.
+        environment.update(LD_LIBRARY_PATH=sim_libdir, CUDA_SIM_FAULT="stencil:13")
+        with tempfile.TemporaryDirectory() as directory:
+            environment["TMPDIR"] = directory
+            done = subprocess.run([wrapper, "--localize", "--", sys.executable, HERE, "--program", mode, launch_lib],
+                                  env=environment, capture_output=True, text=True, timeout=120)
+        self.assertEqual(done.stdout, "synchronize returned 700\n", "the program ran once: " + done.stderr)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("[cuda-blockrun] localize: culprit: kernel stencil(float*, float const*, int, long long), "
+                      "launch #38 (its launch 13), stream 0x0\n"
+                      "[cuda-blockrun]   error: cudaErrorIllegalAddress (an illegal memory access was encountered), "
+                      "returned by cudaDeviceSynchronize\n", done.stderr)
+        self.assertIn(f"[cuda-blockrun]   python: {HERE}:{line_of('FORWARD_STENCIL_LINE')} in forward\n",
+                      done.stderr)
+        self.assertIn("its call site is the caller of the CUDA entry point and the Python line kept for the "
+                      "launch. No second run needed.", done.stderr)
+        self.assertNotIn("run 2", done.stderr)
+
+    def test_localize_names_the_line_of_a_late_fault_in_one_run_gil_released(self):
+        self.localize_late_fault("late")
+
+    def test_localize_names_the_line_of_a_late_fault_in_one_run_gil_held(self):
+        self.localize_late_fault("late-gil")
+
+    def test_breadcrumbs_report_keeps_the_line_not_the_frames(self):
+        wrapper, launch_lib, sim_libdir = ARGS
+        environment = {key: value for key, value in os.environ.items()
+                       if not key.startswith(("CUDA_BLOCKRUN", "CUDA_SIM", "LD_PRELOAD"))}
+        environment.update(LD_LIBRARY_PATH=sim_libdir, CUDA_SIM_FAULT="stencil:13")
+        with tempfile.TemporaryDirectory() as directory:
+            report = os.path.join(directory, "report.jsonl")
+            done = subprocess.run([wrapper, "--breadcrumbs", "--report", report, "--", sys.executable, HERE,
+                                   "--program", "late", launch_lib],
+                                  env=environment, capture_output=True, text=True, timeout=120)
+            with open(report) as lines:
+                records = [json.loads(line) for line in lines]
+        self.assertEqual(done.stdout, "synchronize returned 700\n", done.stderr)
+        first = [r for r in records if r["type"] == "first_error"]
+        self.assertEqual(len(first), 1, records)
+        self.assertEqual(first[0]["method"], "breadcrumbs")
+        launch_record = first[0]["launch"]
+        self.assertEqual(launch_record["seq"], 38)
+        self.assertEqual(launch_record["stack"], "caller")
+        self.assertEqual(launch_record["python_status"], "line kept for every launch")
+        self.assertIsNone(launch_record["python"])
+        self.assertEqual(launch_record["python_callsite"],
+                         {"file": HERE, "line": line_of("FORWARD_STENCIL_LINE"), "function": "forward"})
 
     def test_gil_released(self):
         self.run_mode("nogil")

@@ -2,6 +2,8 @@
 // and the exact lines users read. A capturing sink stands in for the log.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
@@ -352,6 +354,49 @@ TEST_F(BreadcrumbTest, NothingUnfinishedFallsBackToTheHostsView) {
   for (int n = 1; n <= 3; ++n) launch_with_crumb(*engine, fill, kStreamA, true);
   engine->observe_error("cudaMalloc", ErrorCode{Family::Runtime, 1}, nullptr, false);
   EXPECT_NE(log().find("no launch is on record as unfinished"), std::string::npos) << log();
+}
+
+// The Python line of every launch is kept (interned) with breadcrumbs: the fake capture below says which line
+// launched, innermost first, as the shim's capture_python would.
+int g_python_line = 0;
+void fake_python(PythonStack* out) {
+  out->status = PythonStatus::Captured;
+  out->count = 2;
+  out->frames[0].line = 2;
+  std::snprintf(out->frames[0].file, kPythonFileBytes, "/usr/lib/python3/site-packages/torch/functional.py");
+  std::snprintf(out->frames[0].function, kPythonFunctionBytes, "stencil");
+  out->frames[1].line = g_python_line;
+  std::snprintf(out->frames[1].file, kPythonFileBytes, "/home/me/train.py");
+  std::snprintf(out->frames[1].function, kPythonFunctionBytes, "forward");
+}
+
+TEST_F(BreadcrumbTest, TheCulpritsPythonLineIsKeptWithoutAStackWalk) {
+  auto engine = make("none", 256);
+  engine->start(ProcessInfo{}, nullptr, nullptr, fake_python);
+  engine->set_breadcrumbs(slots_, 4);
+  const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
+  const KernelInfo* stencil = kernel(*engine, 0x20, "_Z7stencilPfix");
+  for (int n = 1; n <= 20; ++n) {
+    g_python_line = 100 + n;
+    launch_with_crumb(*engine, n % 2 ? fill : stencil, kStreamA, n < 8);  // #8 (stencil's 4th) faulted
+  }
+  engine->end_sync("cudaMemcpy", true, nullptr, false, engine->begin_sync(), ErrorCode{Family::Runtime, 700});
+  EXPECT_NE(log().find("  in kernel stencil(float*, int, long long), launch #8, stream 0xa000"),
+            std::string::npos)
+      << log();
+  EXPECT_NE(log().find("  python: /home/me/train.py:108 in forward (innermost: "
+                       "/usr/lib/python3/site-packages/torch/functional.py:2 in stencil)\n"),
+            std::string::npos)
+      << log();
+}
+
+TEST_F(BreadcrumbTest, NoPythonLinesAreKeptWithoutBreadcrumbs) {
+  auto engine = make("none");
+  engine->start(ProcessInfo{}, nullptr, nullptr, fake_python);
+  g_python_line = 7;
+  Launch l = launch(*engine, kernel(*engine, 0x10, "_Z4fillPfif"), kStreamA);
+  EXPECT_EQ(l.record.python_site, 0u);
+  EXPECT_EQ(l.record.python_status, PythonStatus::NotCaptured);
 }
 
 TEST_F(BreadcrumbTest, EachStreamGetsItsOwnSlotWhileSlotsLast) {

@@ -76,6 +76,34 @@ TEST(Localize, ACulpritFoundByBreadcrumbsIsRunAgainForItsCallSite) {
   EXPECT_EQ(compare_runs(crumbs, finding({{"r2", std::string(kPinned)}})), SecondRun::Pinned);
 }
 
+TEST(Localize, ACulpritFoundByBreadcrumbsWithItsLinesKeptNeedsNoSecondRun) {
+  auto crumbs = [](const std::string& launch) {
+    return *parse_json(
+        R"json({"type":"first_error","certainty":"exact","method":"breadcrumbs","launch":{"seq":38,"kernel_base":"stencil","stack":"caller",)json" +
+        launch + "}}");
+  };
+  const std::string own_caller = R"json("callsite":{"function":"run","file":"/src/app.cu","line":22})json";
+  const std::string library_caller =
+      R"json("callsite":{"function":"at::launch","file":null,"line":null})json";
+  const std::string line = R"json("python_callsite":{"file":"train.py","line":8,"function":"pick"})json";
+  // A C++ program: the caller with file:line is the call site.
+  EXPECT_FALSE(needs_second_run(crumbs(own_caller + R"(,"python_status":"no python")")));
+  EXPECT_FALSE(has_python_line(crumbs(own_caller + R"(,"python_status":"no python")")));
+  // A C++ worker thread of a Python program likewise.
+  EXPECT_FALSE(needs_second_run(crumbs(own_caller + R"(,"python_status":"no python thread state")")));
+  // The caller is a library's (no file:line; the static runtime gives none at all): run again for the stack.
+  EXPECT_TRUE(needs_second_run(crumbs(library_caller + R"(,"python_status":"no python")")));
+  EXPECT_TRUE(needs_second_run(crumbs(R"("callsite":null,"python_status":"no python")")));
+  // A Python program: its line kept for the launch is what a second run would add, whatever the caller.
+  EXPECT_FALSE(needs_second_run(crumbs(library_caller + "," + line)));
+  EXPECT_TRUE(has_python_line(crumbs(library_caller + "," + line)));
+  EXPECT_TRUE(needs_second_run(crumbs(
+      own_caller +
+      R"json(,"python_callsite":null,"python_status":"line not kept (too many distinct lines)")json")));
+  EXPECT_TRUE(
+      needs_second_run(crumbs(own_caller + R"(,"python_callsite":null,"python_status":"unavailable")")));
+}
+
 TEST(Localize, WithoutAPinRuleTheSecondRunBlocksAll) {
   JsonValue error =
       *parse_json(R"({"type":"first_error","certainty":"suspects","launch":null,"pin_rule":null})");

@@ -360,7 +360,16 @@ int localize_culprit(char** program_argv, bool breadcrumbs) {
   bool exact = blockrun::is_exact(first.first_error);
   if (!blockrun::needs_second_run(first.first_error)) {
     say_culprit(first.first_error);
-    say("  found in run 1: " + first.first_error.text("how"));
+    if (first.first_error.text("method") == "breadcrumbs") {
+      say("  found in run 1 by breadcrumbs, nothing blocked: the first launch on its stream that did not "
+          "complete; its call site is the caller of the CUDA entry point" +
+          std::string(blockrun::has_python_line(first.first_error)
+                          ? " and the Python line kept for the launch"
+                          : "") +
+          ". No second run needed.");
+    } else {
+      say("  found in run 1: " + first.first_error.text("how"));
+    }
     return status;
   }
   std::string policy = blockrun::second_run_policy(first.first_error);
