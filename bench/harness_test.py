@@ -19,7 +19,7 @@ def main():
     completed = subprocess.run(
         [sys.executable, os.path.join(HERE, "harness.py"), "run", "--build", build, "--out", out,
          "--repetitions", "2", "--scale", "0.05", "--workloads", "launch_loop,cublas,matmul",
-         "--configs", "native,clb,shim,log,block_one,block_all,sanitizer"],
+         "--configs", "native,clb,shim,breadcrumbs,log,block_one,block_all,sanitizer"],
         capture_output=True, text=True, timeout=300)
     failures = []
     if completed.returncode != 0:
@@ -36,7 +36,7 @@ def main():
     if "skipping workload matmul: PyTorch with CUDA is not available" not in completed.stdout:
         failures.append("matmul was not skipped with its reason")
     for workload, metric in (("launch_loop", "empty_launch"), ("cublas", "cublas_sgemm_512")):
-        for config in ("native", "clb", "shim", "log", "block_one", "block_all"):
+        for config in ("native", "clb", "shim", "breadcrumbs", "log", "block_one", "block_all"):
             got = by_config.get((workload, config), [])
             if len(got) != 2:
                 failures.append(f"{workload}/{config}: {len(got)} runs, expected 2")
@@ -44,14 +44,16 @@ def main():
             for run in got:
                 if metric not in run["metrics"]:
                     failures.append(f"{workload}/{config}: no {metric} in {run}")
-                if config in ("shim", "block_one", "block_all"):
+                if config == "breadcrumbs" and run.get("breadcrumbs_unavailable"):
+                    failures.append(f"{workload}/{config}: the shim said breadcrumbs were unavailable")
+                if config in ("shim", "breadcrumbs", "block_one", "block_all"):
                     blocked = run.get("blocked")
                     expect_all = config == "block_all" or (config == "block_one" and workload == "launch_loop")
                     if run.get("launches", 0) == 0:
                         failures.append(f"{workload}/{config}: the shim's summary was not read")
                     elif expect_all and blocked != run["launches"]:
                         failures.append(f"{workload}/{config}: {blocked} of {run['launches']} blocked")
-                    elif config == "shim" and blocked != 0:
+                    elif config in ("shim", "breadcrumbs") and blocked != 0:
                         failures.append(f"{workload}/{config}: {blocked} blocked")
         # The simulated stack has no compute-sanitizer: its rows are left out, with a message.
         if by_config.get((workload, "sanitizer")) and "compute-sanitizer" not in completed.stdout:
@@ -64,7 +66,8 @@ def main():
     with open(os.path.join(out, "performance-table.md")) as file:
         table = file.read()
     for needle in ("simulated CUDA stack", "| empty_launch |", "| cublas_sgemm_512 |",
-                   "cost added per launch", "--block all vs CUDA_LAUNCH_BLOCKING=1"):
+                   "cost added per launch", "--block all vs CUDA_LAUNCH_BLOCKING=1",
+                   "| shim, breadcrumbs (nothing blocked) |", "breadcrumbs, us added per launch"):
         if needle not in table:
             failures.append(f"table lacks {needle!r}")
     for failure in failures:
