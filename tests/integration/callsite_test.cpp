@@ -23,12 +23,8 @@ const std::string kValidator = CUDA_BLOCKRUN_SOURCE_DIR "/tests/report/validate_
 
 using Env = std::map<std::string, std::string>;
 
-// The line of the source that carries `marker`, 1-based; the tests never hard-code line numbers.
 int marker_line(const std::string& marker) {
-  std::string source = read_file(kCallsiteSource);
-  size_t at = source.find("// " + marker);
-  if (at == std::string::npos) return -1;
-  return 1 + static_cast<int>(std::count(source.begin(), source.begin() + at, '\n'));
+  return blockrun::testing::marker_line(kCallsiteSource, marker);
 }
 
 struct ReportRun {

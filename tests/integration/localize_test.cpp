@@ -65,17 +65,21 @@ TEST(Localize, BreadcrumbsNameTheLaunchAndItsCallerInOneRun) {
   EXPECT_TRUE(
       contains(r.err, "[cuda-blockrun] localize: run 1: nothing blocked, breadcrumbs on (reports in "))
       << r.err;
+  const std::string source = CUDA_BLOCKRUN_SOURCE_DIR "/tests/programs/cuda_app.cpp";
+  EXPECT_TRUE(contains(r.err,
+                       "[cuda-blockrun] localize: culprit: kernel stencil(float*, float const*, int, long "
+                       "long), launch #38 (its launch 13), stream 0x0\n"
+                       "[cuda-blockrun]   error: cudaErrorIllegalAddress (an illegal memory access was "
+                       "encountered), returned by cudaMemcpy\n"
+                       "[cuda-blockrun]   launched at " +
+                           source + ":" + std::to_string(marker_line(source, "LAUNCH_DEFAULT")) +
+                           " in (anonymous namespace)::steps"))
+      << r.err;
   EXPECT_TRUE(
       contains(r.err,
-               "[cuda-blockrun] localize: culprit: kernel stencil(float*, float const*, int, long "
-               "long), launch #38 (its launch 13), stream 0x0\n"
-               "[cuda-blockrun]   error: cudaErrorIllegalAddress (an illegal memory access was "
-               "encountered), returned by cudaMemcpy\n"
-               "[cuda-blockrun]   launched at " CUDA_BLOCKRUN_SOURCE_DIR
-               "/tests/programs/cuda_app.cpp:65 in (anonymous namespace)::steps\n"
-               "[cuda-blockrun]   found in run 1 by breadcrumbs, nothing blocked: the first launch on its "
-               "stream that did not complete; its call site is the caller of the CUDA entry point. No "
-               "second run needed.\n"))
+               "\n[cuda-blockrun]   found in run 1 by breadcrumbs, nothing blocked: the first launch on "
+               "its stream that did not complete; its call site is the caller of the CUDA entry point. "
+               "No second run needed.\n"))
       << r.err;
   EXPECT_FALSE(contains(r.err, "run 2")) << r.err;
 }

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -38,6 +39,14 @@ inline std::string read_file(const std::string& path) {
 
 // The test's environment without anything of the shim's (so that a developer's own settings cannot
 // change a test), with `extra` added; a value of "<unset>" removes a variable.
+// The line of `source` that carries the comment `// marker`, 1-based (-1: none); tests never hard-code lines.
+inline int marker_line(const std::string& source, const std::string& marker) {
+  std::string text = read_file(source);
+  size_t at = text.find("// " + marker);
+  if (at == std::string::npos) return -1;
+  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + at, '\n'));
+}
+
 inline std::vector<std::string> make_environment(const std::map<std::string, std::string>& extra) {
   std::vector<std::string> environment;
   for (char** entry = environ; *entry; ++entry) {

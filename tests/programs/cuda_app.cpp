@@ -62,7 +62,7 @@ int steps(const std::string& how, cudaStream_t stream) {
       } else if (how == "ptsz") {
         result = sim::launch_ptsz(kernel, kGrid, kBlock, stream);
       } else {
-        result = sim::launch(kernel, kGrid, kBlock, stream);
+        result = sim::launch(kernel, kGrid, kBlock, stream);  // LAUNCH_DEFAULT
       }
       if (result != cudaSuccess) std::printf("launch %d returned %d\n", launch_number, result);
     }
