@@ -222,6 +222,7 @@ const KernelInfo* Engine::new_kernel(const void* handle,
     info->name = make_kernel_name(mangled ? mangled : fallback_name);
     info->rule_mask = config_.block.name_mask(info->name);
     info->nccl = is_nccl_kernel(info->name);
+    info->collective = nccl_collective(info->name);
     info->decided = keep && config_.block.per_kernel();
     if (info->decided) {
       LaunchFacts facts;
@@ -883,6 +884,7 @@ void Engine::launch_json(JsonWriter& json, const LaunchRecord& record, const Cap
   } else {
     json.key("kernel").null().key("kernel_mangled").null();
   }
+  json.key("collective").value(record.kernel ? record.kernel->collective : nullptr);
   json.field("stream", describe_stream(record.stream)).field("thread", record.thread);
   json.key("grid").begin_array().value(record.grid.x).value(record.grid.y).value(record.grid.z).end_array();
   json.key("block")
@@ -1029,6 +1031,7 @@ std::string Engine::describe(const LaunchRecord& record) const {
   std::string head;
   if (record.kernel) {
     head = "kernel " + printable(record.kernel->name.demangled);
+    if (record.kernel->collective) head += fmt::format(" (NCCL {})", record.kernel->collective);
     if (record.library_api) head += ", launched by " + library_call();
   } else if (record.graph) {
     head = fmt::format("graph {}", record.graph->exec);

@@ -560,6 +560,29 @@ bool is_nccl_kernel(const KernelName& name) {
   return name.base.rfind("nccl", 0) == 0 || name.mangled.find("nccl") != std::string::npos;
 }
 
+const char* nccl_collective(const KernelName& name) {
+  std::string_view base = name.base;
+  for (std::string_view prefix : {"ncclDevKernel_", "ncclKernel_", "nccl"}) {
+    if (base.substr(0, prefix.size()) == prefix) {
+      base.remove_prefix(prefix.size());
+      break;
+    }
+  }
+  if (base.size() == name.base.size()) return nullptr;  // not NCCL's
+  // Longest first: "ReduceScatter" and "Reduce", "SendRecv" and "Send".
+  static const char* const kCollectives[] = {"ReduceScatter", "AllReduce", "AllGather",
+                                             "AllToAll",      "Broadcast", "SendRecv",
+                                             "Reduce",        "Send",      "Recv"};
+  for (const char* collective : kCollectives) {
+    std::string_view known = collective;
+    if (base.substr(0, known.size()) == known &&
+        (base.size() == known.size() || base[known.size()] == '_' ||
+         std::isupper(static_cast<unsigned char>(base[known.size()]))))
+      return collective;
+  }
+  return nullptr;
+}
+
 std::optional<Policy> Policy::parse(std::string_view text, std::string* error) {
   Policy policy;
   std::string_view whole = trim(text);

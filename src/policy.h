@@ -116,4 +116,10 @@ bool regex_is_acceptable(std::string_view pattern, std::string* problem);
 // Whether a kernel is one of NCCL's (by name): blocking a collective can deadlock the job.
 bool is_nccl_kernel(const KernelName& name);
 
+// The NCCL collective a kernel of NCCL's runs, where its name tells
+// (`ncclDevKernel_AllReduce_Sum_f32_RING_LL`: "AllReduce"; NCCL before 2.19:
+// `ncclKernel_AllGather_RING_LL_Sum_int8_t`, `ncclAllReduceRingLLKernel_sum_f32`), as a static string;
+// nullptr for other kernels and for NCCL's generic kernels, which run whatever work they are given.
+const char* nccl_collective(const KernelName& name);
+
 }  // namespace blockrun

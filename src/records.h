@@ -42,7 +42,8 @@ struct KernelInfo {
   KernelName name;
   uint64_t rule_mask = 0;  // Policy::name_mask of this kernel: which rules its names satisfy
   bool nccl = false;
-  bool decided = false;  // `decision` holds the policy's answer for every launch of this kernel
+  const char* collective = nullptr;  // the NCCL collective, where the name tells (nccl_collective)
+  bool decided = false;              // `decision` holds the policy's answer for every launch of this kernel
   Decision decision;
   std::atomic<uint64_t> launches{0};
   BlockStats stats;

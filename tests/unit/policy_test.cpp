@@ -287,3 +287,32 @@ TEST(PolicyRegex, RepetitionsOfRepetitionsAreRefused) {
 
 }  // namespace
 }  // namespace blockrun
+
+namespace blockrun {
+namespace {
+
+TEST(Nccl, TheCollectiveComesFromTheKernelName) {
+  auto collective = [](const char* mangled) -> std::string {
+    const char* found = nccl_collective(make_kernel_name(mangled));
+    return found ? found : "(none)";
+  };
+  // NCCL 2.19+ (mangled, with its argument storage), and as some tools print them (unmangled).
+  EXPECT_EQ(collective("_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE"),
+            "AllReduce");
+  EXPECT_EQ(collective("_Z44ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL24ncclDevKernelArgsStorageILm4096EE"),
+            "ReduceScatter");
+  EXPECT_EQ(collective("_Z36ncclDevKernel_Reduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE"),
+            "Reduce");
+  EXPECT_EQ(collective("_Z22ncclDevKernel_SendRecv24ncclDevKernelArgsStorageILm4096EE"), "SendRecv");
+  EXPECT_EQ(collective("ncclDevKernel_Broadcast_RING_LL"), "Broadcast");
+  // Older NCCL.
+  EXPECT_EQ(collective("_Z39ncclKernel_AllGather_RING_LL_Sum_int8_t12ncclWorkElem"), "AllGather");
+  EXPECT_EQ(collective("_Z33ncclAllReduceRingLLKernel_sum_f3214CollectiveArgs"), "AllReduce");
+  // The generic kernels run whatever work they are given; other kernels are not NCCL's.
+  EXPECT_EQ(collective("_Z21ncclDevKernel_Generic24ncclDevKernelArgsStorageILm4096EE"), "(none)");
+  EXPECT_EQ(collective("_Z7stencilPfPKfix"), "(none)");
+  EXPECT_EQ(collective("_Z9AllReducePf"), "(none)");
+}
+
+}  // namespace
+}  // namespace blockrun
