@@ -29,6 +29,7 @@
 
 #include "config.h"
 #include "hook_list.h"
+#include "job_report.h"
 #include "localize.h"
 #include "names.h"
 
@@ -53,6 +54,7 @@ void print_usage(FILE* out) {
   std::fprintf(
       out,
       "usage: cuda-blockrun [options] [--] program [args...]\n"
+      "       cuda-blockrun report [--json] FILE...|DIR\n"
       "\n"
       "Runs program with the cuda-blockrun shim preloaded: it names every CUDA kernel launch, makes the\n"
       "launches the policy selects blocking, and pins the first CUDA error to the launch that caused it.\n"
@@ -70,6 +72,11 @@ void print_usage(FILE* out) {
       "                   its launch, run it again blocking only the suspected kernels, and print one\n"
       "                   verdict (kernel, launch, C++ call site, Python line, error); exit with the\n"
       "                   first run's status (docs/localize.md). Not with --block or --report.\n"
+      "\n"
+      "cuda-blockrun report merges the reports (--report) of every process of a job, given as files or a\n"
+      "directory of *.jsonl files, into one verdict: which process failed first and its culprit, and what\n"
+      "became of the others (docs/distributed.md). --json prints it as one JSON object. (A program named\n"
+      "`report` is run with `cuda-blockrun -- report`.)\n"
       "\n"
       "Every option is also an environment variable, read by the shim in each process it is loaded into;\n"
       "flags given here override the environment. See docs/config.md; the policy language: docs/policy.md.\n"
@@ -247,6 +254,64 @@ int explain_launch(const std::map<std::string, std::string>& settings, const std
   return 0;
 }
 
+// ---- report ----
+
+// `cuda-blockrun report [--json] FILE...|DIR`: exit status 0 with a verdict, 2 when nothing could be read.
+int report_command(int argc, char** argv) {
+  bool as_json = false;
+  std::vector<std::string> paths;
+  for (int index = 0; index < argc; ++index) {
+    std::string argument = argv[index];
+    if (argument == "--json") {
+      as_json = true;
+    } else if (argument == "--help" || argument == "-h") {
+      print_usage(stdout);
+      return 0;
+    } else if (argument.rfind("--", 0) == 0 && argument != "--") {
+      usage_error("report: unknown option '" + argument + "' (accepted: --json)");
+    } else if (argument != "--") {
+      paths.push_back(argument);
+    }
+  }
+  if (paths.empty()) usage_error("report: give the report files, or a directory of them (*.jsonl)");
+  std::vector<std::pair<std::string, std::string>> reports;
+  auto read = [&](const std::string& path) {
+    std::ifstream file(path);
+    if (!file) usage_error("report: cannot read '" + path + "': " + std::strerror(errno));
+    std::stringstream contents;
+    contents << file.rdbuf();
+    reports.emplace_back(path, contents.str());
+  };
+  for (const std::string& path : paths) {
+    struct stat info {};
+    if (stat(path.c_str(), &info) != 0) usage_error("report: no such file or directory: '" + path + "'");
+    if (!S_ISDIR(info.st_mode)) {
+      read(path);
+      continue;
+    }
+    std::vector<std::string> found;
+    if (DIR* listing = opendir(path.c_str())) {
+      while (dirent* entry = readdir(listing)) {
+        std::string name = entry->d_name;
+        std::string full = path + "/" + name;
+        if (name.size() > 6 && name.compare(name.size() - 6, 6, ".jsonl") == 0 && is_file(full))
+          found.push_back(full);
+      }
+      closedir(listing);
+    }
+    if (found.empty()) usage_error("report: no *.jsonl report files in '" + path + "'");
+    std::sort(found.begin(), found.end());
+    for (const std::string& file : found) read(file);
+  }
+  std::vector<blockrun::ProcessOutcome> processes = blockrun::read_job(reports);
+  if (as_json) {
+    std::printf("%s\n", blockrun::job_json(processes).c_str());
+  } else {
+    for (const std::string& line : blockrun::describe_job(processes)) std::printf("%s\n", line.c_str());
+  }
+  return 0;
+}
+
 // ---- --localize ----
 
 void say(const std::string& line) {
@@ -415,6 +480,7 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> settings;  // variable -> value, from flags
   std::optional<std::string> explain;
   bool localize = false;
+  if (argc > 1 && std::strcmp(argv[1], "report") == 0) return report_command(argc - 2, argv + 2);
   int index = 1;
   for (; index < argc; ++index) {
     std::string argument = argv[index];

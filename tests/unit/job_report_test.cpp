@@ -1,0 +1,170 @@
+// `cuda-blockrun report`: the reports of a job's processes merged into one verdict (src/job_report.h).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "job_report.h"
+
+namespace blockrun {
+namespace {
+
+std::string start(int rank, int pid, const char* host = "gpu7") {
+  return "{\"type\":\"start\",\"time\":100,\"host\":\"" + std::string(host) +
+         "\",\"pid\":" + std::to_string(pid) + ",\"rank\":" + std::to_string(rank) +
+         ",\"process\":\"python3\"}\n";
+}
+
+// A first error at `time` pinned to `kernel` (launch #seq), or (collective set) to an NCCL kernel.
+std::string first_error(double time, const char* kernel, int seq, const char* collective = nullptr,
+                        const char* error = "cudaErrorIllegalAddress") {
+  return "{\"type\":\"first_error\",\"time\":" + std::to_string(time) + ",\"error\":\"" + error +
+         "\",\"message\":\"m\",\"surfaced_api\":\"cudaStreamSynchronize\",\"how\":\"surfaced at a later "
+         "call\",\"certainty\":\"exact\",\"method\":\"breadcrumbs\",\"launch\":{\"seq\":" +
+         std::to_string(seq) + ",\"kernel\":\"" + kernel + "\",\"kernel_base\":\"" + kernel +
+         "\",\"kernel_launch\":3,\"stream\":\"0x0\",\"collective\":" +
+         (collective ? "\"" + std::string(collective) + "\"" : std::string("null")) +
+         ",\"callsite\":{\"function\":\"f\",\"file\":\"/src/"
+         "model.cu\",\"line\":17},\"python_callsite\":{\"file\":"
+         "\"train.py\",\"line\":42,\"function\":\"forward\"}},\"suspects\":[],\"pin_rule\":null}\n";
+}
+
+std::string fatal(double time, const char* signal, bool sent) {
+  return "{\"type\":\"fatal_signal\",\"time\":" + std::to_string(time) + ",\"signal\":\"" + signal +
+         "\",\"number\":6,\"sent\":" + (sent ? "true" : "false") + ",\"handed_to\":\"default action\"}\n";
+}
+
+const std::string kSummary = "{\"type\":\"summary\",\"time\":300,\"launches\":1200}\n";
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const std::string& line : lines) text += line + "\n";
+  return text;
+}
+
+TEST(JobReport, TheFirstCudaErrorWinsAndTheOthersFollowInOrder) {
+  std::vector<std::pair<std::string, std::string>> reports = {
+      // rank 0: stuck in the all-reduce, then its NCCL kernel fails (a peer died), 2 s after rank 1's fault.
+      {"r.0.jsonl", start(0, 10) + first_error(1002.5, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 900,
+                                               "AllReduce", "cudaErrorLaunchFailure")},
+      // rank 1: the culprit.
+      {"r.1.jsonl", start(1, 11) + first_error(1000.25, "lookup", 38) + kSummary},
+      // rank 2: killed by a watchdog's abort() before rank 0's error, but a reaction all the same.
+      {"r.2.jsonl", start(2, 12) + fatal(1001.0, "SIGABRT", true)},
+      // rank 3: ran to the end; rank 4: its report stops (SIGKILL).
+      {"r.3.jsonl", start(3, 13) + kSummary},
+      {"r.4.jsonl", start(4, 14) + "{\"type\":\"first_er"},
+  };
+  std::vector<ProcessOutcome> job = read_job(reports);
+  ASSERT_EQ(job.size(), 5u);
+  EXPECT_EQ(first_failure(job), 1);
+  EXPECT_EQ(job[0].kind(), ProcessOutcome::Kind::Collective);
+  EXPECT_EQ(job[0].collective(), "AllReduce");
+  EXPECT_EQ(job[2].kind(), ProcessOutcome::Kind::Killed);
+  EXPECT_EQ(job[3].kind(), ProcessOutcome::Kind::Clean);
+  EXPECT_EQ(job[4].kind(), ProcessOutcome::Kind::CutShort);
+  EXPECT_EQ(job[4].unreadable, 1u);
+  EXPECT_EQ(
+      joined(describe_job(job)),
+      "5 processes (5 report files) on gpu7\n"
+      "first to fail: rank 1 (pid 11 on gpu7, python3), at 1970-01-01 00:16:40.250000 UTC\n"
+      "  kernel lookup, launch #38 (its launch 3), stream 0x0\n"
+      "  error: cudaErrorIllegalAddress (m), returned by cudaStreamSynchronize\n"
+      "  launched at /src/model.cu:17 in f\n"
+      "  python: train.py:42 in forward\n"
+      "  found by breadcrumbs: the first launch on its stream that did not complete; the error surfaced at "
+      "a later call\n"
+      "after it:\n"
+      "  rank 2 (pid 12 on gpu7, python3): +0.750 s: fatal signal SIGABRT sent to it (a watchdog's abort(), "
+      "the launcher, a kill), no CUDA error seen\n"
+      "  rank 0 (pid 10 on gpu7, python3): +2.250 s: cudaErrorLaunchFailure returned by "
+      "cudaStreamSynchronize, in kernel ncclDevKernel_AllReduce_Sum_f32_RING_LL (NCCL AllReduce), launch "
+      "#900\n"
+      "without a failure of their own:\n"
+      "  rank 3 (pid 13 on gpu7, python3): exited without a CUDA error (1200 launches)\n"
+      "  rank 4 (pid 14 on gpu7, python3): its report ends without a summary: killed outright (SIGKILL, out "
+      "of memory) or still running\n");
+}
+
+TEST(JobReport, AnErrorInACollectiveOrASignalSentIsAReactionEvenWhenEarlier) {
+  // Clocks of several hosts differ, and a peer can see the collective fail before the culprit's own error
+  // surfaces: the process's own failure is named first all the same.
+  std::vector<ProcessOutcome> job = read_job({
+      {"a", start(0, 10, "gpu1") + first_error(99.0, "ncclDevKernel_AllGather_RING_LL", 5, "AllGather")},
+      {"b", start(1, 11, "gpu2") + fatal(98.0, "SIGABRT", true)},
+      {"c", start(2, 12, "gpu3") + first_error(100.0, "lookup", 7)},
+  });
+  EXPECT_EQ(first_failure(job), 2);
+  std::string text = joined(describe_job(job));
+  EXPECT_NE(text.find("after it:\n  rank 1 (pid 11 on gpu2, python3): -2.000 s: fatal signal SIGABRT"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\n  rank 0 (pid 10 on gpu1, python3): -1.000 s: cudaErrorIllegalAddress"),
+            std::string::npos)
+      << text;
+  // Without a failure of a process's own, the collective error comes before the signal.
+  job.pop_back();
+  EXPECT_EQ(first_failure(job), 0);
+}
+
+TEST(JobReport, AFaultOfTheProgramsOwnCountsAsAFailureByTime) {
+  std::vector<ProcessOutcome> job = read_job({
+      {"a", start(0, 10) + first_error(50.0, "stencil", 5)},
+      {"b", start(1, 11) + fatal(40.0, "SIGSEGV", false)},
+  });
+  EXPECT_EQ(first_failure(job), 1);
+  EXPECT_EQ(job[1].kind(), ProcessOutcome::Kind::Fault);
+  EXPECT_NE(joined(describe_job(job))
+                .find("first to fail: rank 1 (pid 11 on gpu7, python3), at 1970-01-01 "
+                      "00:00:40.000000 UTC\n  fatal signal SIGSEGV (a fault in the program)"),
+            std::string::npos)
+      << joined(describe_job(job));
+}
+
+TEST(JobReport, NoFailureIsSaid) {
+  std::vector<ProcessOutcome> job =
+      read_job({{"a", start(0, 10) + kSummary}, {"b", start(1, 11) + kSummary}});
+  EXPECT_EQ(first_failure(job), -1);
+  EXPECT_EQ(joined(describe_job(job)),
+            "2 processes (2 report files) on gpu7\n"
+            "no process failed\n"
+            "without a failure of their own:\n"
+            "  rank 0 (pid 10 on gpu7, python3): exited without a CUDA error (1200 launches)\n"
+            "  rank 1 (pid 11 on gpu7, python3): exited without a CUDA error (1200 launches)\n");
+}
+
+TEST(JobReport, AFileSeveralProcessesWroteIsSplitAndSaidSo) {
+  std::vector<ProcessOutcome> job = read_job(
+      {{"shared.jsonl", start(0, 10) + kSummary + start(0, 20, "gpu8") + first_error(7.0, "fill", 2)}});
+  ASSERT_EQ(job.size(), 2u);
+  EXPECT_EQ(job[1].host, "gpu8");
+  EXPECT_EQ(first_failure(job), 1);
+  std::string text = joined(describe_job(job));
+  EXPECT_NE(text.find("2 processes (1 report file) on gpu7, gpu8\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("note: several processes wrote shared.jsonl; give each its own file with %p or %r"),
+            std::string::npos)
+      << text;
+}
+
+TEST(JobReport, JsonGivesTheOrderAndEveryRecord) {
+  std::vector<ProcessOutcome> job = read_job({
+      {"r.0.jsonl", start(0, 10) + kSummary},
+      {"r.1.jsonl", start(1, 11) + first_error(20.5, "lookup", 38)},
+  });
+  std::optional<JsonValue> parsed = parse_json(job_json(job));
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(parsed->text("type"), "job");
+  EXPECT_EQ(parsed->num("first_failure"), 1);
+  const JsonValue* order = parsed->get("order");
+  ASSERT_TRUE(order && order->array.size() == 2);
+  EXPECT_EQ(order->array[0].num("rank"), 1);
+  EXPECT_EQ(order->array[0].text("outcome"), "cuda_error");
+  EXPECT_EQ(order->array[0].num("after_first_s", -1), 0);
+  EXPECT_EQ(order->array[0].get("first_error")->get("launch")->text("kernel"), "lookup");
+  EXPECT_EQ(order->array[1].text("outcome"), "clean");
+  EXPECT_TRUE(order->array[1].get("time")->is_null());
+}
+
+}  // namespace
+}  // namespace blockrun
