@@ -37,8 +37,6 @@ inline std::string read_file(const std::string& path) {
   return text.str();
 }
 
-// The test's environment without anything of the shim's (so that a developer's own settings cannot
-// change a test), with `extra` added; a value of "<unset>" removes a variable.
 // The line of `source` that carries the comment `// marker`, 1-based (-1: none); tests never hard-code lines.
 inline int marker_line(const std::string& source, const std::string& marker) {
   std::string text = read_file(source);
@@ -47,6 +45,8 @@ inline int marker_line(const std::string& source, const std::string& marker) {
   return 1 + static_cast<int>(std::count(text.begin(), text.begin() + at, '\n'));
 }
 
+// The test's environment without anything of the shim's (so that a developer's own settings cannot
+// change a test), with `extra` added; a value of "<unset>" removes a variable.
 inline std::vector<std::string> make_environment(const std::map<std::string, std::string>& extra) {
   std::vector<std::string> environment;
   for (char** entry = environ; *entry; ++entry) {

@@ -1,0 +1,186 @@
+// Jobs of several processes on the simulated stack: one report per rank (%r), `cuda-blockrun report` naming
+// the rank that failed first and its culprit, and --ranks leaving the other ranks untouched; with the ranks
+// given by hand (RANK, as torchrun sets it) and under Open MPI's mpirun (OMPI_COMM_WORLD_RANK), as
+// `mpirun -n N cuda-blockrun -- ./app` (docs/distributed.md).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+
+#include "run_process.h"
+
+namespace blockrun::testing {
+namespace {
+
+const std::string kWrapper = CUDA_BLOCKRUN_WRAPPER;
+const std::string kApp = CUDA_BLOCKRUN_APP;
+const std::string kSimLib = CUDA_BLOCKRUN_SIM_LIBDIR;
+const std::string kMpirun = CUDA_BLOCKRUN_MPIRUN;  // "" where Open MPI is not installed
+const std::string kAppSource = CUDA_BLOCKRUN_SOURCE_DIR "/tests/programs/cuda_app.cpp";
+
+using Env = std::map<std::string, std::string>;
+
+// Nothing of a launcher the test itself may run under.
+Env clean(Env env) {
+  for (const char* variable : {"RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"})
+    env.emplace(variable, "<unset>");
+  env["LD_LIBRARY_PATH"] = kSimLib;
+  return env;
+}
+
+std::string fresh_directory(const std::string& name) {
+  std::string directory = ::testing::TempDir() + name;
+  run_process({"/bin/rm", "-rf", directory}, {});
+  mkdir(directory.c_str(), 0755);
+  return directory;
+}
+
+std::string launch_line() {
+  return kAppSource + ":" + std::to_string(marker_line(kAppSource, "LAUNCH_DEFAULT"));
+}
+
+// mpirun as the test's user (root in CI: Open MPI refuses root unless told), more ranks than cores allowed.
+ProcessResult mpirun(int ranks, const std::vector<std::string>& command) {
+  std::vector<std::string> argv = {kMpirun, "--oversubscribe", "-n", std::to_string(ranks)};
+  argv.insert(argv.end(), command.begin(), command.end());
+  return run_process(argv, clean({{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}}));
+}
+
+// A shell command for each rank: `by_rank` maps a rank to its CUDA_SIM_FAULT (none for the others);
+// `wait_for` makes that rank start only once the file holds a first error (so that it fails after the other).
+std::string rank_script(const std::string& directory, const std::map<int, std::string>& by_rank,
+                        const std::map<int, std::string>& wait_for = {}) {
+  std::string script = "r=$OMPI_COMM_WORLD_RANK; ";
+  for (const auto& [rank, file] : wait_for) {
+    script += "if [ $r = " + std::to_string(rank) +
+              " ]; then for i in $(seq 200); do grep -qs first_error '" + file +
+              "' && break; sleep 0.05; done; fi; ";
+  }
+  for (const auto& [rank, fault] : by_rank)
+    script += "if [ $r = " + std::to_string(rank) + " ]; then export CUDA_SIM_FAULT='" + fault + "'; fi; ";
+  return script + "exec '" + kApp + "' steps > '" + directory + "/out.'$r";
+}
+
+TEST(Distributed, TheReportNamesTheRankThatFailedFirst) {
+  // Ranks as torchrun gives them (RANK), run one after the other: rank 1 faults (found by breadcrumbs), rank
+  // 2 faults later in another kernel, rank 0 runs clean.
+  std::string directory = fresh_directory("job_by_hand");
+  std::string pattern = directory + "/r.%r.jsonl";
+  for (const auto& [rank, fault] :
+       std::vector<std::pair<int, std::string>>{{0, ""}, {1, "stencil:13"}, {2, "scale:15"}}) {
+    Env env = clean({{"RANK", std::to_string(rank)}});
+    if (!fault.empty()) env["CUDA_SIM_FAULT"] = fault;
+    ProcessResult r = run_process({kWrapper, "--breadcrumbs", "--report", pattern, "--", kApp, "steps"}, env);
+    EXPECT_EQ(r.status, fault.empty() ? 0 : 1) << r.err;
+  }
+  ProcessResult merged = run_process({kWrapper, "report", directory}, {});
+  EXPECT_EQ(merged.status, 0) << merged.err;
+  EXPECT_TRUE(contains(merged.out, "3 processes (3 report files) on ")) << merged.out;
+  EXPECT_TRUE(contains(merged.out, "\nfirst to fail: rank 1 (pid ")) << merged.out;
+  EXPECT_TRUE(
+      contains(merged.out,
+               "  kernel stencil(float*, float const*, int, long long), launch #38 (its launch 13), "
+               "stream 0x0\n"
+               "  error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
+               "cudaMemcpy\n"
+               "  launched at " +
+                   launch_line()))
+      << merged.out;
+  EXPECT_TRUE(contains(merged.out, "\nafter it:\n  rank 2 (pid ")) << merged.out;
+  EXPECT_TRUE(contains(merged.out, "in kernel scale(float*, int, float), launch #45")) << merged.out;
+  EXPECT_TRUE(contains(merged.out, "\nwithout a failure of their own:\n  rank 0 (pid ")) << merged.out;
+  EXPECT_TRUE(contains(merged.out, "exited without a CUDA error (60 launches)")) << merged.out;
+
+  ProcessResult json =
+      run_process({kWrapper, "report", "--json", directory + "/r.1.jsonl", directory + "/r.0.jsonl"}, {});
+  EXPECT_EQ(json.status, 0) << json.err;
+  EXPECT_TRUE(contains(json.out, "{\"type\":\"job\",\"processes\":2,")) << json.out;
+  EXPECT_TRUE(contains(json.out, "\"first_failure\":0,")) << json.out;
+}
+
+TEST(Distributed, ReportRefusesWhatItCannotRead) {
+  std::string directory = fresh_directory("job_empty");
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"report"},
+                                               {"report", directory},
+                                               {"report", directory + "/none.jsonl"},
+                                               {"report", "--yaml", directory}}) {
+    std::vector<std::string> argv = {kWrapper};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ProcessResult r = run_process(argv, {});
+    EXPECT_EQ(r.status, 2) << args.back();
+    EXPECT_TRUE(contains(r.err, "cuda-blockrun: report: ")) << r.err;
+  }
+}
+
+class Mpirun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (kMpirun.empty()) GTEST_SKIP() << "mpirun (Open MPI) is not installed: apt-get install openmpi-bin";
+  }
+};
+
+TEST_F(Mpirun, TwoRanksOneFaults) {
+  std::string directory = fresh_directory("job_mpi2");
+  ProcessResult job =
+      mpirun(2, {kWrapper, "--breadcrumbs", "--report", directory + "/r.%r.jsonl", "--log",
+                 directory + "/log.%r", "--", "/bin/sh", "-c", rank_script(directory, {{1, "stencil:13"}})});
+  EXPECT_NE(job.status, 0) << "mpirun passes a rank's failure on: " << job.err;
+  EXPECT_EQ(read_file(directory + "/out.1"),
+            "cudaMemcpy returned 700\ncudaGetLastError returned 700\ndone\n");
+  EXPECT_EQ(read_file(directory + "/out.0"), "done\n");
+  ProcessResult merged = run_process({kWrapper, "report", directory}, {});
+  EXPECT_TRUE(contains(merged.out, "2 processes (2 report files) on ")) << merged.out;
+  EXPECT_TRUE(contains(merged.out, "\nfirst to fail: rank 1 (pid ")) << merged.out;
+  EXPECT_TRUE(contains(merged.out,
+                       "  kernel stencil(float*, float const*, int, long long), launch #38 (its launch 13)"))
+      << merged.out;
+  EXPECT_TRUE(contains(merged.out, "  launched at " + launch_line())) << merged.out;
+  EXPECT_TRUE(contains(merged.out, "\nwithout a failure of their own:\n  rank 0 (pid ")) << merged.out;
+}
+
+TEST_F(Mpirun, FourRanksTheFirstFaultIsNamedAndTheLaterOneFollows) {
+  std::string directory = fresh_directory("job_mpi4");
+  // Rank 2 faults; rank 0 faults in another kernel, starting only once rank 2's error is in its report.
+  ProcessResult job = mpirun(
+      4, {kWrapper, "--breadcrumbs", "--report", directory + "/r.%r.jsonl", "--log", directory + "/log.%r",
+          "--", "/bin/sh", "-c",
+          rank_script(directory, {{2, "stencil:13"}, {0, "scale:15"}}, {{0, directory + "/r.2.jsonl"}})});
+  EXPECT_NE(job.status, 0) << "mpirun passes a rank's failure on: " << job.err;
+  ProcessResult merged = run_process({kWrapper, "report", directory}, {});
+  EXPECT_TRUE(contains(merged.out, "4 processes (4 report files) on ")) << merged.out;
+  EXPECT_TRUE(contains(merged.out, "\nfirst to fail: rank 2 (pid ")) << merged.out;
+  EXPECT_TRUE(contains(merged.out,
+                       "  kernel stencil(float*, float const*, int, long long), launch #38 (its launch 13)"))
+      << merged.out;
+  EXPECT_TRUE(contains(merged.out, "\nafter it:\n  rank 0 (pid ")) << merged.out;
+  EXPECT_TRUE(contains(merged.out, "in kernel scale(float*, int, float), launch #45")) << merged.out;
+  EXPECT_TRUE(contains(merged.out, "\nwithout a failure of their own:\n  rank 1 (pid ")) << merged.out;
+  EXPECT_TRUE(contains(merged.out, "\n  rank 3 (pid ")) << merged.out;
+}
+
+TEST_F(Mpirun, ARankFilterLeavesTheOtherRanksUntouched) {
+  std::string directory = fresh_directory("job_mpi_ranks");
+  // Every launch blocked, in rank 1 only; both ranks fault at the same launch.
+  ProcessResult job =
+      mpirun(2, {kWrapper, "--ranks", "1", "--block", "all", "--report", directory + "/r.%r.jsonl", "--log",
+                 directory + "/log.%r", "--", "/bin/sh", "-c",
+                 "export CUDA_SIM_STATS='" + directory + "/stats.'$OMPI_COMM_WORLD_RANK; " +
+                     rank_script(directory, {{0, "stencil:13"}, {1, "stencil:13"}})});
+  EXPECT_NE(job.status, 0) << "mpirun passes a rank's failure on: " << job.err;
+  // Rank 1: blocked at the culprit, which returns the error itself.
+  EXPECT_EQ(read_file(directory + "/out.1").substr(0, 23), "launch 38 returned 700\n");
+  EXPECT_TRUE(contains(read_file(directory + "/log.1"), "summary: 60 launches, 38 blocked;"));
+  // Rank 0: as without the shim: no report, no log, its own output, and no synchronize the program did not
+  // make.
+  struct stat info {};
+  EXPECT_NE(stat((directory + "/r.0.jsonl").c_str(), &info), 0);
+  EXPECT_NE(stat((directory + "/log.0").c_str(), &info), 0);
+  ProcessResult alone =
+      run_process({kApp, "steps"},
+                  clean({{"CUDA_SIM_FAULT", "stencil:13"}, {"CUDA_SIM_STATS", directory + "/stats.alone"}}));
+  EXPECT_EQ(read_file(directory + "/out.0"), alone.out);
+  EXPECT_EQ(read_file(directory + "/stats.0"), read_file(directory + "/stats.alone"));
+}
+
+}  // namespace
+}  // namespace blockrun::testing
