@@ -33,11 +33,32 @@ std::atomic<bool> g_reported{false};
 std::atomic<bool> g_installed{false};
 
 // A fixed buffer that text and numbers are appended to without allocating.
-struct Line {
-  char text[512];
+template <size_t kBytes>
+struct Text {
+  char text[kBytes];
   size_t size = 0;
   void add(const char* part) {
     while (*part && size < sizeof(text) - 1) text[size++] = *part++;
+  }
+  // A JSON string's contents: quotes and backslashes escaped, control characters dropped, at most `limit`
+  // bytes of `part` (a kernel's demangled name can run to kilobytes).
+  void add_json(const char* part, size_t limit) {
+    for (size_t used = 0; *part && used < limit && size < sizeof(text) - 2; ++part, ++used) {
+      char c = *part;
+      if (static_cast<unsigned char>(c) < 0x20) continue;
+      if (c == '"' || c == '\\') text[size++] = '\\';
+      text[size++] = c;
+    }
+  }
+  void add_hex(uint64_t number) {
+    char digits[16];
+    int count = 0;
+    do {
+      digits[count++] = "0123456789abcdef"[number % 16];
+      number /= 16;
+    } while (number && count < 16);
+    add("0x");
+    while (count > 0 && size < sizeof(text) - 1) text[size++] = digits[--count];
   }
   void add(uint64_t number, int min_digits = 1) {
     char digits[24];
@@ -61,6 +82,21 @@ struct Line {
     }
   }
 };
+using Line = Text<512>;
+
+constexpr size_t kInFlightShown = 4;      // streams' first unfinished launches in the record
+constexpr size_t kKernelNameBytes = 240;  // of each one's demangled name
+
+template <size_t kBytes>
+void add_stream(Text<kBytes>& out, const StreamId& stream) {
+  if (stream.per_thread_owner != 0) {
+    out.add("per-thread default (thread ");
+    out.add(static_cast<uint64_t>(stream.per_thread_owner));
+    out.add(")");
+  } else {
+    out.add_hex(reinterpret_cast<uintptr_t>(stream.handle));
+  }
+}
 
 // Whether the program had its own handler for the signal (which may deal with it and carry on: a runtime that
 // uses SIGSEGV on purpose), rather than the default action (the process dies).
@@ -91,9 +127,35 @@ void report_signal(const Watched& watched, const siginfo_t* info) {
   log.add("\n");
   log.write_to(g_log_fd.load(std::memory_order_relaxed));
 
+  // With breadcrumbs: what each stream was still running (a rank stuck in a collective shows it here).
+  Engine::InFlight in_flight[kInFlightShown];
+  size_t flying = engine ? engine->in_flight_now(in_flight, kInFlightShown) : 0;
+  for (size_t i = 0; i < flying; ++i) {
+    Line line;
+    line.add("[cuda-blockrun]   not completed (breadcrumbs): ");
+    const KernelInfo* kernel = in_flight[i].kernel;
+    if (kernel) {
+      line.add("kernel ");
+      line.add_json(kernel->name.demangled.c_str(), kKernelNameBytes);
+      if (kernel->collective) {
+        line.add(" (NCCL ");
+        line.add(kernel->collective);
+        line.add(")");
+      }
+    } else {
+      line.add("a library call or graph");
+    }
+    line.add(", launch #");
+    line.add(in_flight[i].sequence);
+    line.add(", stream ");
+    add_stream(line, in_flight[i].stream);
+    line.add("\n");
+    line.write_to(g_log_fd.load(std::memory_order_relaxed));
+  }
+
   timespec now{};
   clock_gettime(CLOCK_REALTIME, &now);
-  Line record;
+  Text<2048> record;
   record.add("{\"type\":\"fatal_signal\",\"time\":");
   record.add(static_cast<uint64_t>(now.tv_sec));
   record.add(".");
@@ -113,6 +175,34 @@ void report_signal(const Watched& watched, const siginfo_t* info) {
   record.add(blocked);
   record.add(",\"first_error_seen\":");
   record.add(first_error ? "true" : "false");
+  if (engine && engine->config().breadcrumbs) {
+    record.add(",\"in_flight\":[");
+    for (size_t i = 0; i < flying; ++i) {
+      const KernelInfo* kernel = in_flight[i].kernel;
+      record.add(i ? ",{\"seq\":" : "{\"seq\":");
+      record.add(in_flight[i].sequence);
+      record.add(",\"kernel\":");
+      if (kernel) {
+        record.add("\"");
+        record.add_json(kernel->name.demangled.c_str(), kKernelNameBytes);
+        record.add("\"");
+      } else {
+        record.add("null");
+      }
+      record.add(",\"collective\":");
+      if (kernel && kernel->collective) {
+        record.add("\"");
+        record.add(kernel->collective);
+        record.add("\"");
+      } else {
+        record.add("null");
+      }
+      record.add(",\"stream\":\"");
+      add_stream(record, in_flight[i].stream);
+      record.add("\"}");
+    }
+    record.add("]");
+  }
   record.add("}\n");
   record.write_to(g_report_fd.load(std::memory_order_relaxed));
 }

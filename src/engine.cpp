@@ -565,6 +565,42 @@ int32_t Engine::breadcrumb_slot(const Launch& launch) {
   return static_cast<int32_t>(next);
 }
 
+size_t Engine::in_flight_now(InFlight* out, size_t max) const {
+  const volatile uint64_t* slots = breadcrumb_slots_.load(std::memory_order_acquire);
+  if (!slots || max == 0) return 0;
+  uint64_t device_synced = device_synced_through_.load(std::memory_order_acquire);
+  size_t count = 0;
+  streams_.for_each([&](StreamState& state) {
+    int32_t slot = state.breadcrumb.load(std::memory_order_acquire);
+    if (slot < 0) return;  // no breadcrumbs on it: how far it got is unknown
+    uint64_t after =
+        std::max({device_synced, state.synced_through.load(std::memory_order_acquire), slots[slot]});
+    if (state.lock.test_and_set(std::memory_order_acquire)) return;  // held by the interrupted code
+    const LaunchRecord* first = nullptr;
+    uint64_t oldest = state.written > state.capacity ? state.written - state.capacity : 0;
+    for (uint64_t i = oldest; i < state.written; ++i) {
+      const LaunchRecord& record = state.ring[i % state.capacity];
+      if (record.sequence > after && (!first || record.sequence < first->sequence)) first = &record;
+    }
+    InFlight found{};
+    if (first) found = InFlight{first->sequence, first->kernel, first->stream};
+    state.lock.clear(std::memory_order_release);
+    if (!first) return;
+    // Keep the oldest `max`, in order (insertion into a short array).
+    size_t at = count < max ? count++ : max;
+    if (at == max) {
+      if (found.sequence >= out[max - 1].sequence) return;
+      at = max - 1;
+    }
+    while (at > 0 && out[at - 1].sequence > found.sequence) {
+      out[at] = out[at - 1];
+      --at;
+    }
+    out[at] = found;
+  });
+  return count;
+}
+
 Engine::BreadcrumbView Engine::read_breadcrumbs() {
   BreadcrumbView view;
   uint64_t device_synced = device_synced_through_.load(std::memory_order_acquire);

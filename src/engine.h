@@ -186,6 +186,17 @@ class Engine {
   uint64_t blocked_launches() const { return blocked_.load(); }
   uint64_t later_errors() const { return later_errors_.load(); }
   bool has_first_error() const { return first_error_taken_.load(); }
+  // With breadcrumbs: each stream's first launch that has not completed (the breadcrumbs say how far each
+  // stream got), oldest first, up to `max`; the count written. Async-signal-safe, for the fatal-signal
+  // record: no allocation, and a stream whose ring another thread holds at that moment is left out rather
+  // than waited for. A rank stuck in an NCCL collective shows that collective here when its watchdog aborts
+  // it.
+  struct InFlight {
+    uint64_t sequence;
+    const KernelInfo* kernel;  // nullptr for a library call or graph recorded as a unit
+    StreamId stream;
+  };
+  size_t in_flight_now(InFlight* out, size_t max) const;
   // The report's file descriptor, or -1: the fatal-signal path writes its last record with write(2) alone.
   int report_fd() const { return report_ ? report_->fd() : -1; }
 

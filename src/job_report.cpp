@@ -76,6 +76,22 @@ int tier(ProcessOutcome::Kind kind) {
   }
 }
 
+// What the breadcrumbs said was still running when a fatal signal came: an NCCL collective first (a rank
+// stuck in it), else the oldest unfinished launch; "" without breadcrumbs or with nothing unfinished.
+std::string in_flight_text(const JsonValue& fatal_signal) {
+  const JsonValue* in_flight = fatal_signal.get("in_flight");
+  if (!in_flight || in_flight->type != JsonValue::Type::Array || in_flight->array.empty()) return "";
+  for (const JsonValue& launch : in_flight->array) {
+    std::string collective = launch.text("collective");
+    if (!collective.empty())
+      return fmt::format("; stuck in NCCL {} (launch #{} had not completed)", collective,
+                         number(launch, "seq"));
+  }
+  const JsonValue& oldest = in_flight->array.front();
+  return fmt::format("; not completed: kernel {}, launch #{}", oldest.text("kernel", "?"),
+                     number(oldest, "seq"));
+}
+
 // One line: what became of a process.
 std::string outcome_text(const ProcessOutcome& process) {
   switch (process.kind()) {
@@ -97,12 +113,12 @@ std::string outcome_text(const ProcessOutcome& process) {
                                 count == 1 ? "" : "es", what);
     }
     case ProcessOutcome::Kind::Fault:
-      return fmt::format("fatal signal {} (a fault in the program), no CUDA error seen",
-                         process.fatal_signal->text("signal"));
+      return fmt::format("fatal signal {} (a fault in the program), no CUDA error seen{}",
+                         process.fatal_signal->text("signal"), in_flight_text(*process.fatal_signal));
     case ProcessOutcome::Kind::Killed:
       return fmt::format(
-          "fatal signal {} sent to it (a watchdog's abort(), the launcher, a kill), no CUDA error seen",
-          process.fatal_signal->text("signal"));
+          "fatal signal {} sent to it (a watchdog's abort(), the launcher, a kill), no CUDA error seen{}",
+          process.fatal_signal->text("signal"), in_flight_text(*process.fatal_signal));
     case ProcessOutcome::Kind::CutShort:
       return "its report ends without a summary: killed outright (SIGKILL, out of memory) or still running";
     case ProcessOutcome::Kind::Clean:

@@ -32,6 +32,8 @@
 SIM_KERNEL(fill, "_Z4fillPfif");
 SIM_KERNEL(stencil, "_Z7stencilPfPKfix");
 SIM_KERNEL(scale, "_Z5scalePfif");
+// Named as NCCL 2.19+ names its all-reduce kernel (the simulated stack runs no device code).
+SIM_KERNEL(nccl_all_reduce, "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE");
 
 namespace {
 
@@ -285,6 +287,18 @@ int die(const std::string& how) {
   return 0;
 }
 
+// A rank stuck in a collective, aborted by its watchdog: an all-reduce on its own stream never completes (the
+// test holds it with CUDA_SIM_FAULT, which nothing waits for), other work does, then abort().
+int stuck_collective() {
+  cudaStream_t collectives = nullptr;
+  report("cudaStreamCreate", cudaStreamCreate(&collectives));
+  for (int i = 0; i < 2; ++i) report("launch", sim::launch(fill, kGrid, kBlock, nullptr));
+  report("launch", sim::launch(nccl_all_reduce, dim3(8), dim3(512), collectives));
+  report("launch", sim::launch(scale, kGrid, kBlock, nullptr));
+  std::fflush(stdout);
+  std::abort();
+}
+
 // A CUDA program that runs a program which is not one (as build scripts and launchers do).
 int fork_exec() {
   report("launch", sim::launch(fill, kGrid, kBlock, nullptr));
@@ -335,6 +349,7 @@ int main(int argc, char** argv) {
   if (scenario == "fork") return fork_child();
   if (scenario == "fork-while-launching") return fork_while_launching();
   if (scenario == "fork-exec") return fork_exec();
+  if (scenario == "stuck-collective") return stuck_collective();
   if (scenario == "segv" || scenario == "abort" || scenario == "own-handler" || scenario == "fpe" ||
       scenario == "ill" || scenario == "bus")
     return die(scenario);
