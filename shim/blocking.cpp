@@ -171,6 +171,13 @@ CUstream driver_stream(const void* stream, bool per_thread) {
   return static_cast<CUstream>(const_cast<void*>(stream));
 }
 
+bool is_capturing(CUstream stream) {
+  if (!capture_has_begun()) return false;
+  auto query = helper<Helper::cuStreamIsCapturing>();
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return query && query(stream, &status) == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 bool may_be_capturing(CUstream stream) {
   if (!capture_has_begun()) return false;
   auto is_capturing = helper<Helper::cuStreamIsCapturing>();

@@ -31,6 +31,9 @@ CUstream driver_stream(const void* stream, bool per_thread);
 // Whether work enqueued on `stream` now could join a graph: it is capturing, or the driver cannot tell.
 // Before the process's first capture nothing is capturing, and the driver is not asked.
 bool may_be_capturing(CUstream stream);
+// Whether `stream` is capturing for certain (the driver says so): work enqueued now joins a graph and does
+// not run. Before the process's first capture nothing is, and the driver is not asked.
+bool is_capturing(CUstream stream);
 // In a forked child: forgets the parent's synchronizes in flight.
 void reset_blocking_after_fork();
 

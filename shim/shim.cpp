@@ -115,6 +115,7 @@ LaunchRequest kernel_request(Engine& engine, const LaunchFacts& facts, LaunchFam
   request.grid = facts.grid;
   request.block = facts.block;
   request.shared_memory = facts.shared_memory;
+  request.in_capture = is_capturing(driver_stream(facts.stream, per_thread));
   return request;
 }
 
@@ -320,6 +321,7 @@ cublasStatus_t handle_library(Engine& engine, Function real_function, Args... ar
     request.library_api = Traits::name;
     request.library = facts.call;
     request.stream = facts.stream;
+    request.in_capture = is_capturing(driver_stream(facts.stream, false));
     Launch launch;
     engine.begin_launch(request, &launch);
     BlockResult blocked;
@@ -355,6 +357,7 @@ CUresult handle_graph_launch(Engine& engine, Function real_function, CUgraphExec
       request.graph = engine.graph(graph);
       request.stream = stream;
       request.per_thread_default_stream = Traits::per_thread;
+      request.in_capture = is_capturing(driver_stream(stream, Traits::per_thread));  // a child graph, inlined
       engine.begin_launch(request, &launch);
       recorded = true;
     } catch (...) {

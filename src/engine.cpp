@@ -325,8 +325,11 @@ void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
   if (python_capture_) keep_python_site(launch);
   count_api(record.api);
   if (record.graph) const_cast<GraphInfo*>(record.graph)->launches.fetch_add(1, std::memory_order_relaxed);
+  record.in_capture = request.in_capture;
   launch.stream = stream_state(record.stream);
-  if (launch.stream) launch.stream->push(record, &launch.capture);
+  // A launch into a capture becomes a graph node and runs only when the graph does (as that graph launch's
+  // work): it is never one of its stream's unfinished launches.
+  if (launch.stream && !record.in_capture) launch.stream->push(record, &launch.capture);
 }
 
 // With breadcrumbs a culprit is named long after its launch: keep the Python line of every launch (the frames
@@ -671,8 +674,11 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
   // The kernels to block in a second run, so that each suspect is synchronized on its own.
   std::vector<std::string> names;
   auto add_name = [&](const LaunchRecord& record) {
+    // A graph launch by its API name, as the policy knows graph launches (every one: there is no per-graph
+    // ordinal).
     std::string name = record.kernel        ? record.kernel->name.base
                        : record.library_api ? record.library_api
+                       : record.graph       ? "cuGraphLaunch"
                                             : "";
     if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
   };

@@ -93,7 +93,8 @@ struct LaunchRecord {
   uint32_t python_innermost = 0;
   PythonStatus python_status = PythonStatus::NotCaptured;
   bool blocked = false;
-  bool captured = false;  // a Capture (call site) was taken for this launch
+  bool captured = false;    // a Capture (call site) was taken for this launch
+  bool in_capture = false;  // recorded into a stream capture (a graph node): it did not run, and is no suspect
 };
 
 // What the program asked for, before the engine numbers it.
@@ -110,6 +111,7 @@ struct LaunchRequest {
   Dim3 grid, block;
   uint64_t shared_memory = 0;
   uintptr_t caller = 0;  // return address into the code that called the CUDA entry point (0: unknown)
+  bool in_capture = false;  // its stream was capturing: it joined a graph and did not run (the shim asks)
 };
 
 }  // namespace blockrun

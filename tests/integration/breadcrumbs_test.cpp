@@ -111,6 +111,28 @@ TEST(Breadcrumbs, NeverWriteIntoACaptureNorInvalidateIt) {
   }
 }
 
+// Launches into a capture become graph nodes and do not run: a fault in the graph's replay is the graph
+// launch's, never a captured kernel's (a captured launch is no unfinished launch of its stream), with
+// breadcrumbs and without.
+TEST(Breadcrumbs, AFaultInAGraphReplayIsTheGraphLaunchsNotACapturedKernels) {
+  Env fault = {{"CUDA_SIM_FAULT", "stencil:1"}};  // the graph's second node, in its first replay
+  ProcessResult crumbs = run({"--breadcrumbs"}, {kApp, "capture"}, fault);
+  EXPECT_TRUE(contains(crumbs.err, "first error: cudaErrorIllegalAddress (an illegal memory access was "
+                                   "encountered), returned by cudaStreamSynchronize\n"
+                                   "[cuda-blockrun]   in graph 0x"))
+      << crumbs.err;
+  EXPECT_TRUE(contains(crumbs.err, " (3 nodes), launch #4, stream 0x")) << crumbs.err;
+  EXPECT_TRUE(contains(crumbs.err, "run again with --block 'cuGraphLaunch'")) << crumbs.err;
+  EXPECT_FALSE(contains(crumbs.err, "in kernel")) << crumbs.err;
+
+  ProcessResult host = run({}, {kApp, "capture"}, fault);
+  EXPECT_TRUE(contains(host.err, "suspects: launches not known to have completed, newest last:\n"
+                                 "[cuda-blockrun]     graph 0x"))
+      << host.err;
+  EXPECT_FALSE(contains(host.err, "    kernel ")) << "captured kernels are no suspects: " << host.err;
+  EXPECT_TRUE(contains(host.err, "to pin it: run again with --block 'cuGraphLaunch'")) << host.err;
+}
+
 TEST(Breadcrumbs, ManyThreadsOnManyStreams) {
   ProcessResult alone = run_process({kThreadsApp, "8", "2000"}, {{"LD_LIBRARY_PATH", kSimLib}});
   ProcessResult r = run({"--breadcrumbs"}, {kThreadsApp, "8", "2000"}, {});

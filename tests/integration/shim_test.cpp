@@ -317,9 +317,10 @@ TEST(Shim, BlockingChecksForCapturesOnlyOnceOneBegan) {
       contains(r.err, "summary: 7 launches, 5 blocked, 2 not blocked during stream capture; no CUDA errors"))
       << r.err;
   std::string counts = read_file(stats);
-  // The 3 launches before the capture: none. Then the 2 captured launches (asked, skipped), the graph
-  // launch and the last launch (asked, each synchronized between two mode exchanges).
-  EXPECT_TRUE(contains(counts, "capture_state_queries=4\n")) << counts;
+  // The 3 launches before the capture: none. Then each of the 4 launches after it is asked once when it is
+  // recorded (a launch into a capture is no suspect), and again before its blocking synchronize: the 2 captured
+  // launches (skipped), the graph launch and the last launch (each synchronized between two mode exchanges).
+  EXPECT_TRUE(contains(counts, "capture_state_queries=8\n")) << counts;
   EXPECT_TRUE(contains(counts, "capture_mode_exchanges=4\n")) << counts;
   EXPECT_TRUE(contains(counts, "synchronizes_during_capture=0\n")) << counts;
   EXPECT_TRUE(contains(counts, "captures_invalidated=0\n")) << counts;
