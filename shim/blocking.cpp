@@ -178,6 +178,16 @@ bool is_capturing(CUstream stream) {
   return query && query(stream, &status) == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
+uint64_t capture_id(CUstream stream) {
+  auto query = helper<Helper::cuStreamGetCaptureInfo_v3>();
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  cuuint64_t id = 0;
+  if (!query || query(stream, &status, &id, nullptr, nullptr, nullptr, nullptr) != CUDA_SUCCESS ||
+      status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+    return 0;
+  return id;
+}
+
 bool may_be_capturing(CUstream stream) {
   if (!capture_has_begun()) return false;
   auto is_capturing = helper<Helper::cuStreamIsCapturing>();

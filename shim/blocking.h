@@ -34,6 +34,8 @@ bool may_be_capturing(CUstream stream);
 // Whether `stream` is capturing for certain (the driver says so): work enqueued now joins a graph and does
 // not run. Before the process's first capture nothing is, and the driver is not asked.
 bool is_capturing(CUstream stream);
+// The id of the capture `stream` takes part in (cuStreamGetCaptureInfo), or 0: not capturing, or unknown.
+uint64_t capture_id(CUstream stream);
 // In a forked child: forgets the parent's synchronizes in flight.
 void reset_blocking_after_fork();
 

@@ -104,6 +104,13 @@ Result finish_launch(Engine& engine, Launch& launch, Result result, Family famil
 }
 
 // What the engine needs to know of a kernel launch; names the kernel on first sight of its handle.
+// Whether the launch goes into a stream capture (a graph node, not run now), and which: asked only once the
+// process has begun a capture, and the capture's id only for launches that go into one.
+void note_capture(LaunchRequest* request, CUstream stream) {
+  request->in_capture = is_capturing(stream);
+  if (request->in_capture) request->capture_id = capture_id(stream);
+}
+
 LaunchRequest kernel_request(Engine& engine, const LaunchFacts& facts, LaunchFamily family, const char* api,
                              bool per_thread) {
   LaunchRequest request;
@@ -115,7 +122,7 @@ LaunchRequest kernel_request(Engine& engine, const LaunchFacts& facts, LaunchFam
   request.grid = facts.grid;
   request.block = facts.block;
   request.shared_memory = facts.shared_memory;
-  request.in_capture = is_capturing(driver_stream(facts.stream, per_thread));
+  note_capture(&request, driver_stream(facts.stream, per_thread));
   return request;
 }
 
@@ -321,7 +328,7 @@ cublasStatus_t handle_library(Engine& engine, Function real_function, Args... ar
     request.library_api = Traits::name;
     request.library = facts.call;
     request.stream = facts.stream;
-    request.in_capture = is_capturing(driver_stream(facts.stream, false));
+    note_capture(&request, driver_stream(facts.stream, false));
     Launch launch;
     engine.begin_launch(request, &launch);
     BlockResult blocked;
@@ -357,7 +364,7 @@ CUresult handle_graph_launch(Engine& engine, Function real_function, CUgraphExec
       request.graph = engine.graph(graph);
       request.stream = stream;
       request.per_thread_default_stream = Traits::per_thread;
-      request.in_capture = is_capturing(driver_stream(stream, Traits::per_thread));  // a child graph, inlined
+      note_capture(&request, driver_stream(stream, Traits::per_thread));  // a child graph, inlined
       engine.begin_launch(request, &launch);
       recorded = true;
     } catch (...) {
@@ -385,7 +392,43 @@ CUresult handle_graph_instantiate(Engine& engine, Function real_function, CUgrap
     if (auto get_nodes = helper<Helper::cuGraphGetNodes>()) {
       if (get_nodes(graph, nullptr, &nodes) != CUDA_SUCCESS) nodes = 0;
     }
-    engine.note_graph(*exec, nodes);
+    engine.note_graph(*exec, nodes, graph);
+  } catch (...) {
+  }
+  return result;
+}
+
+// A stream capture began: the engine keeps the launches that go into it, and where it began.
+template <Hook id, typename Function, typename... Rest>
+CUresult handle_capture_begin(Engine& engine, Function real_function, CUstream stream, Rest... rest) {
+  using Traits = HookTraits<id>;
+  CUresult result = real_function(stream, rest...);
+  if (result != CUDA_SUCCESS) return result;
+  ErrnoKeeper keep_errno;
+  ReentryGuard guard;
+  try {
+    uint64_t capture = capture_id(driver_stream(stream, Traits::per_thread));
+    if (capture) engine.begin_capture(capture, thread_context().entry_caller);
+  } catch (...) {
+  }
+  return result;
+}
+
+// A stream capture ends: its graph (if one was made) is what its launches were captured into.
+template <Hook id, typename Function>
+CUresult handle_capture_end(Engine& engine, Function real_function, CUstream stream, CUgraph* graph) {
+  using Traits = HookTraits<id>;
+  uint64_t capture = 0;
+  {
+    ErrnoKeeper keep_errno;
+    capture = capture_id(driver_stream(stream, Traits::per_thread));
+  }
+  CUresult result = real_function(stream, graph);
+  if (!capture) return result;
+  ErrnoKeeper keep_errno;
+  ReentryGuard guard;
+  try {
+    engine.end_capture(capture, result == CUDA_SUCCESS && graph ? *graph : nullptr);
   } catch (...) {
   }
   return result;
@@ -410,7 +453,8 @@ CUresult handle_proc_address(Engine&, Function real_function, const char* symbol
 template <Hook id>
 inline void note_caller(void* return_address) {
   constexpr Kind kind = HookTraits<id>::kind;
-  if constexpr (kind == Kind::Launch || kind == Kind::Library || kind == Kind::GraphLaunch)
+  if constexpr (kind == Kind::Launch || kind == Kind::Library || kind == Kind::GraphLaunch ||
+                kind == Kind::CaptureBegin)
     thread_context().entry_caller = reinterpret_cast<uintptr_t>(return_address);
 }
 
@@ -438,7 +482,9 @@ typename HookTraits<id>::Result intercept(Args... args) {
   } else if constexpr (Traits::kind == Kind::GraphInstantiate) {
     return handle_graph_instantiate<id>(*engine, real_function, args...);
   } else if constexpr (Traits::kind == Kind::CaptureBegin) {
-    return real_function(args...);
+    return handle_capture_begin<id>(*engine, real_function, args...);
+  } else if constexpr (Traits::kind == Kind::CaptureEnd) {
+    return handle_capture_end<id>(*engine, real_function, args...);
   } else {
     return handle_proc_address<id>(*engine, real_function, args...);
   }

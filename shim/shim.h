@@ -21,7 +21,18 @@
 
 namespace blockrun::shim {
 
-enum class Kind { Launch, Sync, Query, Call, Library, GraphLaunch, GraphInstantiate, CaptureBegin, ProcAddress };
+enum class Kind {
+  Launch,
+  Sync,
+  Query,
+  Call,
+  Library,
+  GraphLaunch,
+  GraphInstantiate,
+  CaptureBegin,
+  CaptureEnd,
+  ProcAddress
+};
 enum class StreamFlavour { Legacy, PerThread };
 
 enum class Hook : size_t {

@@ -75,12 +75,15 @@ namespace {
 constexpr size_t kKernelCapacity = 1 << 16;
 constexpr size_t kStreamCapacity = 1 << 12;
 constexpr size_t kGraphCapacity = 1 << 12;
-constexpr size_t kPythonSiteCapacity = 1
-                                       << 12;  // distinct Python launch lines kept with breadcrumbs (1.1 MiB)
-constexpr size_t kApiCapacity = 1 << 7;        // launch entry points: a few dozen exist
-constexpr size_t kDriverLogs = 16;             // newest driver log messages kept
-constexpr uint64_t kDriverLogWindowMs = 10000;    // attached to an error this soon after, same thread
-constexpr uint64_t kMaxBlockedErrorRecords = 64;  // later ones are counted in the summary
+// Distinct Python launch lines kept (breadcrumbs, captured launches): 1.1 MiB.
+constexpr size_t kPythonSiteCapacity = 1 << 12;
+constexpr uint64_t kMaxCapturedLaunches = 1 << 20;  // launch records kept for graphs' replays (56 MiB)
+constexpr size_t kCapturedLaunchesLogged = 16;      // of a graph, in the log
+constexpr size_t kCapturedLaunchesReported = 1024;  // of a graph, in the report
+constexpr size_t kApiCapacity = 1 << 7;             // launch entry points: a few dozen exist
+constexpr size_t kDriverLogs = 16;                  // newest driver log messages kept
+constexpr uint64_t kDriverLogWindowMs = 10000;      // attached to an error this soon after, same thread
+constexpr uint64_t kMaxBlockedErrorRecords = 64;    // later ones are counted in the summary
 const void* const kLegacyStream = reinterpret_cast<const void*>(0x1);     // cudaStreamLegacy
 const void* const kPerThreadStream = reinterpret_cast<const void*>(0x2);  // cudaStreamPerThread
 
@@ -123,6 +126,23 @@ void atomic_max(std::atomic<uint64_t>& target, uint64_t value) {
   uint64_t current = target.load(std::memory_order_relaxed);
   while (current < value && !target.compare_exchange_weak(current, value, std::memory_order_acq_rel)) {
   }
+}
+
+// A frame of a call site in the report: {address, module, offset, function, file, line}.
+void write_frame(JsonWriter& json, const Frame& frame) {
+  json.begin_object()
+      .field("address", hex(frame.address))
+      .field("module", frame.module)
+      .field("offset", hex(frame.module_offset));
+  json.key("function").value(frame.function.empty() ? nullptr : frame.function.c_str());
+  json.key("file").value(frame.file.empty() ? nullptr : frame.file.c_str());
+  json.key("line");
+  if (frame.line > 0) {
+    json.value(frame.line);
+  } else {
+    json.null();
+  }
+  json.end_object();
 }
 
 std::string describe_stream(const StreamId& id) {
@@ -177,9 +197,10 @@ void Engine::start(ProcessInfo info, std::unique_ptr<ReportFile> report, Capture
   process_ = std::move(info);
   report_ = std::move(report);
   capture_ = config_.callsites == "none" ? nullptr : capture;
-  if (config_.breadcrumbs && config_.callsites != "none" && python) {
+  if (config_.callsites != "none" && python) {
     python_capture_ = python;
     python_sites_ = std::make_unique<PythonSiteTable>(kPythonSiteCapacity);
+    python_every_launch_ = config_.breadcrumbs;
   }
   if (!report_) return;
   JsonWriter json;
@@ -322,9 +343,13 @@ void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
   }
   record.python_site = record.python_innermost = 0;
   record.python_status = PythonStatus::NotCaptured;
-  if (python_capture_) keep_python_site(launch);
+  if (python_capture_ && (python_every_launch_ || request.in_capture)) keep_python_site(launch);
   count_api(record.api);
-  if (record.graph) const_cast<GraphInfo*>(record.graph)->launches.fetch_add(1, std::memory_order_relaxed);
+  record.graph_replay = 0;
+  if (record.graph)
+    record.graph_replay = static_cast<uint32_t>(
+        const_cast<GraphInfo*>(record.graph)->launches.fetch_add(1, std::memory_order_relaxed) + 1);
+  if (request.in_capture && request.capture_id) keep_captured_launch(launch, request.capture_id);
   record.in_capture = request.in_capture;
   launch.stream = stream_state(record.stream);
   // A launch into a capture becomes a graph node and runs only when the graph does (as that graph launch's
@@ -869,6 +894,51 @@ Site Engine::site_of(const LaunchRecord& record, const Capture* capture, bool wh
 
 void Engine::log_site(const LaunchRecord& record, const Capture* capture, const Site& site,
                       const char* indent, bool error) {
+  log_call_site(record, capture, site, indent, error);
+  log_graph_capture(record, indent, error);
+}
+
+// A graph launch whose graph the shim saw captured: where the capture began and what it took, in capture
+// order, each with where it was captured (which node failed is not known from the host alone).
+void Engine::log_graph_capture(const LaunchRecord& record, const char* indent, bool error) {
+  const CaptureRecord* capture =
+      record.graph ? record.graph->capture.load(std::memory_order_acquire) : nullptr;
+  if (!capture) return;
+  spdlog::level::level_enum level = error ? spdlog::level::err : spdlog::level::info;
+  auto where = [&](uintptr_t caller, uint32_t python_site, const Capture* stack, const KernelName* kernel) {
+    std::string text;
+    NativeStack one;
+    if (caller) one.frames[one.depth++] = caller;
+    Site site = resolve_site(*symbolizer_, stack ? stack->native : one, process_.shim_module, kernel, false);
+    if (site.call_site >= 0) text = short_location(site.frames[site.call_site]);
+    const PythonFrame* line = python_sites_ ? python_sites_->get(python_site) : nullptr;
+    if (line)
+      text += fmt::format("{}python {}:{} in {}", text.empty() ? "" : ", ", printable(line->file), line->line,
+                          printable(line->function));
+    return text.empty() ? std::string("an unknown place") : text;
+  };
+  logger_->log(level, "{}replay {} of the graph captured at {}", indent, record.graph_replay,
+               where(capture->begun_by, capture->python_site, capture->begun_at.get(), nullptr));
+  size_t count = capture->launches.size();
+  logger_->log(level,
+               "{}its {} captured launch{}, in capture order (the node that failed is among them):", indent,
+               count + capture->launches_dropped, count + capture->launches_dropped == 1 ? "" : "es");
+  size_t shown = std::min(count, kCapturedLaunchesLogged);
+  for (size_t i = 0; i < shown; ++i) {
+    const CapturedLaunch& launch = capture->launches[i];
+    std::string what = launch.kernel ? "kernel " + printable(launch.kernel->name.demangled)
+                                     : printable(launch.library_api ? launch.library_api : "a library call");
+    logger_->log(
+        level, "{}  {}. {}, captured at {}", indent, i + 1, what,
+        where(launch.caller, launch.python_site, nullptr, launch.kernel ? &launch.kernel->name : nullptr));
+  }
+  if (count + capture->launches_dropped > shown)
+    logger_->log(level, "{}  ... and {} more (the report lists up to {})", indent,
+                 count + capture->launches_dropped - shown, kCapturedLaunchesReported);
+}
+
+void Engine::log_call_site(const LaunchRecord& record, const Capture* capture, const Site& site,
+                           const char* indent, bool error) {
   PythonCallSite python_site = python_call_site_of(record, capture);
   if (!capture && !record.caller && !python_site.user) return;
   spdlog::level::level_enum level = error ? spdlog::level::err : spdlog::level::info;
@@ -961,26 +1031,19 @@ void Engine::launch_json(JsonWriter& json, const LaunchRecord& record, const Cap
     } else {
       json.null();
     }
+    json.field("replay", static_cast<uint64_t>(record.graph_replay));
+    json.key("capture");
+    if (const CaptureRecord* capture = record.graph->capture.load(std::memory_order_acquire)) {
+      graph_capture_json(json, *capture);
+    } else {
+      json.null();
+    }
     json.end_object();
   } else {
     json.null();
   }
   // Where it was launched from (`site`: symbolized by the caller, once for the report and the log).
-  auto frame_json = [&](const Frame& frame) {
-    json.begin_object()
-        .field("address", hex(frame.address))
-        .field("module", frame.module)
-        .field("offset", hex(frame.module_offset));
-    json.key("function").value(frame.function.empty() ? nullptr : frame.function.c_str());
-    json.key("file").value(frame.file.empty() ? nullptr : frame.file.c_str());
-    json.key("line");
-    if (frame.line > 0) {
-      json.value(frame.line);
-    } else {
-      json.null();
-    }
-    json.end_object();
-  };
+  auto frame_json = [&](const Frame& frame) { write_frame(json, frame); };
   json.key("callsite");
   if (site.call_site >= 0) {
     frame_json(site.frames[site.call_site]);
@@ -1059,6 +1122,49 @@ void Engine::launch_json(JsonWriter& json, const LaunchRecord& record, const Cap
   json.end_object();
 }
 
+void Engine::graph_capture_json(JsonWriter& json, const CaptureRecord& capture) {
+  auto site_json = [&](uintptr_t caller, uint32_t python_site, const Capture* stack,
+                       const KernelName* kernel) {
+    NativeStack one;
+    if (caller) one.frames[one.depth++] = caller;
+    Site site = resolve_site(*symbolizer_, stack ? stack->native : one, process_.shim_module, kernel, false);
+    json.key("callsite");
+    if (site.call_site >= 0) {
+      write_frame(json, site.frames[site.call_site]);
+    } else {
+      json.null();
+    }
+    json.key("python_callsite");
+    const PythonFrame* line = python_sites_ ? python_sites_->get(python_site) : nullptr;
+    if (line) {
+      json.begin_object()
+          .field("file", line->file)
+          .field("line", line->line)
+          .field("function", line->function);
+      json.end_object();
+    } else {
+      json.null();
+    }
+  };
+  json.begin_object().field("id", capture.id);
+  json.key("begun_at").begin_object();
+  site_json(capture.begun_by, capture.python_site, capture.begun_at.get(), nullptr);
+  json.end_object();
+  json.field("launches", static_cast<uint64_t>(capture.launches.size() + capture.launches_dropped));
+  json.key("captured").begin_array();
+  for (size_t i = 0; i < capture.launches.size() && i < kCapturedLaunchesReported; ++i) {
+    const CapturedLaunch& launch = capture.launches[i];
+    json.begin_object().field("position", static_cast<uint64_t>(i + 1)).field("seq", launch.sequence);
+    json.key("kernel").value(launch.kernel ? launch.kernel->name.demangled.c_str() : nullptr);
+    json.key("kernel_base").value(launch.kernel ? launch.kernel->name.base.c_str() : nullptr);
+    json.key("library_api").value(launch.library_api);
+    site_json(launch.caller, launch.python_site, nullptr, launch.kernel ? &launch.kernel->name : nullptr);
+    json.end_object();
+  }
+  json.end_array();
+  json.end_object();
+}
+
 std::string Engine::describe(const LaunchRecord& record) const {
   auto library_call = [&] {
     std::string text = printable(record.library_api);
@@ -1111,16 +1217,74 @@ const GraphInfo* Engine::graph(const void* exec) {
   return note_graph(exec, 0);
 }
 
-const GraphInfo* Engine::note_graph(const void* exec, uint64_t nodes) {
+const GraphInfo* Engine::note_graph(const void* exec, uint64_t nodes, const void* graph) {
   GraphInfo* info = graphs_.find_or_insert(reinterpret_cast<uint64_t>(exec) + 1, [&] {
     auto* created = new GraphInfo;
     created->exec = exec;
     return created;
   });
   if (!info) return &overflow_graph_;
-  // An executable graph's address can be reused after it is destroyed: the latest count wins.
+  // An executable graph's address can be reused after it is destroyed: the latest count and capture win.
   if (nodes) info->nodes = nodes;
+  if (graph) {
+    std::lock_guard<std::mutex> guard(captures_mutex_);
+    auto made = graph_captures_.find(graph);
+    info->capture.store(made == graph_captures_.end() ? nullptr : made->second, std::memory_order_release);
+  }
   return info;
+}
+
+void Engine::begin_capture(uint64_t id, uintptr_t caller) {
+  auto record = std::make_unique<CaptureRecord>();
+  record->id = id;
+  record->begun_by = caller;
+  if (capture_) {
+    record->begun_at = std::make_unique<Capture>();
+    capture_(record->begun_at.get());
+    if (python_sites_) {
+      const PythonStack& python = record->begun_at->python;
+      int user = python_call_site(python);
+      if (user >= 0) record->python_site = python_sites_->intern(python.frames[user]);
+      if (user > 0) record->python_innermost = python_sites_->intern(python.frames[0]);
+    }
+  }
+  std::lock_guard<std::mutex> guard(captures_mutex_);
+  open_captures_[id] = std::move(record);
+}
+
+void Engine::keep_captured_launch(const Launch& launch, uint64_t capture_id) {
+  const LaunchRecord& record = launch.record;
+  CapturedLaunch kept;
+  kept.sequence = record.sequence;
+  kept.kernel = record.kernel;
+  kept.library_api = record.library_api;
+  kept.stream = record.stream;
+  kept.caller = record.caller;
+  kept.python_site = record.python_site;
+  kept.python_innermost = record.python_innermost;
+  std::lock_guard<std::mutex> guard(captures_mutex_);
+  auto open = open_captures_.find(capture_id);
+  if (open == open_captures_.end()) return;  // began before the shim was active
+  if (captured_launches_kept_ >= kMaxCapturedLaunches) {
+    ++open->second->launches_dropped;
+    return;
+  }
+  ++captured_launches_kept_;
+  open->second->launches.push_back(kept);
+}
+
+void Engine::end_capture(uint64_t id, const void* graph) {
+  std::lock_guard<std::mutex> guard(captures_mutex_);
+  auto open = open_captures_.find(id);
+  if (open == open_captures_.end()) return;
+  std::unique_ptr<CaptureRecord> record = std::move(open->second);
+  open_captures_.erase(open);
+  if (!graph) {  // an invalidated capture makes no graph: its launches are not kept
+    captured_launches_kept_ -= record->launches.size();
+    return;
+  }
+  graph_captures_[graph] = record.get();
+  kept_captures_.push_back(std::move(record));
 }
 
 void Engine::finish() {

@@ -121,7 +121,15 @@ class Engine {
 
   // The executable graph `exec`, as instantiated (note_graph) or first launched.
   const GraphInfo* graph(const void* exec);
-  const GraphInfo* note_graph(const void* exec, uint64_t nodes);
+  // At instantiation: `exec` made from `graph` (a CUgraph; its capture, if the shim saw one, is linked).
+  const GraphInfo* note_graph(const void* exec, uint64_t nodes, const void* graph = nullptr);
+
+  // Stream captures: a capture `id` began (after cuStreamBeginCapture succeeded; `caller` is the return
+  // address into the code that called it), and ended making `graph` (nullptr: it failed). Launches recorded
+  // with LaunchRequest::capture_id between the two are kept, in order, as what the graph runs, with their
+  // call sites: a fault in one of the graph's replays is then told with where its kernels were captured.
+  void begin_capture(uint64_t id, uintptr_t caller);
+  void end_capture(uint64_t id, const void* graph);
 
   // Numbers and records a launch and asks the policy; captures its call site when it needs one
   // (wants_capture). Cheap: no lock but the stream's own, no allocation for known kernels and streams.
@@ -239,6 +247,11 @@ class Engine {
   void launch_json(JsonWriter& json, const LaunchRecord& record, const Capture* capture, const Site& site);
   void log_site(const LaunchRecord& record, const Capture* capture, const Site& site, const char* indent,
                 bool error);
+  void log_call_site(const LaunchRecord& record, const Capture* capture, const Site& site, const char* indent,
+                     bool error);
+  void log_graph_capture(const LaunchRecord& record, const char* indent, bool error);
+  void graph_capture_json(JsonWriter& json, const CaptureRecord& capture);
+  void keep_captured_launch(const Launch& launch, uint64_t capture_id);
   Site site_of(const LaunchRecord& record, const Capture* capture, bool whole_stack = true);
   std::vector<std::string> recent_driver_logs();
   void write_summary_record();
@@ -282,7 +295,16 @@ class Engine {
   bool capture_auto_ = true;
   CaptureFunction capture_ = nullptr;
   PythonCaptureFunction python_capture_ = nullptr;
-  std::unique_ptr<PythonSiteTable> python_sites_;  // with breadcrumbs (and call sites not turned off)
+  std::unique_ptr<PythonSiteTable> python_sites_;  // unless call sites are off
+  bool python_every_launch_ = false;               // breadcrumbs: every launch's line; else captured ones
+
+  // Stream captures in progress (by id), and those that made a graph (kept for the process's life: a graph
+  // can be replayed until the end). Not on the launch path but for launches into a capture.
+  std::mutex captures_mutex_;
+  std::map<uint64_t, std::unique_ptr<CaptureRecord>> open_captures_;
+  std::map<const void*, const CaptureRecord*> graph_captures_;  // CUgraph -> the capture that made it
+  std::vector<std::unique_ptr<CaptureRecord>> kept_captures_;
+  uint64_t captured_launches_kept_ = 0;
   ProcessInfo process_;
   std::unique_ptr<ReportFile> report_;
   std::unique_ptr<Symbolizer> symbolizer_;

@@ -211,19 +211,8 @@ std::vector<ProcessOutcome> read_job(const std::vector<std::pair<std::string, st
     size_t first_of_file = processes.size();
     processes.emplace_back();
     processes.back().report = path;
-    size_t start = 0;
-    while (start < contents.size()) {
-      size_t end = contents.find('\n', start);
-      if (end == std::string::npos) end = contents.size();
-      std::string_view line(contents.data() + start, end - start);
-      start = end + 1;
-      if (line.empty()) continue;
-      std::optional<JsonValue> record = parse_json(line);
-      if (!record) {
-        ++processes.back().unreadable;
-        continue;
-      }
-      std::string type = record->text("type");
+    size_t unreadable = for_each_json_line(contents, [&, &path = path](JsonValue&& record) {
+      std::string type = record.text("type");
       if (type == "start") {
         if (processes.back().started) {  // another process of the same file
           processes.emplace_back();
@@ -231,21 +220,22 @@ std::vector<ProcessOutcome> read_job(const std::vector<std::pair<std::string, st
         }
         ProcessOutcome& process = processes.back();
         process.started = true;
-        process.host = record->text("host", "?");
-        process.pid = static_cast<long>(record->num("pid"));
-        process.rank = static_cast<long>(record->num("rank"));
-        process.process = record->text("process", "?");
-        continue;
+        process.host = record.text("host", "?");
+        process.pid = static_cast<long>(record.num("pid"));
+        process.rank = static_cast<long>(record.num("rank"));
+        process.process = record.text("process", "?");
+        return;
       }
       ProcessOutcome& process = processes.back();
       if (type == "first_error" && !process.first_error) {
-        process.first_error = std::move(*record);
+        process.first_error = std::move(record);
       } else if (type == "fatal_signal" && !process.fatal_signal) {
-        process.fatal_signal = std::move(*record);
+        process.fatal_signal = std::move(record);
       } else if (type == "summary") {
-        process.summary = std::move(*record);
+        process.summary = std::move(record);
       }
-    }
+    });
+    processes.back().unreadable += unreadable;  // a cut-short record is the last process's, at the end
     if (processes.size() - first_of_file > 1) {
       for (size_t i = first_of_file; i < processes.size(); ++i) processes[i].shared_file = true;
     }

@@ -278,4 +278,23 @@ std::optional<JsonValue> parse_json(std::string_view text, std::string* error) {
   return Parser(text).document(error);
 }
 
+size_t for_each_json_line(std::string_view contents, const std::function<void(JsonValue&&)>& visit) {
+  size_t unreadable = 0;
+  size_t start = 0;
+  while (start < contents.size()) {
+    size_t end = contents.find('\n', start);
+    if (end == std::string_view::npos) end = contents.size();
+    std::string_view line = contents.substr(start, end - start);
+    start = end + 1;
+    if (line.empty()) continue;
+    std::optional<JsonValue> record = parse_json(line);
+    if (record) {
+      visit(std::move(*record));
+    } else {
+      ++unreadable;
+    }
+  }
+  return unreadable;
+}
+
 }  // namespace blockrun

@@ -2,6 +2,7 @@
 // parser. The engine writes JSON with JsonWriter (report.h); this is the other direction.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,5 +31,9 @@ struct JsonValue {
 
 // Parses one JSON text (RFC 8259; nesting up to 64 deep). On failure: nullopt, and `error` says where.
 std::optional<JsonValue> parse_json(std::string_view text, std::string* error = nullptr);
+
+// Parses JSON lines (a report file): `visit` gets each record in order; empty lines are skipped. Returns how
+// many lines were not JSON (a record cut short when the process that wrote it was killed).
+size_t for_each_json_line(std::string_view contents, const std::function<void(JsonValue&&)>& visit);
 
 }  // namespace blockrun

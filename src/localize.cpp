@@ -58,25 +58,14 @@ RunFinding find_first_error(const std::vector<std::pair<std::string, std::string
   RunFinding finding;
   for (const auto& [path, contents] : reports) {
     ++finding.reports;
-    size_t start = 0;
-    while (start < contents.size()) {
-      size_t end = contents.find('\n', start);
-      if (end == std::string::npos) end = contents.size();
-      std::string_view line(contents.data() + start, end - start);
-      start = end + 1;
-      if (line.empty()) continue;
-      std::optional<JsonValue> record = parse_json(line);
-      if (!record) {
-        ++finding.unreadable;
-        continue;
-      }
-      if (record->text("type") != "first_error") continue;
-      if (!finding.found || record->num("time") < finding.first_error.num("time")) {
+    finding.unreadable += for_each_json_line(contents, [&, &path = path](JsonValue&& record) {
+      if (record.text("type") != "first_error") return;
+      if (!finding.found || record.num("time") < finding.first_error.num("time")) {
         finding.found = true;
-        finding.first_error = std::move(*record);
+        finding.first_error = std::move(record);
         finding.report = path;
       }
-    }
+    });
   }
   return finding;
 }

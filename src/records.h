@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "callsite.h"
 #include "policy.h"
@@ -56,19 +58,43 @@ struct LibraryCall {
   int64_t batch = 0;  // 0 where the call has no batch
 };
 
+// Where a launch went. The per-thread default stream gets a key of its own per host thread, since
+// the same handle names a different stream in every thread.
+struct StreamId {
+  const void* handle = nullptr;
+  uint32_t per_thread_owner = 0;  // host thread number for the per-thread default stream, else 0
+};
+
+// A launch recorded into a stream capture: what the graph will run, and where the program asked for it.
+struct CapturedLaunch {
+  uint64_t sequence = 0;  // its launch number when captured
+  const KernelInfo* kernel = nullptr;
+  const char* library_api =
+      nullptr;  // a library call recorded as a unit, or the one that launched the kernel
+  StreamId stream;
+  uintptr_t caller = 0;                            // return address into the code that called CUDA
+  uint32_t python_site = 0, python_innermost = 0;  // PythonSiteTable numbers (0: none)
+};
+
+// One stream capture: where it began and the launches it took, in capture order (a graph's kernel nodes
+// made by capture). Made by Engine::begin_capture, kept for the process's life once a graph came of it.
+struct CaptureRecord {
+  uint64_t id = 0;                    // the driver's capture id
+  std::unique_ptr<Capture> begun_at;  // the stack where the capture began (nullptr: not taken)
+  uintptr_t begun_by = 0;             // return address into the code that began it
+  uint32_t python_site = 0, python_innermost = 0;
+  std::vector<CapturedLaunch> launches;
+  uint64_t launches_dropped = 0;  // past the process's bound on captured launches kept
+};
+
 // A CUDA graph as the shim learned it at instantiation. Created once per executable graph, never freed.
 struct GraphInfo {
   const void* exec = nullptr;
   uint64_t nodes = 0;  // 0: not known (instantiated before the shim could count)
   std::atomic<uint64_t> launches{0};
   BlockStats stats;
-};
-
-// Where a launch went. The per-thread default stream gets a key of its own per host thread, since
-// the same handle names a different stream in every thread.
-struct StreamId {
-  const void* handle = nullptr;
-  uint32_t per_thread_owner = 0;  // host thread number for the per-thread default stream, else 0
+  // The capture its graph came from (set at instantiation; nullptr: built node by node, or not seen).
+  std::atomic<const CaptureRecord*> capture{nullptr};
 };
 
 // One launch unit: a kernel launch (kernel set; library_api set too when a library call launched it),
@@ -91,10 +117,12 @@ struct LaunchRecord {
   // numbers in the engine's PythonSiteTable (0: none kept), and what the Python capture found.
   uint32_t python_site = 0;
   uint32_t python_innermost = 0;
+  uint32_t graph_replay = 0;  // a graph launch: which launch of its executable graph this is, from 1
   PythonStatus python_status = PythonStatus::NotCaptured;
   bool blocked = false;
-  bool captured = false;    // a Capture (call site) was taken for this launch
-  bool in_capture = false;  // recorded into a stream capture (a graph node): it did not run, and is no suspect
+  bool captured = false;  // a Capture (call site) was taken for this launch
+  bool in_capture =
+      false;  // recorded into a stream capture (a graph node): it did not run, and is no suspect
 };
 
 // What the program asked for, before the engine numbers it.
@@ -110,8 +138,9 @@ struct LaunchRequest {
   bool per_thread_default_stream = false;  // the API flavour: 0 means the per-thread stream
   Dim3 grid, block;
   uint64_t shared_memory = 0;
-  uintptr_t caller = 0;  // return address into the code that called the CUDA entry point (0: unknown)
+  uintptr_t caller = 0;     // return address into the code that called the CUDA entry point (0: unknown)
   bool in_capture = false;  // its stream was capturing: it joined a graph and did not run (the shim asks)
+  uint64_t capture_id = 0;  // that capture's id, where the driver gave it (0: unknown)
 };
 
 }  // namespace blockrun

@@ -117,20 +117,61 @@ TEST(Breadcrumbs, NeverWriteIntoACaptureNorInvalidateIt) {
 TEST(Breadcrumbs, AFaultInAGraphReplayIsTheGraphLaunchsNotACapturedKernels) {
   Env fault = {{"CUDA_SIM_FAULT", "stencil:1"}};  // the graph's second node, in its first replay
   ProcessResult crumbs = run({"--breadcrumbs"}, {kApp, "capture"}, fault);
-  EXPECT_TRUE(contains(crumbs.err, "first error: cudaErrorIllegalAddress (an illegal memory access was "
-                                   "encountered), returned by cudaStreamSynchronize\n"
-                                   "[cuda-blockrun]   in graph 0x"))
+  EXPECT_TRUE(contains(crumbs.err,
+                       "first error: cudaErrorIllegalAddress (an illegal memory access was "
+                       "encountered), returned by cudaStreamSynchronize\n"
+                       "[cuda-blockrun]   in graph 0x"))
       << crumbs.err;
   EXPECT_TRUE(contains(crumbs.err, " (3 nodes), launch #4, stream 0x")) << crumbs.err;
   EXPECT_TRUE(contains(crumbs.err, "run again with --block 'cuGraphLaunch'")) << crumbs.err;
   EXPECT_FALSE(contains(crumbs.err, "in kernel")) << crumbs.err;
 
   ProcessResult host = run({}, {kApp, "capture"}, fault);
-  EXPECT_TRUE(contains(host.err, "suspects: launches not known to have completed, newest last:\n"
-                                 "[cuda-blockrun]     graph 0x"))
+  EXPECT_TRUE(contains(host.err,
+                       "suspects: launches not known to have completed, newest last:\n"
+                       "[cuda-blockrun]     graph 0x"))
       << host.err;
   EXPECT_FALSE(contains(host.err, "    kernel ")) << "captured kernels are no suspects: " << host.err;
   EXPECT_TRUE(contains(host.err, "to pin it: run again with --block 'cuGraphLaunch'")) << host.err;
+}
+
+// The graph of a faulting replay is told with where it was captured, which replay it was, and the launches
+// the capture took, each with its own capture line (issue 9's first part: which node failed is not told yet).
+TEST(Breadcrumbs, AFaultingReplayIsToldWithWhereItsGraphWasCaptured) {
+  const std::string source = CUDA_BLOCKRUN_SOURCE_DIR "/tests/programs/cuda_app.cpp";
+  const std::string begin = source + ":" + std::to_string(marker_line(source, "CAPTURE_BEGIN"));
+  const std::string launch = source + ":" + std::to_string(marker_line(source, "CAPTURE_LAUNCH"));
+  std::string report = ::testing::TempDir() + "graph_capture.jsonl";
+  std::remove(report.c_str());
+  // Stencil's second run is in the second replay (captured launches do not run).
+  ProcessResult r =
+      run({"--breadcrumbs", "--report", report}, {kApp, "capture", "3"}, {{"CUDA_SIM_FAULT", "stencil:2"}});
+  EXPECT_TRUE(contains(r.out, "cudaStreamSynchronize returned 700\n")) << r.out;
+  EXPECT_TRUE(contains(r.err, " (3 nodes), launch #5, stream 0x")) << r.err;
+  EXPECT_TRUE(
+      contains(r.err, "\n[cuda-blockrun]   replay 2 of the graph captured at " + begin +
+                          "\n"
+                          "[cuda-blockrun]   its 3 captured launches, in capture order (the node that failed "
+                          "is among them):\n"
+                          "[cuda-blockrun]     1. kernel fill(float*, int, float), captured at " +
+                          launch +
+                          "\n"
+                          "[cuda-blockrun]     2. kernel stencil(float*, float const*, int, long long), "
+                          "captured at " +
+                          launch +
+                          "\n"
+                          "[cuda-blockrun]     3. kernel scale(float*, int, float), captured at " +
+                          launch + "\n"))
+      << r.err;
+  std::string text = read_file(report);
+  EXPECT_TRUE(contains(text, "\"replay\":2,\"capture\":{\"id\":")) << text;
+  EXPECT_TRUE(
+      contains(text,
+               "\"launches\":3,\"captured\":[{\"position\":1,\"seq\":1,\"kernel\":\"fill(float*, int, "
+               "float)\",\"kernel_base\":\"fill\",\"library_api\":null,\"callsite\":{"))
+      << text;
+  EXPECT_TRUE(contains(text, "\"line\":" + std::to_string(marker_line(source, "CAPTURE_LAUNCH")) + "}"))
+      << text;
 }
 
 TEST(Breadcrumbs, ManyThreadsOnManyStreams) {

@@ -100,19 +100,23 @@ int config_error() {
   return 0;
 }
 
-int capture() {
+int capture(int replays) {
   cudaStream_t stream;
   report("cudaStreamCreate", cudaStreamCreate(&stream));
-  report("cudaStreamBeginCapture", cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  report("cudaStreamBeginCapture",
+         cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));  // CAPTURE_BEGIN
   for (sim::Stub kernel : {sim::Stub(fill), sim::Stub(stencil), sim::Stub(scale)})
-    report("launch", sim::launch(kernel, kGrid, kBlock, stream));
+    report("launch", sim::launch(kernel, kGrid, kBlock, stream));  // CAPTURE_LAUNCH
   cudaGraph_t graph = nullptr;
   report("cudaStreamEndCapture", cudaStreamEndCapture(stream, &graph));
   std::printf("graph %s\n", graph ? "captured" : "missing");
   cudaGraphExec_t exec = nullptr;
   if (graph) report("cudaGraphInstantiate", cudaGraphInstantiate(&exec, graph, 0));
-  if (exec) report("cudaGraphLaunch", cudaGraphLaunch(exec, stream));
-  report("cudaStreamSynchronize", cudaStreamSynchronize(stream));
+  // `capture 3`: three replays, each waited for.
+  for (int replay = 0; replay < replays; ++replay) {
+    if (exec) report("cudaGraphLaunch", cudaGraphLaunch(exec, stream));
+    report("cudaStreamSynchronize", cudaStreamSynchronize(stream));
+  }
   std::printf("done\n");
   return graph ? 0 : 1;
 }
@@ -340,7 +344,7 @@ int main(int argc, char** argv) {
     return steps(scenario, nullptr);
   if (scenario == "streams") return streams();
   if (scenario == "config-error") return config_error();
-  if (scenario == "capture") return capture();
+  if (scenario == "capture") return capture(argc > 2 ? std::atoi(argv[2]) : 1);
   if (scenario == "blocked-then-capture") return blocked_then_capture();
   if (scenario == "capture-other-thread") return capture_other_thread();
   if (scenario == "cublas") return cublas();
