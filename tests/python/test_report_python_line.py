@@ -58,8 +58,24 @@ def train(library):
     return library.synchronize()
 
 
+def capture_model(library):
+    library.capture_fill()
+    library.capture_stencil()  # CAPTURED_STENCIL_LINE
+
+
+def make_graph(library):
+    library.begin_capture()  # BEGIN_CAPTURE_LINE
+    capture_model(library)
+    return library.end_capture()
+
+
 def program(mode, path):
     library = (ctypes.PyDLL if mode in ("gil", "package", "late-gil") else ctypes.CDLL)(path)
+    if mode == "graph":
+        print("end_capture returned", make_graph(library))
+        for _ in range(3):
+            print("replay returned", library.replay())
+        return
     if mode.startswith("late"):
         print("synchronize returned", train(library))
         return
@@ -140,6 +156,35 @@ class ReportNamesThePythonLine(unittest.TestCase):
 
     def test_localize_names_the_line_of_a_late_fault_in_one_run_gil_held(self):
         self.localize_late_fault("late-gil")
+
+    def test_a_faulting_replay_names_the_python_lines_that_captured_its_graph(self):
+        wrapper, launch_lib, sim_libdir = ARGS
+        environment = {key: value for key, value in os.environ.items()
+                       if not key.startswith(("CUDA_BLOCKRUN", "CUDA_SIM", "LD_PRELOAD"))}
+        # Stencil's second run is in the second replay (captured launches do not run).
+        environment.update(LD_LIBRARY_PATH=sim_libdir, CUDA_SIM_FAULT="stencil:2")
+        with tempfile.TemporaryDirectory() as directory:
+            report = os.path.join(directory, "report.jsonl")
+            done = subprocess.run([wrapper, "--report", report, "--", sys.executable, HERE, "--program", "graph",
+                                   launch_lib], env=environment, capture_output=True, text=True, timeout=120)
+            with open(report) as lines:
+                records = [json.loads(line) for line in lines]
+        self.assertEqual(done.stdout, "end_capture returned 0\nreplay returned 0\nreplay returned 700\n"
+                                      "replay returned 700\n", done.stderr)
+        first = [r for r in records if r["type"] == "first_error"]
+        self.assertEqual(len(first), 1, records)
+        graph = first[0]["suspects"][-1]["graph"]
+        self.assertEqual(graph["replay"], 2)
+        capture = graph["capture"]
+        self.assertEqual(capture["begun_at"]["python_callsite"],
+                         {"file": HERE, "line": line_of("BEGIN_CAPTURE_LINE"), "function": "make_graph"})
+        self.assertEqual([launch["kernel_base"] for launch in capture["captured"]], ["fill", "stencil"])
+        self.assertEqual(capture["captured"][1]["python_callsite"],
+                         {"file": HERE, "line": line_of("CAPTURED_STENCIL_LINE"), "function": "capture_model"})
+        self.assertIn(f"replay 2 of the graph captured at ", done.stderr)
+        self.assertIn(f"python {HERE}:{line_of('BEGIN_CAPTURE_LINE')} in make_graph\n", done.stderr)
+        self.assertIn(f"2. kernel stencil(float*, float const*, int, long long), captured at ", done.stderr)
+        self.assertIn(f"python {HERE}:{line_of('CAPTURED_STENCIL_LINE')} in capture_model\n", done.stderr)
 
     def test_breadcrumbs_report_keeps_the_line_not_the_frames(self):
         wrapper, launch_lib, sim_libdir = ARGS
