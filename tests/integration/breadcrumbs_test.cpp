@@ -4,30 +4,19 @@
 // program's behaviour unchanged.
 #include <gtest/gtest.h>
 
-#include "run_process.h"
+#include "sim_programs.h"
 
 namespace blockrun::testing {
 namespace {
 
-const std::string kWrapper = CUDA_BLOCKRUN_WRAPPER;
-const std::string kApp = CUDA_BLOCKRUN_APP;
 const std::string kThreadsApp = CUDA_BLOCKRUN_THREADS_APP;
-const std::string kSimLib = CUDA_BLOCKRUN_SIM_LIBDIR;
-
-using Env = std::map<std::string, std::string>;
 
 ProcessResult run(const std::vector<std::string>& options, const std::vector<std::string>& command, Env env) {
-  env["LD_LIBRARY_PATH"] = kSimLib;
-  std::vector<std::string> argv = {kWrapper};
-  argv.insert(argv.end(), options.begin(), options.end());
-  argv.push_back("--");
-  argv.insert(argv.end(), command.begin(), command.end());
-  return run_process(argv, env);
+  return run_wrapped(options, command, std::move(env));
 }
 
 ProcessResult plain(const std::string& scenario, Env env) {
-  env["LD_LIBRARY_PATH"] = kSimLib;
-  return run_process({kApp, scenario}, env);
+  return run_alone({kApp, scenario}, std::move(env));
 }
 
 TEST(Breadcrumbs, NameTheCulpritLongAfterItFaultedWithoutBlocking) {

@@ -8,20 +8,16 @@
 #include <algorithm>
 #include <regex>
 
-#include "run_process.h"
+#include "sim_programs.h"
 
 namespace blockrun::testing {
 namespace {
 
-const std::string kWrapper = CUDA_BLOCKRUN_WRAPPER;
-const std::string kSimLib = CUDA_BLOCKRUN_SIM_LIBDIR;
 const std::string kCallsiteApp = CUDA_BLOCKRUN_CALLSITE_APP;
 const std::string kCallsiteAppStatic = CUDA_BLOCKRUN_CALLSITE_APP_STATIC;
 const std::string kCallsiteSource = CUDA_BLOCKRUN_SOURCE_DIR "/tests/programs/callsite_app.cpp";
 const std::string kSchema = CUDA_BLOCKRUN_SOURCE_DIR "/docs/report.schema.json";
 const std::string kValidator = CUDA_BLOCKRUN_SOURCE_DIR "/tests/report/validate_report.py";
-
-using Env = std::map<std::string, std::string>;
 
 int marker_line(const std::string& marker) {
   return blockrun::testing::marker_line(kCallsiteSource, marker);

@@ -8,18 +8,13 @@
 #include <csignal>
 #include <cstdio>
 
-#include "run_process.h"
+#include "sim_programs.h"
 
 namespace blockrun::testing {
 namespace {
 
-const std::string kWrapper = CUDA_BLOCKRUN_WRAPPER;
-const std::string kApp = CUDA_BLOCKRUN_APP;
-const std::string kSimLib = CUDA_BLOCKRUN_SIM_LIBDIR;
 const std::string kMpirun = CUDA_BLOCKRUN_MPIRUN;  // "" where Open MPI is not installed
 const std::string kAppSource = CUDA_BLOCKRUN_SOURCE_DIR "/tests/programs/cuda_app.cpp";
-
-using Env = std::map<std::string, std::string>;
 
 // Nothing of a launcher the test itself may run under.
 Env clean(Env env) {

@@ -7,16 +7,12 @@
 #include <algorithm>
 #include <csignal>
 
-#include "run_process.h"
+#include "sim_programs.h"
 
 namespace blockrun::testing {
 namespace {
 
-const std::string kWrapper = CUDA_BLOCKRUN_WRAPPER;
-const std::string kApp = CUDA_BLOCKRUN_APP;
 const std::string kDlcloseApp = CUDA_BLOCKRUN_DLCLOSE_APP;
-const std::string kSimLib = CUDA_BLOCKRUN_SIM_LIBDIR;
-using Env = std::map<std::string, std::string>;
 
 // In the sanitizer builds the test programs are instrumented too: their sanitizer catches the deliberate null
 // store or division by zero itself (UBSan) or takes over the fatal signals (ASan, TSan), so the signal tests

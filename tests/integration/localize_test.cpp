@@ -5,19 +5,14 @@
 
 #include <cstdio>
 
-#include "run_process.h"
+#include "sim_programs.h"
 
 namespace blockrun::testing {
 namespace {
 
-const std::string kWrapper = CUDA_BLOCKRUN_WRAPPER;
-const std::string kApp = CUDA_BLOCKRUN_APP;
 // The same steps with the runtime linked in: the caller of the driver is the runtime's own code, so a culprit
 // found by breadcrumbs has no call site of the program's.
 const std::string kStaticApp = CUDA_BLOCKRUN_STATIC_APP;
-const std::string kSimLib = CUDA_BLOCKRUN_SIM_LIBDIR;
-
-using Env = std::map<std::string, std::string>;
 
 size_t count(const std::string& text, const std::string& piece) {
   size_t found = 0;
@@ -27,21 +22,16 @@ size_t count(const std::string& text, const std::string& piece) {
 
 // `options`: e.g. --breadcrumbs=0, for the host's view alone.
 ProcessResult localize(const std::vector<std::string>& command, Env env,
-                       const std::vector<std::string>& options = {}) {
-  env["LD_LIBRARY_PATH"] = kSimLib;
+                       std::vector<std::string> options = {}) {
   env["TMPDIR"] = ::testing::TempDir();
-  std::vector<std::string> argv = {kWrapper, "--localize"};
-  argv.insert(argv.end(), options.begin(), options.end());
-  argv.push_back("--");
-  argv.insert(argv.end(), command.begin(), command.end());
-  return run_process(argv, env);
+  options.insert(options.begin(), "--localize");
+  return run_wrapped(options, command, std::move(env));
 }
 
 ProcessResult plain(const std::string& scenario, Env env, const std::string& app = kApp) {
-  env["LD_LIBRARY_PATH"] = kSimLib;
   std::vector<std::string> argv = {app};
   if (!scenario.empty()) argv.push_back(scenario);
-  return run_process(argv, env);
+  return run_alone(argv, std::move(env));
 }
 
 // A command whose first run has CUDA_SIM_FAULT=`first` and whose later runs have `later` (empty: none).

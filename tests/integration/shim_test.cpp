@@ -6,34 +6,20 @@
 #include <algorithm>
 #include <regex>
 
-#include "run_process.h"
+#include "sim_programs.h"
 
 namespace blockrun::testing {
 namespace {
 
-const std::string kShim = CUDA_BLOCKRUN_SHIM;
-const std::string kWrapper = CUDA_BLOCKRUN_WRAPPER;
-const std::string kApp = CUDA_BLOCKRUN_APP;
-const std::string kSimLib = CUDA_BLOCKRUN_SIM_LIBDIR;
-
-using Env = std::map<std::string, std::string>;
-
 // The app on the simulated stack, optionally with the shim preloaded.
 ProcessResult app(const std::string& scenario, Env env, bool shim) {
-  env["LD_LIBRARY_PATH"] = kSimLib;
   if (shim) env["LD_PRELOAD"] = kShim;
-  return run_process({kApp, scenario}, env);
+  return run_alone({kApp, scenario}, std::move(env));
 }
 
 // The app through the wrapper, as a user runs it.
 ProcessResult wrapped(const std::vector<std::string>& options, const std::string& scenario, Env env = {}) {
-  env["LD_LIBRARY_PATH"] = kSimLib;
-  std::vector<std::string> argv = {kWrapper};
-  argv.insert(argv.end(), options.begin(), options.end());
-  argv.push_back("--");
-  argv.push_back(kApp);
-  argv.push_back(scenario);
-  return run_process(argv, env);
+  return run_wrapped(options, {kApp, scenario}, std::move(env));
 }
 
 TEST(Shim, LogsExactKernelNamesOfEveryLaunchPath) {
@@ -318,8 +304,9 @@ TEST(Shim, BlockingChecksForCapturesOnlyOnceOneBegan) {
       << r.err;
   std::string counts = read_file(stats);
   // The 3 launches before the capture: none. Then each of the 4 launches after it is asked once when it is
-  // recorded (a launch into a capture is no suspect), and again before its blocking synchronize: the 2 captured
-  // launches (skipped), the graph launch and the last launch (each synchronized between two mode exchanges).
+  // recorded (a launch into a capture is no suspect), and again before its blocking synchronize: the 2
+  // captured launches (skipped), the graph launch and the last launch (each synchronized between two mode
+  // exchanges).
   EXPECT_TRUE(contains(counts, "capture_state_queries=8\n")) << counts;
   EXPECT_TRUE(contains(counts, "capture_mode_exchanges=4\n")) << counts;
   EXPECT_TRUE(contains(counts, "synchronizes_during_capture=0\n")) << counts;

@@ -21,6 +21,15 @@ HERE = os.path.abspath(__file__)
 PACKAGE_DIR = os.environ.get("BLOCKRUN_TEST_PACKAGE_DIR", "")
 
 
+def simulated_environment(sim_libdir, fault):
+    """This process's environment without anything of the shim's or the simulation's, on the simulated stack
+    with CUDA_SIM_FAULT=`fault`."""
+    environment = {key: value for key, value in os.environ.items()
+                   if not key.startswith(("CUDA_BLOCKRUN", "CUDA_SIM", "LD_PRELOAD"))}
+    environment.update(LD_LIBRARY_PATH=sim_libdir, CUDA_SIM_FAULT=fault)
+    return environment
+
+
 def line_of(marker):
     with open(HERE) as source:
         for number, text in enumerate(source, 1):
@@ -88,9 +97,7 @@ class ReportNamesThePythonLine(unittest.TestCase):
         wrapper, launch_lib, sim_libdir = ARGS
         with tempfile.TemporaryDirectory() as directory:
             report = os.path.join(directory, "report.jsonl")
-            environment = {key: value for key, value in os.environ.items()
-                           if not key.startswith(("CUDA_BLOCKRUN", "CUDA_SIM", "LD_PRELOAD"))}
-            environment.update(LD_LIBRARY_PATH=sim_libdir, CUDA_SIM_FAULT="fill:1")
+            environment = simulated_environment(sim_libdir, "fill:1")
             package_dir = os.path.join(directory, "lib", "site-packages")
             os.makedirs(package_dir)
             with open(os.path.join(package_dir, "fakepkg.py"), "w") as module:
@@ -131,10 +138,8 @@ class ReportNamesThePythonLine(unittest.TestCase):
 
     def localize_late_fault(self, mode):
         wrapper, launch_lib, sim_libdir = ARGS
-        environment = {key: value for key, value in os.environ.items()
-                       if not key.startswith(("CUDA_BLOCKRUN", "CUDA_SIM", "LD_PRELOAD"))}
         # The 13th stencil faults (launch #38 of 90); the program learns it at the end.
-        environment.update(LD_LIBRARY_PATH=sim_libdir, CUDA_SIM_FAULT="stencil:13")
+        environment = simulated_environment(sim_libdir, "stencil:13")
         with tempfile.TemporaryDirectory() as directory:
             environment["TMPDIR"] = directory
             done = subprocess.run([wrapper, "--localize", "--", sys.executable, HERE, "--program", mode, launch_lib],
@@ -159,10 +164,8 @@ class ReportNamesThePythonLine(unittest.TestCase):
 
     def test_a_faulting_replay_names_the_python_lines_that_captured_its_graph(self):
         wrapper, launch_lib, sim_libdir = ARGS
-        environment = {key: value for key, value in os.environ.items()
-                       if not key.startswith(("CUDA_BLOCKRUN", "CUDA_SIM", "LD_PRELOAD"))}
         # Stencil's second run is in the second replay (captured launches do not run).
-        environment.update(LD_LIBRARY_PATH=sim_libdir, CUDA_SIM_FAULT="stencil:2")
+        environment = simulated_environment(sim_libdir, "stencil:2")
         with tempfile.TemporaryDirectory() as directory:
             report = os.path.join(directory, "report.jsonl")
             done = subprocess.run([wrapper, "--report", report, "--", sys.executable, HERE, "--program", "graph",
@@ -188,9 +191,7 @@ class ReportNamesThePythonLine(unittest.TestCase):
 
     def test_breadcrumbs_report_keeps_the_line_not_the_frames(self):
         wrapper, launch_lib, sim_libdir = ARGS
-        environment = {key: value for key, value in os.environ.items()
-                       if not key.startswith(("CUDA_BLOCKRUN", "CUDA_SIM", "LD_PRELOAD"))}
-        environment.update(LD_LIBRARY_PATH=sim_libdir, CUDA_SIM_FAULT="stencil:13")
+        environment = simulated_environment(sim_libdir, "stencil:13")
         with tempfile.TemporaryDirectory() as directory:
             report = os.path.join(directory, "report.jsonl")
             done = subprocess.run([wrapper, "--breadcrumbs", "--report", report, "--", sys.executable, HERE,

@@ -1,0 +1,38 @@
+// What the integration tests run, and how: the wrapper, the shim, the simulated CUDA stack's libraries and
+// the main test program (paths from CMake), and a program run alone on the simulated stack or under the
+// wrapper.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "run_process.h"
+
+namespace blockrun::testing {
+
+using Env = std::map<std::string, std::string>;
+
+const std::string kShim = CUDA_BLOCKRUN_SHIM;
+const std::string kWrapper = CUDA_BLOCKRUN_WRAPPER;
+const std::string kApp = CUDA_BLOCKRUN_APP;  // tests/programs/cuda_app.cpp: `cuda_app SCENARIO`
+const std::string kSimLib = CUDA_BLOCKRUN_SIM_LIBDIR;
+
+// `command` alone on the simulated stack.
+inline ProcessResult run_alone(const std::vector<std::string>& command, Env env) {
+  env["LD_LIBRARY_PATH"] = kSimLib;
+  return run_process(command, env);
+}
+
+// `command` under the wrapper with `options`, as a user runs it, on the simulated stack.
+inline ProcessResult run_wrapped(const std::vector<std::string>& options,
+                                 const std::vector<std::string>& command, Env env) {
+  env["LD_LIBRARY_PATH"] = kSimLib;
+  std::vector<std::string> argv = {kWrapper};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.push_back("--");
+  argv.insert(argv.end(), command.begin(), command.end());
+  return run_process(argv, env);
+}
+
+}  // namespace blockrun::testing
