@@ -36,8 +36,8 @@ __attribute__((visibility("hidden"))) CUDA_BLOCKRUN_NOT_SANITIZED void* blockrun
   return nullptr;  // cannot happen on glibc; the trampoline then returns null rather than jump to it
 }
 
-__attribute__((visibility("hidden"))) CUDA_BLOCKRUN_NOT_SANITIZED void* blockrun_dlsym_for_handle(void* handle,
-                                                                                         const char* name) {
+__attribute__((visibility("hidden"))) CUDA_BLOCKRUN_NOT_SANITIZED void* blockrun_dlsym_for_handle(
+    void* handle, const char* name) {
   using Dlsym = void* (*)(void*, const char*);
   auto real = reinterpret_cast<Dlsym>(blockrun_resolve_real_dlsym());
   if (!real) return nullptr;

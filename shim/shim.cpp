@@ -414,6 +414,24 @@ CUresult handle_capture_begin(Engine& engine, Function real_function, CUstream s
   return result;
 }
 
+// A kernel node added to a graph built node by node: kept, with where it was added, as what the graph runs.
+template <Hook id, typename Function>
+CUresult handle_graph_add_kernel_node(Engine& engine, Function real_function, CUgraphNode* node,
+                                      CUgraph graph, const CUgraphNode* dependencies, size_t dependency_count,
+                                      const CUDA_KERNEL_NODE_PARAMS* params) {
+  CUresult result = real_function(node, graph, dependencies, dependency_count, params);
+  if (result != CUDA_SUCCESS || !params) return result;
+  ErrnoKeeper keep_errno;
+  ReentryGuard guard;
+  try {
+    const void* handle = params->func ? static_cast<const void*>(params->func) : params->kern;
+    const KernelInfo* kernel = engine.kernel(handle, [&] { return name_of_function(handle); });
+    engine.note_graph_kernel_node(graph, kernel, thread_context().entry_caller);
+  } catch (...) {
+  }
+  return result;
+}
+
 // A stream capture ends: its graph (if one was made) is what its launches were captured into.
 template <Hook id, typename Function>
 CUresult handle_capture_end(Engine& engine, Function real_function, CUstream stream, CUgraph* graph) {
@@ -454,7 +472,7 @@ template <Hook id>
 inline void note_caller(void* return_address) {
   constexpr Kind kind = HookTraits<id>::kind;
   if constexpr (kind == Kind::Launch || kind == Kind::Library || kind == Kind::GraphLaunch ||
-                kind == Kind::CaptureBegin)
+                kind == Kind::CaptureBegin || kind == Kind::GraphAddKernelNode)
     thread_context().entry_caller = reinterpret_cast<uintptr_t>(return_address);
 }
 
@@ -485,6 +503,8 @@ typename HookTraits<id>::Result intercept(Args... args) {
     return handle_capture_begin<id>(*engine, real_function, args...);
   } else if constexpr (Traits::kind == Kind::CaptureEnd) {
     return handle_capture_end<id>(*engine, real_function, args...);
+  } else if constexpr (Traits::kind == Kind::GraphAddKernelNode) {
+    return handle_graph_add_kernel_node<id>(*engine, real_function, args...);
   } else {
     return handle_proc_address<id>(*engine, real_function, args...);
   }

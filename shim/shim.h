@@ -31,6 +31,7 @@ enum class Kind {
   GraphInstantiate,
   CaptureBegin,
   CaptureEnd,
+  GraphAddKernelNode,
   ProcAddress
 };
 enum class StreamFlavour { Legacy, PerThread };

@@ -917,19 +917,28 @@ void Engine::log_graph_capture(const LaunchRecord& record, const char* indent, b
                           printable(line->function));
     return text.empty() ? std::string("an unknown place") : text;
   };
-  logger_->log(level, "{}replay {} of the graph captured at {}", indent, record.graph_replay,
-               where(capture->begun_by, capture->python_site, capture->begun_at.get(), nullptr));
+  bool built = capture->id == 0;  // node by node, not by stream capture
   size_t count = capture->launches.size();
-  logger_->log(level,
-               "{}its {} captured launch{}, in capture order (the node that failed is among them):", indent,
-               count + capture->launches_dropped, count + capture->launches_dropped == 1 ? "" : "es");
+  size_t all = count + capture->launches_dropped;
+  if (built) {
+    logger_->log(level, "{}replay {} of a graph built node by node", indent, record.graph_replay);
+    logger_->log(level,
+                 "{}its {} kernel node{}, in the order added (the node that failed is among them):", indent,
+                 all, all == 1 ? "" : "s");
+  } else {
+    logger_->log(level, "{}replay {} of the graph captured at {}", indent, record.graph_replay,
+                 where(capture->begun_by, capture->python_site, capture->begun_at.get(), nullptr));
+    logger_->log(level,
+                 "{}its {} captured launch{}, in capture order (the node that failed is among them):", indent,
+                 all, all == 1 ? "" : "es");
+  }
   size_t shown = std::min(count, kCapturedLaunchesLogged);
   for (size_t i = 0; i < shown; ++i) {
     const CapturedLaunch& launch = capture->launches[i];
     std::string what = launch.kernel ? "kernel " + printable(launch.kernel->name.demangled)
                                      : printable(launch.library_api ? launch.library_api : "a library call");
     logger_->log(
-        level, "{}  {}. {}, captured at {}", indent, i + 1, what,
+        level, "{}  {}. {}, {} at {}", indent, i + 1, what, built ? "added" : "captured",
         where(launch.caller, launch.python_site, nullptr, launch.kernel ? &launch.kernel->name : nullptr));
   }
   if (count + capture->launches_dropped > shown)
@@ -1146,7 +1155,7 @@ void Engine::graph_capture_json(JsonWriter& json, const CaptureRecord& capture) 
       json.null();
     }
   };
-  json.begin_object().field("id", capture.id);
+  json.begin_object().field("how", capture.id ? "captured" : "built node by node").field("id", capture.id);
   json.key("begun_at").begin_object();
   site_json(capture.begun_by, capture.python_site, capture.begun_at.get(), nullptr);
   json.end_object();
@@ -1229,6 +1238,7 @@ const GraphInfo* Engine::note_graph(const void* exec, uint64_t nodes, const void
   if (graph) {
     std::lock_guard<std::mutex> guard(captures_mutex_);
     auto made = graph_captures_.find(graph);
+    if (made != graph_captures_.end()) const_cast<CaptureRecord*>(made->second)->linked = true;
     info->capture.store(made == graph_captures_.end() ? nullptr : made->second, std::memory_order_release);
   }
   return info;
@@ -1271,6 +1281,41 @@ void Engine::keep_captured_launch(const Launch& launch, uint64_t capture_id) {
   }
   ++captured_launches_kept_;
   open->second->launches.push_back(kept);
+}
+
+void Engine::note_graph_kernel_node(const void* graph, const KernelInfo* kernel, uintptr_t caller) {
+  CapturedLaunch kept;
+  kept.kernel = kernel;
+  kept.caller = caller;
+  if (python_capture_) {
+    PythonStack python;
+    python_capture_(&python);
+    int user = python_call_site(python);
+    if (user >= 0) kept.python_site = python_sites_->intern(python.frames[user]);
+    if (user > 0) kept.python_innermost = python_sites_->intern(python.frames[0]);
+  }
+  std::lock_guard<std::mutex> guard(captures_mutex_);
+  auto made = graph_captures_.find(graph);
+  const CaptureRecord* before = made == graph_captures_.end() ? nullptr : made->second;
+  CaptureRecord* record = const_cast<CaptureRecord*>(before);
+  if (!record || record->linked) {
+    // A new graph, or one an executable graph was made from (which keeps what it was made of): a record of
+    // its own.
+    kept_captures_.push_back(std::make_unique<CaptureRecord>());
+    record = kept_captures_.back().get();
+    if (before) {
+      record->launches = before->launches;
+      record->launches_dropped = before->launches_dropped;
+      captured_launches_kept_ += before->launches.size();
+    }
+    graph_captures_[graph] = record;
+  }
+  if (captured_launches_kept_ >= kMaxCapturedLaunches) {
+    ++record->launches_dropped;
+    return;
+  }
+  ++captured_launches_kept_;
+  record->launches.push_back(kept);
 }
 
 void Engine::end_capture(uint64_t id, const void* graph) {

@@ -130,6 +130,9 @@ class Engine {
   // call sites: a fault in one of the graph's replays is then told with where its kernels were captured.
   void begin_capture(uint64_t id, uintptr_t caller);
   void end_capture(uint64_t id, const void* graph);
+  // A graph built node by node (`graph`, a CUgraph) got a node running `kernel`, added by the code that
+  // `caller` returns into: kept like a captured launch, in the order added.
+  void note_graph_kernel_node(const void* graph, const KernelInfo* kernel, uintptr_t caller);
 
   // Numbers and records a launch and asks the policy; captures its call site when it needs one
   // (wants_capture). Cheap: no lock but the stream's own, no allocation for known kernels and streams.

@@ -79,12 +79,13 @@ struct CapturedLaunch {
 // One stream capture: where it began and the launches it took, in capture order (a graph's kernel nodes
 // made by capture). Made by Engine::begin_capture, kept for the process's life once a graph came of it.
 struct CaptureRecord {
-  uint64_t id = 0;                    // the driver's capture id
+  uint64_t id = 0;                    // the driver's capture id (0: a graph built node by node)
   std::unique_ptr<Capture> begun_at;  // the stack where the capture began (nullptr: not taken)
   uintptr_t begun_by = 0;             // return address into the code that began it
   uint32_t python_site = 0, python_innermost = 0;
   std::vector<CapturedLaunch> launches;
   uint64_t launches_dropped = 0;  // past the process's bound on captured launches kept
+  bool linked = false;  // an executable graph points at it: never changed again (a later node copies it)
 };
 
 // A CUDA graph as the shim learned it at instantiation. Created once per executable graph, never freed.

@@ -153,7 +153,7 @@ TEST(Breadcrumbs, AFaultingReplayIsToldWithWhereItsGraphWasCaptured) {
                           launch + "\n"))
       << r.err;
   std::string text = read_file(report);
-  EXPECT_TRUE(contains(text, "\"replay\":2,\"capture\":{\"id\":")) << text;
+  EXPECT_TRUE(contains(text, "\"replay\":2,\"capture\":{\"how\":\"captured\",\"id\":")) << text;
   EXPECT_TRUE(
       contains(text,
                "\"launches\":3,\"captured\":[{\"position\":1,\"seq\":1,\"kernel\":\"fill(float*, int, "
@@ -161,6 +161,29 @@ TEST(Breadcrumbs, AFaultingReplayIsToldWithWhereItsGraphWasCaptured) {
       << text;
   EXPECT_TRUE(contains(text, "\"line\":" + std::to_string(marker_line(source, "CAPTURE_LAUNCH")) + "}"))
       << text;
+}
+
+// A graph built node by node (cuGraphAddKernelNode, reached through dlsym as CuPy and Triton reach the
+// driver): its kernel nodes are told in the order added, each with where it was added.
+TEST(Breadcrumbs, AGraphBuiltNodeByNodeIsToldWithWhereEachNodeWasAdded) {
+  const std::string source = CUDA_BLOCKRUN_SOURCE_DIR "/tests/programs/driver_app.cpp";
+  std::string report = ::testing::TempDir() + "graph_nodes.jsonl";
+  std::remove(report.c_str());
+  ProcessResult r =
+      run({"--report", report}, {CUDA_BLOCKRUN_DRIVER_APP, "graph"}, {{"CUDA_SIM_FAULT", "oob_kernel:2"}});
+  EXPECT_TRUE(contains(r.out, "cuStreamSynchronize returned 700\n")) << r.out;
+  EXPECT_TRUE(contains(r.err,
+                       "\n[cuda-blockrun]       replay 2 of a graph built node by node\n"
+                       "[cuda-blockrun]       its 3 kernel nodes, in the order added (the node that failed "
+                       "is among them):\n"
+                       "[cuda-blockrun]         1. kernel add_array(float*, float*, int), added at " +
+                           source + ":" + std::to_string(marker_line(source, "ADD_FIRST_NODE")) +
+                           "\n"
+                           "[cuda-blockrun]         2. kernel oob_kernel, added at " +
+                           source + ":" + std::to_string(marker_line(source, "ADD_SECOND_NODE")) + "\n"))
+      << r.err;
+  std::string text = read_file(report);
+  EXPECT_TRUE(contains(text, "\"replay\":2,\"capture\":{\"how\":\"built node by node\",\"id\":0,")) << text;
 }
 
 TEST(Breadcrumbs, ManyThreadsOnManyStreams) {

@@ -10,6 +10,8 @@
 //                                       dlsym (how the CUDA math libraries find the driver)
 //                            linked     (driver_app_linked only) cuLaunchKernel called by name, the program
 //                                       being linked with libcuda
+//                            graph      a graph built node by node (cuGraphAddKernelNode: add_array,
+//                                       oob_kernel, add_array), replayed 3 times, each waited for
 //
 // Kernels: oob_kernel (extern "C") and _Z9add_arrayPfS_i (add_array(float*, float*, int)), launched
 // alternately, 5 times each (add_array first: launch #2k-1 is add_array's k-th, #2k oob_kernel's k-th).
@@ -55,13 +57,56 @@ bool find(void* handle, const char* name, T* out) {
   return *out != nullptr;
 }
 
+// A graph built node by node, replayed three times.
+int graph_nodes(void* libcuda, CUstream stream, CUfunction add_array, CUfunction oob_kernel, CUdeviceptr a,
+                CUdeviceptr b, int n, unsigned blocks, unsigned threads) {
+  decltype(&::cuGraphCreate) create = nullptr;
+  decltype(&::cuGraphAddKernelNode_v2) add_node = nullptr;
+  decltype(&::cuGraphInstantiateWithFlags) instantiate = nullptr;
+  decltype(&::cuGraphLaunch) launch = nullptr;
+  decltype(&::cuStreamSynchronize) synchronize = nullptr;
+  if (!find(libcuda, "cuGraphCreate", &create) || !find(libcuda, "cuGraphAddKernelNode_v2", &add_node) ||
+      !find(libcuda, "cuGraphInstantiateWithFlags", &instantiate) ||
+      !find(libcuda, "cuGraphLaunch", &launch) || !find(libcuda, "cuStreamSynchronize", &synchronize))
+    return 1;
+  CUgraph graph = nullptr;
+  report("cuGraphCreate", create(&graph, 0));
+  long long offset = 0;
+  void* add_args[] = {&a, &b, &n};
+  void* oob_args[] = {&a, &offset};
+  auto node_params = [&](CUfunction f, void** args) {
+    CUDA_KERNEL_NODE_PARAMS params{};
+    params.func = f;
+    params.gridDimX = blocks;
+    params.gridDimY = params.gridDimZ = 1;
+    params.blockDimX = threads;
+    params.blockDimY = params.blockDimZ = 1;
+    params.kernelParams = args;
+    return params;
+  };
+  CUgraphNode node = nullptr;
+  CUDA_KERNEL_NODE_PARAMS first = node_params(add_array, add_args);
+  report("cuGraphAddKernelNode", add_node(&node, graph, nullptr, 0, &first));  // ADD_FIRST_NODE
+  CUDA_KERNEL_NODE_PARAMS second = node_params(oob_kernel, oob_args);
+  report("cuGraphAddKernelNode", add_node(&node, graph, &node, 1, &second));  // ADD_SECOND_NODE
+  report("cuGraphAddKernelNode", add_node(&node, graph, &node, 1, &first));
+  CUgraphExec exec = nullptr;
+  report("cuGraphInstantiateWithFlags", instantiate(&exec, graph, 0));
+  for (int replay = 0; replay < 3; ++replay) {
+    report("cuGraphLaunch", launch(exec, stream));
+    report("cuStreamSynchronize", synchronize(stream));
+  }
+  std::printf("done\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IONBF, 0);  // output order must not depend on buffering
   const std::string how = argc > 1 ? argv[1] : "";
-  if (how != "" && how != "ex" && how != "proc" && how != "linked") {
-    std::fprintf(stderr, "driver_app: unknown argument '%s' (expected: ex, proc, linked or nothing)\n",
+  if (how != "" && how != "ex" && how != "proc" && how != "linked" && how != "graph") {
+    std::fprintf(stderr, "driver_app: unknown argument '%s' (expected: ex, proc, linked, graph or nothing)\n",
                  how.c_str());
     return 2;
   }
@@ -126,6 +171,7 @@ int main(int argc, char** argv) {
   report("cuMemAlloc_v2", cu.mem_alloc(&b, n * sizeof(float)));
 
   const unsigned threads = 256, blocks = n / threads;
+  if (how == "graph") return graph_nodes(libcuda, stream, add_array, oob_kernel, a, b, n, blocks, threads);
   int launch_number = 0;
   for (int round = 0; round < 5; ++round) {
     for (int which = 0; which < 2; ++which) {

@@ -163,8 +163,8 @@ struct Alloc {
 
 struct Stats {
   unsigned long launches = 0, synchronizes = 0, synchronizes_during_capture = 0, captures_invalidated = 0,
-                faults_injected = 0, faults_surfaced = 0, capture_state_queries = 0, capture_mode_exchanges = 0,
-                stream_queries = 0, stream_queries_done = 0;
+                faults_injected = 0, faults_surfaced = 0, capture_state_queries = 0,
+                capture_mode_exchanges = 0, stream_queries = 0, stream_queries_done = 0;
 };
 
 struct State {
@@ -186,7 +186,8 @@ struct State {
   bool fault_specs_parsed = false;
   std::vector<KernelTime> kernel_times;
   bool kernel_times_parsed = false;
-  // CUDA_SIM_QUERY_NOT_READY: kernels that ran since the last successful synchronize keep cuStreamQuery "not ready".
+  // CUDA_SIM_QUERY_NOT_READY: kernels that ran since the last successful synchronize keep cuStreamQuery "not
+  // ready".
   unsigned long unsynchronized_launches = 0;
   std::vector<LogCallback*> log_callbacks;  // in registration order
   Stats stats;
@@ -298,8 +299,8 @@ bool env_switch(const char* name) {
   return env && std::strcmp(env, "1") == 0;
 }
 
-// CUDA_SIM_FAULT_STOPS_DEVICE=1 (read once): after a fault anywhere, no later work runs on any stream, as when
-// the context dies while other streams still have work queued: several streams then have work in flight.
+// CUDA_SIM_FAULT_STOPS_DEVICE=1 (read once): after a fault anywhere, no later work runs on any stream, as
+// when the context dies while other streams still have work queued: several streams then have work in flight.
 bool fault_stops_device() {
   static const bool set = env_switch("CUDA_SIM_FAULT_STOPS_DEVICE");
   return set;
@@ -1806,6 +1807,42 @@ SIM_API CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
   return CUDA_SUCCESS;
 }
 
+// Graphs built node by node: an empty graph, and kernel nodes appended in order (the simulated graph runs its
+// nodes in the order they were added; dependencies are not modelled).
+SIM_API CUresult cuGraphCreate(CUgraph* pg, unsigned int flags) {
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  if (!pg || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  auto* g = new Graph;
+  S().objects[g] = Kind::Graph;
+  *pg = reinterpret_cast<CUgraph>(g);
+  return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuGraphAddKernelNode_v2(CUgraphNode* node, CUgraph hg, const CUgraphNode* /*dependencies*/,
+                                         size_t /*count*/, const CUDA_KERNEL_NODE_PARAMS* p) {
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  Graph* g = lookup<Graph>(hg, Kind::Graph);
+  if (!g || !node || !p) return CUDA_ERROR_INVALID_VALUE;
+  std::string name;
+  const PtrParams* pp = nullptr;
+  CUfunction f = p->func ? p->func : reinterpret_cast<CUfunction>(p->kern);
+  if (!resolve_launchable(f, &name, &pp)) return CUDA_ERROR_INVALID_HANDLE;
+  std::string why;
+  if (CUresult r = check_dims(p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY, p->blockDimZ,
+                              p->sharedMemBytes, &why))
+    return r;
+  auto n = std::make_unique<Node>();
+  n->type = Node::KernelLaunch;
+  n->name = name;
+  if (p->kernelParams)
+    for (int i : *pp) n->ptrs.push_back(*static_cast<const uint64_t*>(p->kernelParams[i]));
+  *node = reinterpret_cast<CUgraphNode>(n.get());
+  g->nodes.push_back(std::move(n));
+  return CUDA_SUCCESS;
+}
+
 SIM_API CUresult cuGraphInstantiateWithFlags(CUgraphExec* pe, CUgraph hg, unsigned long long /*flags*/) {
   std::lock_guard<std::mutex> lk(S().mu);
   if (CUresult r = require_init()) return r;
@@ -2116,6 +2153,8 @@ const ProcEntry kProcs[] = {
     {"cuStreamIsCapturing", 10000, P(cuStreamIsCapturing), P(cuStreamIsCapturing_ptsz)},
     {"cuStreamGetCaptureInfo", 12030, P(cuStreamGetCaptureInfo_v3), P(cuStreamGetCaptureInfo_v3_ptsz)},
     {"cuThreadExchangeStreamCaptureMode", 10010, P(cuThreadExchangeStreamCaptureMode), nullptr},
+    {"cuGraphCreate", 10000, P(cuGraphCreate), nullptr},
+    {"cuGraphAddKernelNode", 12000, P(cuGraphAddKernelNode_v2), nullptr},
     {"cuGraphInstantiateWithFlags", 11040, P(cuGraphInstantiateWithFlags), nullptr},
     {"cuGraphInstantiate", 12000, P(cuGraphInstantiateWithFlags), nullptr},
     {"cuGraphLaunch", 10000, P(cuGraphLaunch), P(cuGraphLaunch_ptsz)},
