@@ -171,11 +171,24 @@ CUstream driver_stream(const void* stream, bool per_thread) {
   return static_cast<CUstream>(const_cast<void*>(stream));
 }
 
-bool is_capturing(CUstream stream) {
-  if (!capture_has_begun()) return false;
+namespace {
+
+enum class Capturing { No, Yes, Unknown };
+
+// What the driver says of `stream` (Unknown: the query is missing or failed); No before the first capture,
+// without asking.
+Capturing capturing(CUstream stream) {
+  if (!capture_has_begun()) return Capturing::No;
   auto query = helper<Helper::cuStreamIsCapturing>();
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  return query && query(stream, &status) == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
+  if (!query || query(stream, &status) != CUDA_SUCCESS) return Capturing::Unknown;
+  return status == CU_STREAM_CAPTURE_STATUS_NONE ? Capturing::No : Capturing::Yes;
+}
+
+}  // namespace
+
+bool is_capturing(CUstream stream) {
+  return capturing(stream) == Capturing::Yes;
 }
 
 uint64_t capture_id(CUstream stream) {
@@ -189,11 +202,7 @@ uint64_t capture_id(CUstream stream) {
 }
 
 bool may_be_capturing(CUstream stream) {
-  if (!capture_has_begun()) return false;
-  auto is_capturing = helper<Helper::cuStreamIsCapturing>();
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  return !is_capturing || is_capturing(stream, &status) != CUDA_SUCCESS ||
-         status != CU_STREAM_CAPTURE_STATUS_NONE;
+  return capturing(stream) != Capturing::No;
 }
 
 namespace {

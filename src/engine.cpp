@@ -364,10 +364,13 @@ void Engine::keep_python_site(Launch& launch) {
   PythonStack& python = launch.capture.python;  // a full capture's frames, else a scratch (record.captured)
   if (!record.captured) python_capture_(&python);
   record.python_status = python.status;
+  intern_python_sites(python, &record.python_site, &record.python_innermost);
+}
+
+void Engine::intern_python_sites(const PythonStack& python, uint32_t* site, uint32_t* innermost) {
   int user = python_call_site(python);
-  if (user < 0) return;
-  record.python_site = python_sites_->intern(python.frames[user]);
-  if (user > 0) record.python_innermost = python_sites_->intern(python.frames[0]);
+  if (user >= 0) *site = python_sites_->intern(python.frames[user]);
+  if (user > 0) *innermost = python_sites_->intern(python.frames[0]);
 }
 
 Engine::PythonCallSite Engine::python_call_site_of(const LaunchRecord& record, const Capture* capture) const {
@@ -883,13 +886,16 @@ void Engine::log_launch(const Launch& launch, const char* what, ErrorCode result
 }
 
 Site Engine::site_of(const LaunchRecord& record, const Capture* capture, bool whole_stack) {
-  const KernelName* kernel = record.kernel ? &record.kernel->name : nullptr;
+  return site_of(record.caller, capture, record.kernel ? &record.kernel->name : nullptr, whole_stack);
+}
+
+Site Engine::site_of(uintptr_t caller, const Capture* capture, const KernelName* kernel, bool whole_stack) {
   if (capture) return resolve_site(*symbolizer_, capture->native, process_.shim_module, kernel, whole_stack);
   // No stack was walked: the return address into the code that called CUDA is the one frame known (often
   // the program's own, or its launch stub inlined into it).
-  NativeStack caller;
-  if (record.caller) caller.frames[caller.depth++] = record.caller;
-  return resolve_site(*symbolizer_, caller, process_.shim_module, kernel);
+  NativeStack one;
+  if (caller) one.frames[one.depth++] = caller;
+  return resolve_site(*symbolizer_, one, process_.shim_module, kernel);
 }
 
 void Engine::log_site(const LaunchRecord& record, const Capture* capture, const Site& site,
@@ -907,9 +913,7 @@ void Engine::log_graph_capture(const LaunchRecord& record, const char* indent, b
   spdlog::level::level_enum level = error ? spdlog::level::err : spdlog::level::info;
   auto where = [&](uintptr_t caller, uint32_t python_site, const Capture* stack, const KernelName* kernel) {
     std::string text;
-    NativeStack one;
-    if (caller) one.frames[one.depth++] = caller;
-    Site site = resolve_site(*symbolizer_, stack ? stack->native : one, process_.shim_module, kernel, false);
+    Site site = site_of(caller, stack, kernel, false);
     if (site.call_site >= 0) text = short_location(site.frames[site.call_site]);
     const PythonFrame* line = python_sites_ ? python_sites_->get(python_site) : nullptr;
     if (line)
@@ -1134,9 +1138,7 @@ void Engine::launch_json(JsonWriter& json, const LaunchRecord& record, const Cap
 void Engine::graph_capture_json(JsonWriter& json, const CaptureRecord& capture) {
   auto site_json = [&](uintptr_t caller, uint32_t python_site, const Capture* stack,
                        const KernelName* kernel) {
-    NativeStack one;
-    if (caller) one.frames[one.depth++] = caller;
-    Site site = resolve_site(*symbolizer_, stack ? stack->native : one, process_.shim_module, kernel, false);
+    Site site = site_of(caller, stack, kernel, false);
     json.key("callsite");
     if (site.call_site >= 0) {
       write_frame(json, site.frames[site.call_site]);
@@ -1251,12 +1253,8 @@ void Engine::begin_capture(uint64_t id, uintptr_t caller) {
   if (capture_) {
     record->begun_at = std::make_unique<Capture>();
     capture_(record->begun_at.get());
-    if (python_sites_) {
-      const PythonStack& python = record->begun_at->python;
-      int user = python_call_site(python);
-      if (user >= 0) record->python_site = python_sites_->intern(python.frames[user]);
-      if (user > 0) record->python_innermost = python_sites_->intern(python.frames[0]);
-    }
+    if (python_sites_)
+      intern_python_sites(record->begun_at->python, &record->python_site, &record->python_innermost);
   }
   std::lock_guard<std::mutex> guard(captures_mutex_);
   open_captures_[id] = std::move(record);
@@ -1275,12 +1273,16 @@ void Engine::keep_captured_launch(const Launch& launch, uint64_t capture_id) {
   std::lock_guard<std::mutex> guard(captures_mutex_);
   auto open = open_captures_.find(capture_id);
   if (open == open_captures_.end()) return;  // began before the shim was active
+  keep_within_bound(*open->second, kept);
+}
+
+void Engine::keep_within_bound(CaptureRecord& record, const CapturedLaunch& launch) {
   if (captured_launches_kept_ >= kMaxCapturedLaunches) {
-    ++open->second->launches_dropped;
+    ++record.launches_dropped;
     return;
   }
   ++captured_launches_kept_;
-  open->second->launches.push_back(kept);
+  record.launches.push_back(launch);
 }
 
 void Engine::note_graph_kernel_node(const void* graph, const KernelInfo* kernel, uintptr_t caller) {
@@ -1290,9 +1292,7 @@ void Engine::note_graph_kernel_node(const void* graph, const KernelInfo* kernel,
   if (python_capture_) {
     PythonStack python;
     python_capture_(&python);
-    int user = python_call_site(python);
-    if (user >= 0) kept.python_site = python_sites_->intern(python.frames[user]);
-    if (user > 0) kept.python_innermost = python_sites_->intern(python.frames[0]);
+    intern_python_sites(python, &kept.python_site, &kept.python_innermost);
   }
   std::lock_guard<std::mutex> guard(captures_mutex_);
   auto made = graph_captures_.find(graph);
@@ -1310,12 +1310,7 @@ void Engine::note_graph_kernel_node(const void* graph, const KernelInfo* kernel,
     }
     graph_captures_[graph] = record;
   }
-  if (captured_launches_kept_ >= kMaxCapturedLaunches) {
-    ++record->launches_dropped;
-    return;
-  }
-  ++captured_launches_kept_;
-  record->launches.push_back(kept);
+  keep_within_bound(*record, kept);
 }
 
 void Engine::end_capture(uint64_t id, const void* graph) {

@@ -256,6 +256,14 @@ class Engine {
   void graph_capture_json(JsonWriter& json, const CaptureRecord& capture);
   void keep_captured_launch(const Launch& launch, uint64_t capture_id);
   Site site_of(const LaunchRecord& record, const Capture* capture, bool whole_stack = true);
+  // The same from its parts: the stack walked, else the one return address `caller`.
+  Site site_of(uintptr_t caller, const Capture* capture, const KernelName* kernel, bool whole_stack);
+  // The program's own Python line and the innermost frame, as PythonSiteTable numbers (left as they are where
+  // there is no frame).
+  void intern_python_sites(const PythonStack& python, uint32_t* site, uint32_t* innermost);
+  // Keeps a captured launch in `record` unless the process's bound is reached (then counts it). With
+  // captures_mutex_ held.
+  void keep_within_bound(CaptureRecord& record, const CapturedLaunch& launch);
   std::vector<std::string> recent_driver_logs();
   void write_summary_record();
   void log_blocked_times();
