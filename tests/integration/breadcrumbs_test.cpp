@@ -52,6 +52,24 @@ TEST(Breadcrumbs, NameTheCulpritLongAfterItFaultedWithoutBlocking) {
             alone_stats.substr(alone_stats.find("synchronizes="), 16));
 }
 
+// nvcc's default static runtime (CUDA 13) synchronizes the device with cuCtxSynchronize_v2, fetched through
+// cuGetProcAddress: the error it returns is the one the breadcrumbs explain.
+TEST(Breadcrumbs, AStaticRuntimeProgramsDeviceSynchronizeSurfacesTheError) {
+  Env fault = {{"CUDA_SIM_FAULT", "stencil:13"}};
+  ProcessResult alone = run_alone({CUDA_BLOCKRUN_STATIC_APP, "sync"}, fault);
+  ProcessResult r = run({"--breadcrumbs"}, {CUDA_BLOCKRUN_STATIC_APP, "sync"}, fault);
+  EXPECT_EQ(r.status, alone.status);
+  EXPECT_EQ(r.out, alone.out);
+  EXPECT_TRUE(contains(r.out, "cudaDeviceSynchronize returned 700\n")) << r.out;
+  EXPECT_TRUE(contains(
+      r.err,
+      "[cuda-blockrun] first error: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered), "
+      "returned by cuCtxSynchronize_v2\n"
+      "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long), launch #38, stream 0x0, "
+      "grid (4096,1,1) block (256,1,1)\n"))
+      << r.err;
+}
+
 TEST(Breadcrumbs, OneStreamFaultingAmongOthersIsNamedExactly) {
   ProcessResult r = run({"--breadcrumbs"}, {kApp, "streams"}, {{"CUDA_SIM_FAULT", "stencil:2"}});
   EXPECT_TRUE(contains(r.err, "in kernel stencil(float*, float const*, int, long long), launch #7, stream "))

@@ -5,8 +5,9 @@
 // Built with g++ against the real CUDA headers; runs on the simulated stack
 // (LD_LIBRARY_PATH=${CUDA_BLOCKRUN_SIM_LIBDIR}).
 //
-//   static_app [ptsz]    ptsz: launch as a --default-stream per-thread build does (__cudaLaunchKernel_ptsz,
-//                        cudaMemcpy_ptds)
+//   static_app [ptsz|sync]  ptsz: launch as a --default-stream per-thread build does (__cudaLaunchKernel_ptsz,
+//                           cudaMemcpy_ptds); sync: cudaDeviceSynchronize before the copy (CUDA 13's static
+//                           runtime reaches the driver's cuCtxSynchronize_v2 for it)
 //
 // 20 steps of fill, stencil, scale on the default stream, checked only at the end; faults are injected
 // by the test through CUDA_SIM_FAULT (e.g. stencil:13, the 13th stencil launch, launch #38).
@@ -38,8 +39,9 @@ int report(const char* what, int result) {
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IONBF, 0);  // output order must not depend on buffering
   const bool ptsz = argc > 1 && std::strcmp(argv[1], "ptsz") == 0;
-  if (argc > 1 && !ptsz) {
-    std::fprintf(stderr, "static_app: unknown argument '%s' (expected: ptsz or nothing)\n", argv[1]);
+  const bool sync = argc > 1 && std::strcmp(argv[1], "sync") == 0;
+  if (argc > 1 && !ptsz && !sync) {
+    std::fprintf(stderr, "static_app: unknown argument '%s' (expected: ptsz, sync or nothing)\n", argv[1]);
     return 2;
   }
   const dim3 grid(4096), block(256);
@@ -51,6 +53,7 @@ int main(int argc, char** argv) {
       if (result != cudaSuccess) std::printf("launch %d returned %d\n", launch_number, result);
     }
   }
+  if (sync) report("cudaDeviceSynchronize", cudaDeviceSynchronize());
   std::vector<float> host(16);
   float* device = nullptr;
   report("cudaMalloc", cudaMalloc(reinterpret_cast<void**>(&device), host.size() * sizeof(float)));

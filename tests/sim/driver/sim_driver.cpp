@@ -1421,6 +1421,12 @@ SIM_API CUresult cuCtxSynchronize(void) {
   return result;
 }
 
+// CUDA 13's flavour, with a context (null: the current one): what cuGetProcAddress("cuCtxSynchronize") hands
+// out at version 13000, so the static runtime's cudaDeviceSynchronize comes here.
+SIM_API CUresult cuCtxSynchronize_v2(CUcontext) {
+  return cuCtxSynchronize();  // the simulated device has one context
+}
+
 // --- streams
 // ------------------------------------------------------------------------------------------------------
 
@@ -2110,6 +2116,7 @@ const ProcEntry kProcs[] = {
     {"cuCtxSetCurrent", 4000, P(cuCtxSetCurrent), nullptr},
     {"cuCtxGetDevice", 2000, P(cuCtxGetDevice), nullptr},
     {"cuCtxSynchronize", 2000, P(cuCtxSynchronize), nullptr},
+    {"cuCtxSynchronize", 13000, P(cuCtxSynchronize_v2), nullptr},
     {"cuStreamCreate", 2000, P(cuStreamCreate), nullptr},
     {"cuStreamCreateWithPriority", 5050, P(cuStreamCreateWithPriority), nullptr},
     {"cuStreamDestroy", 4000, P(cuStreamDestroy_v2), nullptr},

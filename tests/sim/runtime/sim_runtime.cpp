@@ -39,7 +39,7 @@ namespace {
   X(DriverGetVersion, "cuDriverGetVersion", cuDriverGetVersion, false)                                       \
   X(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain, false)                           \
   X(CtxSetCurrent, "cuCtxSetCurrent", cuCtxSetCurrent, false)                                                \
-  X(CtxSynchronize, "cuCtxSynchronize", cuCtxSynchronize, false)                                             \
+  X(CtxSynchronize, "cuCtxSynchronize", cuCtxSynchronize_v2, false)                                           \
   X(StreamCreate, "cuStreamCreate", cuStreamCreate, false)                                                   \
   X(StreamDestroy, "cuStreamDestroy", cuStreamDestroy_v2, false)                                             \
   X(StreamSynchronize, "cuStreamSynchronize", cuStreamSynchronize, false)                                    \
@@ -593,7 +593,7 @@ SIM_RT cudaError_t cudaRuntimeGetVersion(int* v) {
 }
 SIM_RT cudaError_t cudaDeviceSynchronize(void) {
   ENSURE();
-  return ret(g_drv.CtxSynchronize());
+  return ret(g_drv.CtxSynchronize(nullptr));
 }
 // A real reset destroys the primary context; the sim keeps it (documented as not modelled).
 SIM_RT cudaError_t cudaDeviceReset(void) {

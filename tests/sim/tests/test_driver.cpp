@@ -58,7 +58,9 @@ int main() {
   CHECK(p == dlsym(lib, "cuStreamWriteValue64_v2"));
   CHECK_EQ(gp("cuCtxSynchronize", &p, 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st),
            CUDA_SUCCESS);
-  CHECK(p == dlsym(lib, "cuCtxSynchronize"));  // no per-thread flavour: the default one
+  CHECK(p == dlsym(lib, "cuCtxSynchronize_v2"));  // CUDA 13's flavour; no per-thread one
+  CHECK_EQ(gp("cuCtxSynchronize", &p, 12080, 0, &st), CUDA_SUCCESS);
+  CHECK(p == dlsym(lib, "cuCtxSynchronize"));
   p = reinterpret_cast<void*>(1);
   CHECK_EQ(gp("cuLaunchKernelEx", &p, 11000, 0, &st), CUDA_ERROR_NOT_FOUND);
   CHECK_EQ(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
