@@ -48,28 +48,59 @@ std::string set_up(Engine& engine) {
 }  // namespace
 
 void prepare_breadcrumbs(Engine& engine) {
-  if (!engine.config().breadcrumbs) return;
+  if (!engine.config().breadcrumbs && !engine.graph_breadcrumbs()) return;
   State untried = State::Untried;
   if (g_state.load(std::memory_order_acquire) != State::Untried ||
       !g_state.compare_exchange_strong(untried, State::SettingUp))
     return;  // done, or being done by another thread (whose launches meanwhile go without)
+  // The first launch may go into a capture: allocating pinned memory is then an unsafe call that would
+  // invalidate it, unless this thread's capture mode is relaxed meanwhile.
+  auto exchange_mode = helper<Helper::cuThreadExchangeStreamCaptureMode>();
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  bool relaxed = capture_has_begun() && exchange_mode && exchange_mode(&mode) == CUDA_SUCCESS;
   std::string problem = set_up(engine);
+  if (relaxed) exchange_mode(&mode);
   g_state.store(problem.empty() ? State::Ready : State::Unavailable, std::memory_order_release);
   if (!problem.empty())
     engine.report_shim_problem("breadcrumbs unavailable: " + problem +
                                "; errors are localized from the host's view (suspects)");
 }
 
+namespace {
+
+// A write that fails (a context already broken) only makes the breadcrumbs say less; the program never sees
+// it.
+void write_slot(CUstream stream, int32_t slot, uint64_t value) {
+  helper<Helper::cuStreamWriteValue64_v2>()(stream, g_base + static_cast<CUdeviceptr>(slot) * sizeof(uint64_t),
+                                            value, 0);
+}
+
+}  // namespace
+
 void drop_breadcrumb(Engine& engine, const Launch& launch, const void* stream, bool per_thread) {
   if (g_state.load(std::memory_order_acquire) != State::Ready) return;
+  CUstream cu_stream = driver_stream(stream, per_thread);
+  if (launch.record.in_capture) {
+    // Captured: a node after the launch's own, which on every replay writes the launch's capture position.
+    if (launch.graph_slot >= 0) write_slot(cu_stream, launch.graph_slot, launch.capture_position);
+    return;
+  }
   int32_t slot = engine.breadcrumb_slot(launch);
   if (slot < 0) return;
+  if (may_be_capturing(cu_stream)) return;  // could not tell: a write would join a graph unrecorded
+  write_slot(cu_stream, slot, launch.record.sequence);
+}
+
+void reset_graph_breadcrumbs(Engine& engine, const Launch& launch, const void* stream, bool per_thread) {
+  if (g_state.load(std::memory_order_acquire) != State::Ready || launch.record.in_capture) return;
+  const std::vector<GraphBranch>* branches = engine.graph_branches(launch.record);
+  if (!branches) return;
   CUstream cu_stream = driver_stream(stream, per_thread);
   if (may_be_capturing(cu_stream)) return;
-  // A write that fails (a context already broken) only makes the breadcrumbs say less; the program never sees
-  // it.
-  helper<Helper::cuStreamWriteValue64_v2>()(
-      cu_stream, g_base + static_cast<CUdeviceptr>(slot) * sizeof(uint64_t), launch.record.sequence, 0);
+  // In stream order: after the previous replay's writes, before this replay's.
+  for (const GraphBranch& branch : *branches) {
+    if (branch.slot >= 0) write_slot(cu_stream, branch.slot, 0);
+  }
 }
 
 }  // namespace blockrun::shim

@@ -367,6 +367,7 @@ CUresult handle_graph_launch(Engine& engine, Function real_function, CUgraphExec
       note_capture(&request, driver_stream(stream, Traits::per_thread));  // a child graph, inlined
       engine.begin_launch(request, &launch);
       recorded = true;
+      reset_graph_breadcrumbs(engine, launch, stream, Traits::per_thread);
     } catch (...) {
     }
   }

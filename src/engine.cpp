@@ -189,6 +189,8 @@ Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescr
   capture_all_ = config_.callsites == "all";
   capture_auto_ = config_.callsites == "auto";
   if (config_.breadcrumbs) ring_capacity_ = std::max(config_.ring, StreamState::kRing);
+  stream_breadcrumbs_ = config_.breadcrumbs;
+  graph_breadcrumbs_ = config_.graph_breadcrumbs == "on" || (config_.graph_breadcrumbs == "auto" && config_.breadcrumbs);
   symbolizer_ = std::make_unique<Symbolizer>(config_.libdw);
 }
 
@@ -349,6 +351,8 @@ void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
   if (record.graph)
     record.graph_replay = static_cast<uint32_t>(
         const_cast<GraphInfo*>(record.graph)->launches.fetch_add(1, std::memory_order_relaxed) + 1);
+  launch.graph_slot = -1;
+  launch.capture_position = 0;
   if (request.in_capture && request.capture_id) keep_captured_launch(launch, request.capture_id);
   record.in_capture = request.in_capture;
   launch.stream = stream_state(record.stream);
@@ -444,7 +448,7 @@ void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome ou
       capture_now(launch);
       // Exact when everything earlier on this stream was known complete (synchronized, or past its
       // breadcrumb); otherwise the earlier unfinished launches on the stream are suspects as well.
-      if (breadcrumb_slots_.load(std::memory_order_acquire)) read_breadcrumbs();
+      if (stream_breadcrumbs_ && breadcrumb_slots_.load(std::memory_order_acquire)) read_breadcrumbs();
       std::vector<ReportedLaunch> earlier =
           launch.stream ? suspects(launch.stream, record.sequence) : std::vector<ReportedLaunch>{};
       bool exact = earlier.empty();
@@ -526,7 +530,7 @@ void Engine::write_blocked_error(const Launch& launch, const ErrorText& text, co
   begin_error_record(json, "blocked_error", text, code, sync_api);
   json.key("launch");
   const Capture* capture = launch.record.captured ? &launch.capture : nullptr;
-  launch_json(json, launch.record, capture, site_of(launch.record, capture));
+  launch_json(json, launch.record, capture, site_of(launch.record, capture), true);
   json.end_object();
   report_->write_record(json.text());
 }
@@ -553,7 +557,7 @@ void Engine::observe_error(const char* api, ErrorCode result, const void* stream
     later_errors_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  if (breadcrumb_slots_.load(std::memory_order_acquire)) {
+  if (stream_breadcrumbs_ && breadcrumb_slots_.load(std::memory_order_acquire)) {
     BreadcrumbView view = read_breadcrumbs();
     if (view.heads.size() == 1 && view.lost.empty()) {
       Launch culprit;
@@ -583,17 +587,22 @@ void Engine::set_breadcrumbs(const volatile uint64_t* slots, uint32_t count) {
   breadcrumb_slots_.store(slots, std::memory_order_release);
 }
 
+int32_t Engine::new_breadcrumb_slot() {
+  if (!breadcrumb_slots_.load(std::memory_order_acquire)) return -1;
+  uint32_t next = next_breadcrumb_.fetch_add(1, std::memory_order_relaxed);
+  return next < breadcrumb_count_ ? static_cast<int32_t>(next) : -1;  // used up: this one goes without
+}
+
 int32_t Engine::breadcrumb_slot(const Launch& launch) {
-  if (!breadcrumb_slots_.load(std::memory_order_acquire) || !launch.stream) return -1;
+  if (!stream_breadcrumbs_ || !launch.stream) return -1;
   int32_t slot = launch.stream->breadcrumb.load(std::memory_order_acquire);
   if (slot >= 0) return slot;
-  uint32_t next = next_breadcrumb_.fetch_add(1, std::memory_order_relaxed);
-  if (next >= breadcrumb_count_) return -1;  // more streams than slots: this one goes without
+  int32_t next = new_breadcrumb_slot();
+  if (next < 0) return -1;
   int32_t expected = -1;
   // Another thread may have given this stream a slot meanwhile: then that one stays (and `next` is unused).
-  if (!launch.stream->breadcrumb.compare_exchange_strong(expected, static_cast<int32_t>(next)))
-    return expected;
-  return static_cast<int32_t>(next);
+  if (!launch.stream->breadcrumb.compare_exchange_strong(expected, next)) return expected;
+  return next;
 }
 
 size_t Engine::in_flight_now(InFlight* out, size_t max) const {
@@ -742,13 +751,13 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
     json.field("method", kFoundBy[static_cast<int>(found_by)]);
     json.key("launch");
     if (culprit_record) {
-      launch_json(json, *culprit_record, culprit_capture, culprit_site);
+      launch_json(json, *culprit_record, culprit_capture, culprit_site, true);
     } else {
       json.null();
     }
     json.key("suspects").begin_array();
     for (size_t i = 0; i < suspects_found.size(); ++i)
-      launch_json(json, suspects_found[i].record, suspects_found[i].capture.get(), suspect_sites[i]);
+      launch_json(json, suspects_found[i].record, suspects_found[i].capture.get(), suspect_sites[i], true);
     json.end_array();
     json.key("pin_rule");
     if (want_pin_rule) {
@@ -905,7 +914,8 @@ void Engine::log_site(const LaunchRecord& record, const Capture* capture, const 
 }
 
 // A graph launch whose graph the shim saw captured: where the capture began and what it took, in capture
-// order, each with where it was captured (which node failed is not known from the host alone).
+// order, each with where it was captured; for a failed replay, which node failed where the graph breadcrumbs
+// tell (else the node is among those listed).
 void Engine::log_graph_capture(const LaunchRecord& record, const char* indent, bool error) {
   const CaptureRecord* capture =
       record.graph ? record.graph->capture.load(std::memory_order_acquire) : nullptr;
@@ -921,33 +931,57 @@ void Engine::log_graph_capture(const LaunchRecord& record, const char* indent, b
                           printable(line->function));
     return text.empty() ? std::string("an unknown place") : text;
   };
+  auto what = [&](const CapturedLaunch& launch) {
+    return launch.kernel ? "kernel " + printable(launch.kernel->name.demangled)
+                         : printable(launch.library_api ? launch.library_api : "a library call");
+  };
   bool built = capture->id == 0;  // node by node, not by stream capture
+  const char* verb = built ? "added" : "captured";
   size_t count = capture->launches.size();
   size_t all = count + capture->launches_dropped;
-  if (built) {
-    logger_->log(level, "{}replay {} of a graph built node by node", indent, record.graph_replay);
+  NodeView nodes = error ? graph_nodes(record) : NodeView{};
+  bool exact = nodes.known && nodes.unfinished.size() == 1;
+  std::string graph = built ? std::string("a graph built node by node")
+                            : "the graph captured at " + where(capture->begun_by, capture->python_site,
+                                                               capture->begun_at.get(), nullptr);
+  auto where_launch = [&](const CapturedLaunch& launch) {
+    return where(launch.caller, launch.python_site, nullptr, launch.kernel ? &launch.kernel->name : nullptr);
+  };
+  std::string noun = built ? (all == 1 ? "kernel node" : "kernel nodes")
+                           : (all == 1 ? "captured launch" : "captured launches");
+  if (exact) {
+    const CapturedLaunch& failed = capture->launches[nodes.unfinished.front()];
+    logger_->log(level, "{}replay {} of {}, node {} of {}: {}, {} at {}", indent, record.graph_replay, graph,
+                 nodes.unfinished.front() + 1, all, what(failed), verb, where_launch(failed));
     logger_->log(level,
-                 "{}its {} kernel node{}, in the order added (the node that failed is among them):", indent,
-                 all, all == 1 ? "" : "s");
+                 "{}(found by the breadcrumbs in the graph: the first node that did not complete); its {} {}, "
+                 "in {}:",
+                 indent, all, noun, built ? "the order added" : "capture order");
   } else {
-    logger_->log(level, "{}replay {} of the graph captured at {}", indent, record.graph_replay,
-                 where(capture->begun_by, capture->python_site, capture->begun_at.get(), nullptr));
-    logger_->log(level,
-                 "{}its {} captured launch{}, in capture order (the node that failed is among them):", indent,
-                 all, all == 1 ? "" : "es");
+    logger_->log(level, "{}replay {} of {}", indent, record.graph_replay, graph);
+    std::string among = !error            ? ""
+                        : !nodes.known    ? " (the node that failed is among them)"
+                        : nodes.unfinished.empty()
+                            ? " (the breadcrumbs say every one completed in this replay: the error is not "
+                              "one of these kernels')"
+                            : fmt::format(" (the node that failed is one of the {} marked: parallel branches, "
+                                          "each stopped there, breadcrumbs)",
+                                          nodes.unfinished.size());
+    logger_->log(level, "{}its {} {}, in {}{}:", indent, all, noun, built ? "the order added" : "capture order",
+                 among);
   }
   size_t shown = std::min(count, kCapturedLaunchesLogged);
-  for (size_t i = 0; i < shown; ++i) {
+  // A failed or candidate node beyond those shown is shown too.
+  for (size_t i = 0; i < count; ++i) {
+    bool marked = std::find(nodes.unfinished.begin(), nodes.unfinished.end(), i) != nodes.unfinished.end();
+    if (i >= shown && !marked) continue;
     const CapturedLaunch& launch = capture->launches[i];
-    std::string what = launch.kernel ? "kernel " + printable(launch.kernel->name.demangled)
-                                     : printable(launch.library_api ? launch.library_api : "a library call");
-    logger_->log(
-        level, "{}  {}. {}, {} at {}", indent, i + 1, what, built ? "added" : "captured",
-        where(launch.caller, launch.python_site, nullptr, launch.kernel ? &launch.kernel->name : nullptr));
+    logger_->log(level, "{}  {}. {}, {} at {}{}", indent, i + 1, what(launch), verb, where_launch(launch),
+                 !marked ? "" : exact ? "  <- failed" : "  <- candidate");
   }
-  if (count + capture->launches_dropped > shown)
-    logger_->log(level, "{}  ... and {} more (the report lists up to {})", indent,
-                 count + capture->launches_dropped - shown, kCapturedLaunchesReported);
+  if (all > shown)
+    logger_->log(level, "{}  ... and {} more (the report lists up to {})", indent, all - shown,
+                 kCapturedLaunchesReported);
 }
 
 void Engine::log_call_site(const LaunchRecord& record, const Capture* capture, const Site& site,
@@ -998,7 +1032,7 @@ void Engine::log_call_site(const LaunchRecord& record, const Capture* capture, c
 }
 
 void Engine::launch_json(JsonWriter& json, const LaunchRecord& record, const Capture* capture,
-                         const Site& site) {
+                         const Site& site, bool failed) {
   json.begin_object().field("seq", record.sequence).field("api", record.api);
   json.key("driver_api").value(record.driver_api);
   if (record.kernel) {
@@ -1047,7 +1081,7 @@ void Engine::launch_json(JsonWriter& json, const LaunchRecord& record, const Cap
     json.field("replay", static_cast<uint64_t>(record.graph_replay));
     json.key("capture");
     if (const CaptureRecord* capture = record.graph->capture.load(std::memory_order_acquire)) {
-      graph_capture_json(json, *capture);
+      graph_capture_json(json, *capture, failed ? graph_nodes(record) : NodeView{});
     } else {
       json.null();
     }
@@ -1135,7 +1169,7 @@ void Engine::launch_json(JsonWriter& json, const LaunchRecord& record, const Cap
   json.end_object();
 }
 
-void Engine::graph_capture_json(JsonWriter& json, const CaptureRecord& capture) {
+void Engine::graph_capture_json(JsonWriter& json, const CaptureRecord& capture, const NodeView& nodes) {
   auto site_json = [&](uintptr_t caller, uint32_t python_site, const Capture* stack,
                        const KernelName* kernel) {
     Site site = site_of(caller, stack, kernel, false);
@@ -1173,6 +1207,21 @@ void Engine::graph_capture_json(JsonWriter& json, const CaptureRecord& capture) 
     json.end_object();
   }
   json.end_array();
+  // Which node failed, where the graph breadcrumbs tell: exact (one), candidates (parallel branches) or
+  // none (every captured kernel completed); null where they cannot tell.
+  json.key("failed_node");
+  if (nodes.known) {
+    json.begin_object()
+        .field("method", "breadcrumbs")
+        .field("certainty", nodes.unfinished.size() == 1 ? "exact"
+                            : nodes.unfinished.empty()   ? "none"
+                                                         : "candidates");
+    json.key("positions").begin_array();
+    for (size_t index : nodes.unfinished) json.value(static_cast<uint64_t>(index + 1));
+    json.end_array().end_object();
+  } else {
+    json.null();
+  }
   json.end_object();
 }
 
@@ -1236,13 +1285,19 @@ const GraphInfo* Engine::note_graph(const void* exec, uint64_t nodes, const void
   });
   if (!info) return &overflow_graph_;
   // An executable graph's address can be reused after it is destroyed: the latest count and capture win.
-  if (nodes) info->nodes = nodes;
+  const CaptureRecord* capture = nullptr;
   if (graph) {
     std::lock_guard<std::mutex> guard(captures_mutex_);
     auto made = graph_captures_.find(graph);
-    if (made != graph_captures_.end()) const_cast<CaptureRecord*>(made->second)->linked = true;
-    info->capture.store(made == graph_captures_.end() ? nullptr : made->second, std::memory_order_release);
+    if (made != graph_captures_.end()) {
+      capture = made->second;
+      const_cast<CaptureRecord*>(capture)->linked = true;
+    }
   }
+  // The nodes the program made: without the breadcrumb nodes the shim added.
+  if (nodes && capture) nodes -= std::min(nodes, capture->breadcrumb_nodes);
+  if (nodes) info->nodes = nodes;
+  if (graph) info->capture.store(capture, std::memory_order_release);
   return info;
 }
 
@@ -1260,7 +1315,7 @@ void Engine::begin_capture(uint64_t id, uintptr_t caller) {
   open_captures_[id] = std::move(record);
 }
 
-void Engine::keep_captured_launch(const Launch& launch, uint64_t capture_id) {
+void Engine::keep_captured_launch(Launch& launch, uint64_t capture_id) {
   const LaunchRecord& record = launch.record;
   CapturedLaunch kept;
   kept.sequence = record.sequence;
@@ -1273,16 +1328,66 @@ void Engine::keep_captured_launch(const Launch& launch, uint64_t capture_id) {
   std::lock_guard<std::mutex> guard(captures_mutex_);
   auto open = open_captures_.find(capture_id);
   if (open == open_captures_.end()) return;  // began before the shim was active
-  keep_within_bound(*open->second, kept);
+  CaptureRecord& capture = *open->second;
+  if (graph_breadcrumbs_ && capture.launches_dropped == 0) {
+    // Its branch: the capturing stream it went into (a slot of its own for each).
+    auto same_stream = [&](const GraphBranch& branch) {
+      return branch.stream.handle == record.stream.handle &&
+             branch.stream.per_thread_owner == record.stream.per_thread_owner;
+    };
+    auto branch = std::find_if(capture.branches.begin(), capture.branches.end(), same_stream);
+    if (branch == capture.branches.end() && capture.branches.size() < CapturedLaunch::kNoBranch) {
+      capture.branches.push_back(GraphBranch{record.stream, new_breadcrumb_slot()});
+      branch = capture.branches.end() - 1;
+    }
+    if (branch != capture.branches.end()) kept.branch = static_cast<uint16_t>(branch - capture.branches.begin());
+  }
+  if (!keep_within_bound(capture, kept) || kept.branch == CapturedLaunch::kNoBranch) return;
+  launch.graph_slot = capture.branches[kept.branch].slot;
+  launch.capture_position = static_cast<uint32_t>(capture.launches.size());
+  if (launch.graph_slot >= 0) ++capture.breadcrumb_nodes;
 }
 
-void Engine::keep_within_bound(CaptureRecord& record, const CapturedLaunch& launch) {
+bool Engine::keep_within_bound(CaptureRecord& record, const CapturedLaunch& launch) {
   if (captured_launches_kept_ >= kMaxCapturedLaunches) {
     ++record.launches_dropped;
-    return;
+    return false;
   }
   ++captured_launches_kept_;
   record.launches.push_back(launch);
+  return true;
+}
+
+const std::vector<GraphBranch>* Engine::graph_branches(const LaunchRecord& record) const {
+  const CaptureRecord* capture = record.graph ? record.graph->capture.load(std::memory_order_acquire) : nullptr;
+  return capture && !capture->branches.empty() ? &capture->branches : nullptr;
+}
+
+Engine::NodeView Engine::graph_nodes(const LaunchRecord& record) const {
+  NodeView view;
+  const volatile uint64_t* slots = breadcrumb_slots_.load(std::memory_order_acquire);
+  const CaptureRecord* capture = record.graph ? record.graph->capture.load(std::memory_order_acquire) : nullptr;
+  // The slots hold the progress of the graph's latest replay only; a dropped record has no breadcrumb.
+  if (!slots || !capture || capture->branches.empty() || capture->launches_dropped > 0 ||
+      record.graph_replay != record.graph->launches.load(std::memory_order_acquire))
+    return view;
+  std::vector<uint64_t> reached;  // per branch: the capture position its last breadcrumb wrote (0: none)
+  for (const GraphBranch& branch : capture->branches) {
+    if (branch.slot < 0) return view;  // a branch without a slot: how far it got is unknown
+    reached.push_back(static_cast<uint64_t>(slots[branch.slot]));
+  }
+  // On each branch, the first captured launch past its breadcrumb did not complete; the others after it on
+  // that branch cannot have started.
+  std::vector<bool> seen(capture->branches.size(), false);
+  for (size_t i = 0; i < capture->launches.size(); ++i) {
+    uint16_t branch = capture->launches[i].branch;
+    if (branch == CapturedLaunch::kNoBranch) return view;  // captured before breadcrumbs were set up
+    if (seen[branch] || i + 1 <= reached[branch]) continue;
+    seen[branch] = true;
+    view.unfinished.push_back(i);
+  }
+  view.known = true;
+  return view;
 }
 
 void Engine::note_graph_kernel_node(const void* graph, const KernelInfo* kernel, uintptr_t caller) {

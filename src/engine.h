@@ -51,6 +51,10 @@ struct Launch {
   Decision decision;
   Capture capture;  // valid when record.captured
   BlockTiming timing;
+  // A launch into a capture with graph breadcrumbs: the slot its breadcrumb node writes and the value (its
+  // capture position); -1: no breadcrumb node.
+  int32_t graph_slot = -1;
+  uint32_t capture_position = 0;
   bool block() const { return decision.blocks(); }
 };
 
@@ -180,6 +184,12 @@ class Engine {
   void set_breadcrumbs(const volatile uint64_t* slots, uint32_t count);
   // The slot of the launch's stream (given on first use), or -1: no breadcrumbs, or more streams than slots.
   int32_t breadcrumb_slot(const Launch& launch);
+  // With graph breadcrumbs (CUDA_BLOCKRUN_GRAPH_BREADCRUMBS): a launch into a capture gets a breadcrumb node
+  // after it (Launch::graph_slot, capture_position, set by begin_launch); a graph launch first resets the
+  // slots of its graph's branches, returned here (nullptr: none). The list never changes once an executable
+  // graph was made from its capture.
+  bool graph_breadcrumbs() const { return graph_breadcrumbs_; }
+  const std::vector<GraphBranch>* graph_branches(const LaunchRecord& record) const;
 
   // The shim's own trouble (a missing CUDA function, ...): logged once per distinct text.
   void report_shim_problem(const std::string& text);
@@ -247,14 +257,27 @@ class Engine {
   PythonCallSite python_call_site_of(const LaunchRecord& record, const Capture* capture) const;
   void write_blocked_error(const Launch& launch, const ErrorText& text, const char* sync_api, ErrorCode code);
   // The report's view of a launch (a JSON object) and the log's (call site, Python line, stack).
-  void launch_json(JsonWriter& json, const LaunchRecord& record, const Capture* capture, const Site& site);
+  // What the graph breadcrumbs say of a graph launch that failed: the captured launches that did not
+  // complete and whose branch got that far (indexes into CaptureRecord::launches, in capture order).
+  // `known` is false where they cannot tell (no breadcrumbs, not the graph's latest replay, records
+  // dropped).
+  struct NodeView {
+    bool known = false;
+    std::vector<size_t> unfinished;
+  };
+  // `failed`: the launch failed (first_error, blocked_error): a graph launch then says which node failed.
+  void launch_json(JsonWriter& json, const LaunchRecord& record, const Capture* capture, const Site& site,
+                   bool failed = false);
   void log_site(const LaunchRecord& record, const Capture* capture, const Site& site, const char* indent,
                 bool error);
   void log_call_site(const LaunchRecord& record, const Capture* capture, const Site& site, const char* indent,
                      bool error);
   void log_graph_capture(const LaunchRecord& record, const char* indent, bool error);
-  void graph_capture_json(JsonWriter& json, const CaptureRecord& capture);
-  void keep_captured_launch(const Launch& launch, uint64_t capture_id);
+  void graph_capture_json(JsonWriter& json, const CaptureRecord& capture, const NodeView& nodes);
+  void keep_captured_launch(Launch& launch, uint64_t capture_id);
+  NodeView graph_nodes(const LaunchRecord& record) const;
+  // A slot from the breadcrumb slots, or -1 where they are used up (or not set up).
+  int32_t new_breadcrumb_slot();
   Site site_of(const LaunchRecord& record, const Capture* capture, bool whole_stack = true);
   // The same from its parts: the stack walked, else the one return address `caller`.
   Site site_of(uintptr_t caller, const Capture* capture, const KernelName* kernel, bool whole_stack);
@@ -263,7 +286,7 @@ class Engine {
   void intern_python_sites(const PythonStack& python, uint32_t* site, uint32_t* innermost);
   // Keeps a captured launch in `record` unless the process's bound is reached (then counts it). With
   // captures_mutex_ held.
-  void keep_within_bound(CaptureRecord& record, const CapturedLaunch& launch);
+  bool keep_within_bound(CaptureRecord& record, const CapturedLaunch& launch);  // false: dropped
   std::vector<std::string> recent_driver_logs();
   void write_summary_record();
   void log_blocked_times();
@@ -299,6 +322,8 @@ class Engine {
   std::atomic<const volatile uint64_t*> breadcrumb_slots_{nullptr};
   uint32_t breadcrumb_count_ = 0;
   std::atomic<uint32_t> next_breadcrumb_{0};
+  bool stream_breadcrumbs_ = false;  // Config::breadcrumbs: a breadcrumb after every launch
+  bool graph_breadcrumbs_ = false;   // breadcrumb nodes in captured graphs
   size_t ring_capacity_ =
       8;  // launches kept per stream: 8 (StreamState::kRing), Config::ring with breadcrumbs
 

@@ -74,6 +74,17 @@ struct CapturedLaunch {
   StreamId stream;
   uintptr_t caller = 0;                            // return address into the code that called CUDA
   uint32_t python_site = 0, python_innermost = 0;  // PythonSiteTable numbers (0: none)
+  uint16_t branch = kNoBranch;  // with graph breadcrumbs: its CaptureRecord::branches entry
+  static constexpr uint16_t kNoBranch = 0xffff;
+};
+
+// With graph breadcrumbs, one stream that took part in a capture: a parallel branch of the graph (launches
+// on one capturing stream run in order; on different ones, maybe at once). After each captured launch the
+// graph writes the launch's capture position (1-based) into the branch's slot, and every launch of the graph
+// first writes 0 there: after a faulting replay the slot says how far the branch got.
+struct GraphBranch {
+  StreamId stream;
+  int32_t slot = -1;  // -1: more branches than slots, no breadcrumb
 };
 
 // One stream capture: where it began and the launches it took, in capture order (a graph's kernel nodes
@@ -85,6 +96,8 @@ struct CaptureRecord {
   uint32_t python_site = 0, python_innermost = 0;
   std::vector<CapturedLaunch> launches;
   uint64_t launches_dropped = 0;  // past the process's bound on captured launches kept
+  std::vector<GraphBranch> branches;  // with graph breadcrumbs
+  uint64_t breadcrumb_nodes = 0;      // nodes the shim added to the graph (one per captured launch)
   bool linked = false;  // an executable graph points at it: never changed again (a later node copies it)
 };
 

@@ -21,7 +21,7 @@ import json, sys
 path, stream_field, launch_field = sys.argv[1:4]
 stream = stream_field.split("=", 1)[1]
 launch = launch_field.split("=", 1)[1]
-errors = [json.loads(line) for line in open(path) if '"first_error"' in line]
+errors = [record for record in map(json.loads, open(path)) if record.get("type") == "first_error"]
 if not errors:
     sys.exit("FAILED: no first_error in the report")
 first = errors[0]

@@ -104,17 +104,25 @@ TEST(Breadcrumbs, ADeviceWithoutStreamWritesFallsBackToTheHostsView) {
   EXPECT_TRUE(contains(r.err, "culprit unknown (no blocked launch failed); suspects:")) << r.err;
 }
 
-TEST(Breadcrumbs, NeverWriteIntoACaptureNorInvalidateIt) {
+// The program's first launch goes into a global-mode capture, so the breadcrumbs' pinned memory is allocated
+// then (an unsafe call, made in relaxed mode). The capture is never invalidated; breadcrumbs go into it only
+// as graph breadcrumbs: 3 nodes, and around the one replay a reset and the launch's own breadcrumb.
+TEST(Breadcrumbs, NeverInvalidateACaptureAndWriteIntoItOnlyAsGraphBreadcrumbs) {
   std::string stats = ::testing::TempDir() + "breadcrumbs_capture_stats";
   ProcessResult alone = plain("capture", {});
-  for (const char* block : {"none", "all"}) {
-    ProcessResult r =
-        run({"--breadcrumbs", "--block", block}, {kApp, "capture"}, {{"CUDA_SIM_STATS", stats}});
-    EXPECT_EQ(r.status, alone.status) << block;
-    EXPECT_EQ(r.out, alone.out) << block;
-    std::string counts = read_file(stats);
-    EXPECT_TRUE(contains(counts, "captures_invalidated=0\n")) << counts;
-    EXPECT_TRUE(contains(counts, "synchronizes_during_capture=0\n")) << counts;
+  for (const char* graph : {"auto", "off"}) {
+    for (const char* block : {"none", "all"}) {
+      ProcessResult r = run({"--breadcrumbs", "--graph-breadcrumbs", graph, "--block", block}, {kApp, "capture"},
+                            {{"CUDA_SIM_STATS", stats}});
+      EXPECT_EQ(r.status, alone.status) << block;
+      EXPECT_EQ(r.out, alone.out) << block;
+      std::string counts = read_file(stats);
+      EXPECT_TRUE(contains(counts, "captures_invalidated=0\n")) << counts;
+      EXPECT_TRUE(contains(counts, "synchronizes_during_capture=0\n")) << counts;
+      EXPECT_TRUE(contains(counts, std::string(graph) == "off" ? "stream_writes=1\n" : "stream_writes=5\n"))
+          << graph << " " << block << "\n"
+          << counts;
+    }
   }
 }
 
@@ -142,8 +150,9 @@ TEST(Breadcrumbs, AFaultInAGraphReplayIsTheGraphLaunchsNotACapturedKernels) {
   EXPECT_TRUE(contains(host.err, "to pin it: run again with --block 'cuGraphLaunch'")) << host.err;
 }
 
-// The graph of a faulting replay is told with where it was captured, which replay it was, and the launches
-// the capture took, each with its own capture line (issue 9's first part: which node failed is not told yet).
+// The graph of a faulting replay is told with where it was captured, which replay it was, the launches the
+// capture took, each with its own capture line, and which of them failed: the breadcrumb nodes captured into
+// the graph say how far the replay got.
 TEST(Breadcrumbs, AFaultingReplayIsToldWithWhereItsGraphWasCaptured) {
   const std::string source = CUDA_BLOCKRUN_SOURCE_DIR "/tests/programs/cuda_app.cpp";
   const std::string begin = source + ":" + std::to_string(marker_line(source, "CAPTURE_BEGIN"));
@@ -154,19 +163,22 @@ TEST(Breadcrumbs, AFaultingReplayIsToldWithWhereItsGraphWasCaptured) {
   ProcessResult r =
       run({"--breadcrumbs", "--report", report}, {kApp, "capture", "3"}, {{"CUDA_SIM_FAULT", "stencil:2"}});
   EXPECT_TRUE(contains(r.out, "cudaStreamSynchronize returned 700\n")) << r.out;
+  // The program's 3 nodes (the graph has 3 more: the breadcrumbs).
   EXPECT_TRUE(contains(r.err, " (3 nodes), launch #5, stream 0x")) << r.err;
   EXPECT_TRUE(
       contains(r.err, "\n[cuda-blockrun]   replay 2 of the graph captured at " + begin +
+                          ", node 2 of 3: kernel stencil(float*, float const*, int, long long), captured at " +
+                          launch +
                           "\n"
-                          "[cuda-blockrun]   its 3 captured launches, in capture order (the node that failed "
-                          "is among them):\n"
+                          "[cuda-blockrun]   (found by the breadcrumbs in the graph: the first node that did not "
+                          "complete); its 3 captured launches, in capture order:\n"
                           "[cuda-blockrun]     1. kernel fill(float*, int, float), captured at " +
                           launch +
                           "\n"
                           "[cuda-blockrun]     2. kernel stencil(float*, float const*, int, long long), "
                           "captured at " +
                           launch +
-                          "\n"
+                          "  <- failed\n"
                           "[cuda-blockrun]     3. kernel scale(float*, int, float), captured at " +
                           launch + "\n"))
       << r.err;
@@ -179,6 +191,32 @@ TEST(Breadcrumbs, AFaultingReplayIsToldWithWhereItsGraphWasCaptured) {
       << text;
   EXPECT_TRUE(contains(text, "\"line\":" + std::to_string(marker_line(source, "CAPTURE_LAUNCH")) + "}"))
       << text;
+  EXPECT_TRUE(contains(text, "\"failed_node\":{\"method\":\"breadcrumbs\",\"certainty\":\"exact\","
+                             "\"positions\":[2]}"))
+      << text;
+
+  // Without graph breadcrumbs the graph is left as the program made it, and the node is among those listed.
+  ProcessResult off = run({"--breadcrumbs", "--graph-breadcrumbs", "off"}, {kApp, "capture", "3"},
+                          {{"CUDA_SIM_FAULT", "stencil:2"}});
+  EXPECT_TRUE(contains(off.err, "\n[cuda-blockrun]   replay 2 of the graph captured at " + begin +
+                                    "\n[cuda-blockrun]   its 3 captured launches, in capture order (the node "
+                                    "that failed is among them):\n"))
+      << off.err;
+}
+
+// The debug mode for graphs: graph breadcrumbs without stream breadcrumbs, and every graph launch blocked.
+// The replay that faults is known from blocking, and its node from the breadcrumbs in the graph; nothing
+// else is changed (no breadcrumb after the program's other launches).
+TEST(Breadcrumbs, GraphDebugModeNamesTheFailedNodeOfABlockedReplay) {
+  std::string stats = ::testing::TempDir() + "graph_debug_stats";
+  ProcessResult r = run({"--graph-breadcrumbs", "on", "--block", "cuGraphLaunch"}, {kApp, "capture", "3"},
+                        {{"CUDA_SIM_FAULT", "scale:3"}, {"CUDA_SIM_STATS", stats}});
+  EXPECT_TRUE(contains(r.err, "blocking synchronize after the launch)\n[cuda-blockrun]   in graph 0x")) << r.err;
+  EXPECT_TRUE(contains(r.err, "replay 3 of the graph captured at ")) << r.err;
+  EXPECT_TRUE(contains(r.err, ", node 3 of 3: kernel scale(float*, int, float), captured at ")) << r.err;
+  std::string counts = read_file(stats);
+  // 3 breadcrumb nodes captured, and one reset before each of the 3 replays: nothing else.
+  EXPECT_TRUE(contains(counts, "stream_writes=6\n")) << counts;
 }
 
 // A graph built node by node (cuGraphAddKernelNode, reached through dlsym as CuPy and Triton reach the

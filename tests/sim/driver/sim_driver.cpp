@@ -164,7 +164,8 @@ struct Alloc {
 struct Stats {
   unsigned long launches = 0, synchronizes = 0, synchronizes_during_capture = 0, captures_invalidated = 0,
                 faults_injected = 0, faults_surfaced = 0, capture_state_queries = 0,
-                capture_mode_exchanges = 0, stream_queries = 0, stream_queries_done = 0;
+                capture_mode_exchanges = 0, stream_queries = 0, stream_queries_done = 0,
+                stream_writes = 0;  // cuStreamWriteValue64 calls accepted (captured or run)
 };
 
 struct State {
@@ -922,6 +923,7 @@ CUresult write_value64(CUstream hs, CUdeviceptr addr, cuuint64_t value, unsigned
   node.type = Node::WriteValue64;
   node.dst = addr;
   node.value = value;
+  S().stats.stream_writes++;
   if (rec)
     rec->nodes.push_back(std::make_unique<Node>(node));
   else
@@ -1204,10 +1206,10 @@ void write_stats_file() {
   std::fprintf(f,
                "launches=%lu\nsynchronizes=%lu\nsynchronizes_during_capture=%lu\ncaptures_invalidated=%lu\n"
                "faults_injected=%lu\nfaults_surfaced=%lu\nsticky_error=%d\ncapture_state_queries=%lu\n"
-               "capture_mode_exchanges=%lu\nstream_queries=%lu\nstream_queries_done=%lu\n",
+               "capture_mode_exchanges=%lu\nstream_queries=%lu\nstream_queries_done=%lu\nstream_writes=%lu\n",
                st.launches, st.synchronizes, st.synchronizes_during_capture, st.captures_invalidated,
                st.faults_injected, st.faults_surfaced, static_cast<int>(sticky), st.capture_state_queries,
-               st.capture_mode_exchanges, st.stream_queries, st.stream_queries_done);
+               st.capture_mode_exchanges, st.stream_queries, st.stream_queries_done, st.stream_writes);
   std::fclose(f);
 }
 
@@ -1594,6 +1596,7 @@ SIM_API CUresult cuMemFree_v2(CUdeviceptr dptr) {
 SIM_API CUresult cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {
   std::lock_guard<std::mutex> lk(S().mu);
   if (CUresult r = require_init()) return r;
+  if (CUresult r = check_unsafe_call()) return r;  // pinning memory is unsafe during a capture
   if (S().sticky) return S().sticky;
   if (!pp || bytes == 0 || (flags & ~0x7u)) return CUDA_ERROR_INVALID_VALUE;
   void* p = std::calloc(1, bytes);
