@@ -233,7 +233,17 @@ ProcessInfo process_info() {
   return info;
 }
 
+// Set while the shim asks the driver something that may fail by design (naming a handle of the other kind):
+// the driver logs those failures, and they must not be attached to the program's first error.
+thread_local bool t_probing = false;
+
+struct Probing {
+  Probing() { t_probing = true; }
+  ~Probing() { t_probing = false; }
+};
+
 void on_driver_log(void* data, CUlogLevel, char* message, size_t length) {
+  if (t_probing) return;
   if (Engine* engine = g_engine.load(std::memory_order_acquire)) {
     ReentryGuard guard;
     try {
@@ -343,7 +353,8 @@ const char* name_of_host_stub(const void* stub) {
 const char* name_of_function(const void* function) {
   const char* name = nullptr;
   // A CUkernel cast to CUfunction (CUDA 13 runtime launches) or a real CUfunction (Triton, CuPy): each
-  // query answers "invalid handle" for the other kind, so ask both.
+  // query answers "invalid handle" for the other kind (and logs "kernel is of wrong type"), so ask both.
+  Probing probing;
   if (auto get_name = helper<Helper::cuKernelGetName>()) {
     if (get_name(&name, static_cast<CUkernel>(const_cast<void*>(function))) == CUDA_SUCCESS && name)
       return name;
@@ -358,6 +369,7 @@ const char* name_of_function(const void* function) {
 const char* name_of_kernel_handle(const void* kernel) {
   const char* name = nullptr;
   if (auto get_name = helper<Helper::cuKernelGetName>()) {
+    Probing probing;
     if (get_name(&name, static_cast<CUkernel>(const_cast<void*>(kernel))) == CUDA_SUCCESS && name)
       return name;
   }

@@ -77,6 +77,8 @@ constexpr size_t kStreamCapacity = 1 << 12;
 constexpr size_t kGraphCapacity = 1 << 12;
 // Distinct Python launch lines kept (breadcrumbs, captured launches): 1.1 MiB.
 constexpr size_t kPythonSiteCapacity = 1 << 12;
+constexpr size_t kCapturedFrames = 32;  // of a captured launch's stack, kept to name its capture line
+constexpr uint64_t kGraphNotStarted = ~uint64_t{0};  // a graph branch slot before any replay began
 constexpr uint64_t kMaxCapturedLaunches = 1 << 20;  // launch records kept for graphs' replays (56 MiB)
 constexpr size_t kCapturedLaunchesLogged = 16;      // of a graph, in the log
 constexpr size_t kCapturedLaunchesReported = 1024;  // of a graph, in the report
@@ -339,7 +341,9 @@ void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
   }
   record.blocked = launch.decision.blocks();
   record.captured = false;
-  if (capture_ && wants_capture(launch.decision)) {
+  // A launch into a capture is where the user wrote a graph node: its stack is walked (captures are rare and
+  // not a hot path), since a C++ program's own frame is often below the CUDA runtime's.
+  if (capture_ && (wants_capture(launch.decision) || request.in_capture)) {
     capture_(&launch.capture);
     record.captured = true;
   }
@@ -451,6 +455,12 @@ void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome ou
       if (stream_breadcrumbs_ && breadcrumb_slots_.load(std::memory_order_acquire)) read_breadcrumbs();
       std::vector<ReportedLaunch> earlier =
           launch.stream ? suspects(launch.stream, record.sequence) : std::vector<ReportedLaunch>{};
+      // A graph whose breadcrumbs show a node of this replay unfinished: the replay began, so its reset,
+      // queued behind everything earlier on the stream, ran, and those earlier launches completed.
+      if (record.graph && !earlier.empty()) {
+        NodeView nodes = graph_nodes(record);
+        if (nodes.known && !nodes.unfinished.empty()) earlier.clear();
+      }
       bool exact = earlier.empty();
       first_error(sync_api, sync_result, &launch, exact, "blocking synchronize after the launch",
                   std::move(earlier), FoundBy::Blocking);
@@ -582,7 +592,7 @@ void Engine::observe_error(const char* api, ErrorCode result, const void* stream
   first_error(api, result, nullptr, false, "", std::move(found), FoundBy::Host);
 }
 
-void Engine::set_breadcrumbs(const volatile uint64_t* slots, uint32_t count) {
+void Engine::set_breadcrumbs(volatile uint64_t* slots, uint32_t count) {
   breadcrumb_count_ = slots ? count : 0;
   breadcrumb_slots_.store(slots, std::memory_order_release);
 }
@@ -757,7 +767,8 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
     }
     json.key("suspects").begin_array();
     for (size_t i = 0; i < suspects_found.size(); ++i)
-      launch_json(json, suspects_found[i].record, suspects_found[i].capture.get(), suspect_sites[i], true);
+      launch_json(json, suspects_found[i].record, suspects_found[i].capture.get(), suspect_sites[i],
+                  by_breadcrumbs);
     json.end_array();
     json.key("pin_rule");
     if (want_pin_rule) {
@@ -792,7 +803,7 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
   first_error_summary_ = text.name;
   if (culprit_record) {
     logger_->error("  in {}", describe(*culprit_record));
-    log_site(*culprit_record, culprit_capture, culprit_site, "  ", true);
+    log_site(*culprit_record, culprit_capture, culprit_site, "  ", true, true);
     first_error_summary_ += fmt::format(" at launch #{}", culprit_record->sequence);
   }
   if (culprit_record && by_breadcrumbs) {
@@ -805,7 +816,7 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
     logger_->error("  culprit among the first unfinished launch of each stream (breadcrumbs), oldest first:");
     for (size_t i = 0; i < suspects_found.size(); ++i) {
       logger_->error("    {}", describe(suspects_found[i].record));
-      log_site(suspects_found[i].record, suspects_found[i].capture.get(), suspect_sites[i], "      ", true);
+      log_site(suspects_found[i].record, suspects_found[i].capture.get(), suspect_sites[i], "      ", true, true);
     }
     if (breadcrumbs) {
       for (const auto& [stream, after] : breadcrumbs->lost)
@@ -898,6 +909,14 @@ Site Engine::site_of(const LaunchRecord& record, const Capture* capture, bool wh
   return site_of(record.caller, capture, record.kernel ? &record.kernel->name : nullptr, whole_stack);
 }
 
+Site Engine::site_of(const CapturedLaunch& launch) {
+  const KernelName* kernel = launch.kernel ? &launch.kernel->name : nullptr;
+  if (launch.frames.empty()) return site_of(launch.caller, nullptr, kernel, false);
+  NativeStack stack;
+  for (uintptr_t frame : launch.frames) stack.frames[stack.depth++] = frame;
+  return resolve_site(*symbolizer_, stack, process_.shim_module, kernel, false);
+}
+
 Site Engine::site_of(uintptr_t caller, const Capture* capture, const KernelName* kernel, bool whole_stack) {
   if (capture) return resolve_site(*symbolizer_, capture->native, process_.shim_module, kernel, whole_stack);
   // No stack was walked: the return address into the code that called CUDA is the one frame known (often
@@ -908,22 +927,21 @@ Site Engine::site_of(uintptr_t caller, const Capture* capture, const KernelName*
 }
 
 void Engine::log_site(const LaunchRecord& record, const Capture* capture, const Site& site,
-                      const char* indent, bool error) {
+                      const char* indent, bool error, bool failed) {
   log_call_site(record, capture, site, indent, error);
-  log_graph_capture(record, indent, error);
+  log_graph_capture(record, indent, error, failed);
 }
 
 // A graph launch whose graph the shim saw captured: where the capture began and what it took, in capture
 // order, each with where it was captured; for a failed replay, which node failed where the graph breadcrumbs
 // tell (else the node is among those listed).
-void Engine::log_graph_capture(const LaunchRecord& record, const char* indent, bool error) {
+void Engine::log_graph_capture(const LaunchRecord& record, const char* indent, bool error, bool failed) {
   const CaptureRecord* capture =
       record.graph ? record.graph->capture.load(std::memory_order_acquire) : nullptr;
   if (!capture) return;
   spdlog::level::level_enum level = error ? spdlog::level::err : spdlog::level::info;
-  auto where = [&](uintptr_t caller, uint32_t python_site, const Capture* stack, const KernelName* kernel) {
+  auto where = [&](const Site& site, uint32_t python_site) {
     std::string text;
-    Site site = site_of(caller, stack, kernel, false);
     if (site.call_site >= 0) text = short_location(site.frames[site.call_site]);
     const PythonFrame* line = python_sites_ ? python_sites_->get(python_site) : nullptr;
     if (line)
@@ -939,14 +957,13 @@ void Engine::log_graph_capture(const LaunchRecord& record, const char* indent, b
   const char* verb = built ? "added" : "captured";
   size_t count = capture->launches.size();
   size_t all = count + capture->launches_dropped;
-  NodeView nodes = error ? graph_nodes(record) : NodeView{};
+  NodeView nodes = failed ? graph_nodes(record) : NodeView{};
   bool exact = nodes.known && nodes.unfinished.size() == 1;
   std::string graph = built ? std::string("a graph built node by node")
-                            : "the graph captured at " + where(capture->begun_by, capture->python_site,
-                                                               capture->begun_at.get(), nullptr);
-  auto where_launch = [&](const CapturedLaunch& launch) {
-    return where(launch.caller, launch.python_site, nullptr, launch.kernel ? &launch.kernel->name : nullptr);
-  };
+                            : "the graph captured at " +
+                                  where(site_of(capture->begun_by, capture->begun_at.get(), nullptr, false),
+                                        capture->python_site);
+  auto where_launch = [&](const CapturedLaunch& launch) { return where(site_of(launch), launch.python_site); };
   std::string noun = built ? (all == 1 ? "kernel node" : "kernel nodes")
                            : (all == 1 ? "captured launch" : "captured launches");
   if (exact) {
@@ -960,6 +977,7 @@ void Engine::log_graph_capture(const LaunchRecord& record, const char* indent, b
   } else {
     logger_->log(level, "{}replay {} of {}", indent, record.graph_replay, graph);
     std::string among = !error            ? ""
+                        : !failed         ? " (if this replay failed, the node that failed is among them)"
                         : !nodes.known    ? " (the node that failed is among them)"
                         : nodes.unfinished.empty()
                             ? " (the breadcrumbs say every one completed in this replay: the error is not "
@@ -1170,9 +1188,7 @@ void Engine::launch_json(JsonWriter& json, const LaunchRecord& record, const Cap
 }
 
 void Engine::graph_capture_json(JsonWriter& json, const CaptureRecord& capture, const NodeView& nodes) {
-  auto site_json = [&](uintptr_t caller, uint32_t python_site, const Capture* stack,
-                       const KernelName* kernel) {
-    Site site = site_of(caller, stack, kernel, false);
+  auto site_json = [&](const Site& site, uint32_t python_site) {
     json.key("callsite");
     if (site.call_site >= 0) {
       write_frame(json, site.frames[site.call_site]);
@@ -1193,7 +1209,7 @@ void Engine::graph_capture_json(JsonWriter& json, const CaptureRecord& capture, 
   };
   json.begin_object().field("how", capture.id ? "captured" : "built node by node").field("id", capture.id);
   json.key("begun_at").begin_object();
-  site_json(capture.begun_by, capture.python_site, capture.begun_at.get(), nullptr);
+  site_json(site_of(capture.begun_by, capture.begun_at.get(), nullptr, false), capture.python_site);
   json.end_object();
   json.field("launches", static_cast<uint64_t>(capture.launches.size() + capture.launches_dropped));
   json.key("captured").begin_array();
@@ -1203,7 +1219,7 @@ void Engine::graph_capture_json(JsonWriter& json, const CaptureRecord& capture, 
     json.key("kernel").value(launch.kernel ? launch.kernel->name.demangled.c_str() : nullptr);
     json.key("kernel_base").value(launch.kernel ? launch.kernel->name.base.c_str() : nullptr);
     json.key("library_api").value(launch.library_api);
-    site_json(launch.caller, launch.python_site, nullptr, launch.kernel ? &launch.kernel->name : nullptr);
+    site_json(site_of(launch), launch.python_site);
     json.end_object();
   }
   json.end_array();
@@ -1325,6 +1341,10 @@ void Engine::keep_captured_launch(Launch& launch, uint64_t capture_id) {
   kept.caller = record.caller;
   kept.python_site = record.python_site;
   kept.python_innermost = record.python_innermost;
+  if (record.captured) {
+    const NativeStack& stack = launch.capture.native;
+    kept.frames.assign(stack.frames, stack.frames + std::min<size_t>(stack.depth, kCapturedFrames));
+  }
   std::lock_guard<std::mutex> guard(captures_mutex_);
   auto open = open_captures_.find(capture_id);
   if (open == open_captures_.end()) return;  // began before the shim was active
@@ -1337,7 +1357,11 @@ void Engine::keep_captured_launch(Launch& launch, uint64_t capture_id) {
     };
     auto branch = std::find_if(capture.branches.begin(), capture.branches.end(), same_stream);
     if (branch == capture.branches.end() && capture.branches.size() < CapturedLaunch::kNoBranch) {
-      capture.branches.push_back(GraphBranch{record.stream, new_breadcrumb_slot()});
+      int32_t slot = new_breadcrumb_slot();
+      // Until a replay's reset writes 0, the slot says no replay began (a fresh slot holds 0, which would
+      // read as "began, nothing completed"). No GPU write to it can be pending: it was never handed out.
+      if (slot >= 0) breadcrumb_slots_.load(std::memory_order_acquire)[slot] = kGraphNotStarted;
+      capture.branches.push_back(GraphBranch{record.stream, slot});
       branch = capture.branches.end() - 1;
     }
     if (branch != capture.branches.end()) kept.branch = static_cast<uint16_t>(branch - capture.branches.begin());
@@ -1367,14 +1391,15 @@ Engine::NodeView Engine::graph_nodes(const LaunchRecord& record) const {
   NodeView view;
   const volatile uint64_t* slots = breadcrumb_slots_.load(std::memory_order_acquire);
   const CaptureRecord* capture = record.graph ? record.graph->capture.load(std::memory_order_acquire) : nullptr;
-  // The slots hold the progress of the graph's latest replay only; a dropped record has no breadcrumb.
-  if (!slots || !capture || capture->branches.empty() || capture->launches_dropped > 0 ||
-      record.graph_replay != record.graph->launches.load(std::memory_order_acquire))
-    return view;
+  // The slots hold the progress of the replay that ran last: the caller asks only of a replay that failed
+  // (later replays of a graph are queued behind it and never run). A dropped record has no breadcrumb.
+  if (!slots || !capture || capture->branches.empty() || capture->launches_dropped > 0) return view;
   std::vector<uint64_t> reached;  // per branch: the capture position its last breadcrumb wrote (0: none)
   for (const GraphBranch& branch : capture->branches) {
     if (branch.slot < 0) return view;  // a branch without a slot: how far it got is unknown
-    reached.push_back(static_cast<uint64_t>(slots[branch.slot]));
+    uint64_t value = slots[branch.slot];
+    if (value == kGraphNotStarted) return view;  // no replay's reset ran: none began
+    reached.push_back(value);
   }
   // On each branch, the first captured launch past its breadcrumb did not complete; the others after it on
   // that branch cannot have started.

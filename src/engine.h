@@ -181,7 +181,7 @@ class Engine {
   // flight; Config::ring, fixed when the engine is made, so that threads launching while another sets
   // breadcrumbs up all see one size). May be called while other threads launch: their launches until then go
   // without breadcrumbs.
-  void set_breadcrumbs(const volatile uint64_t* slots, uint32_t count);
+  void set_breadcrumbs(volatile uint64_t* slots, uint32_t count);
   // The slot of the launch's stream (given on first use), or -1: no breadcrumbs, or more streams than slots.
   int32_t breadcrumb_slot(const Launch& launch);
   // With graph breadcrumbs (CUDA_BLOCKRUN_GRAPH_BREADCRUMBS): a launch into a capture gets a breadcrumb node
@@ -268,11 +268,13 @@ class Engine {
   // `failed`: the launch failed (first_error, blocked_error): a graph launch then says which node failed.
   void launch_json(JsonWriter& json, const LaunchRecord& record, const Capture* capture, const Site& site,
                    bool failed = false);
+  // `failed`: the launch is the one that failed, or one of the breadcrumbs' candidates (a graph launch then
+  // says which node failed, where its breadcrumbs tell).
   void log_site(const LaunchRecord& record, const Capture* capture, const Site& site, const char* indent,
-                bool error);
+                bool error, bool failed = false);
   void log_call_site(const LaunchRecord& record, const Capture* capture, const Site& site, const char* indent,
                      bool error);
-  void log_graph_capture(const LaunchRecord& record, const char* indent, bool error);
+  void log_graph_capture(const LaunchRecord& record, const char* indent, bool error, bool failed);
   void graph_capture_json(JsonWriter& json, const CaptureRecord& capture, const NodeView& nodes);
   void keep_captured_launch(Launch& launch, uint64_t capture_id);
   NodeView graph_nodes(const LaunchRecord& record) const;
@@ -281,6 +283,8 @@ class Engine {
   Site site_of(const LaunchRecord& record, const Capture* capture, bool whole_stack = true);
   // The same from its parts: the stack walked, else the one return address `caller`.
   Site site_of(uintptr_t caller, const Capture* capture, const KernelName* kernel, bool whole_stack);
+  // Where a launch into a capture was made: its stack walked then, else its caller.
+  Site site_of(const CapturedLaunch& launch);
   // The program's own Python line and the innermost frame, as PythonSiteTable numbers (left as they are where
   // there is no frame).
   void intern_python_sites(const PythonStack& python, uint32_t* site, uint32_t* innermost);
@@ -319,7 +323,7 @@ class Engine {
   std::atomic<uint64_t> blocking_ns_{0};
 
   // Published last (release), after the count: a launch that sees the slots sees their count.
-  std::atomic<const volatile uint64_t*> breadcrumb_slots_{nullptr};
+  std::atomic<volatile uint64_t*> breadcrumb_slots_{nullptr};
   uint32_t breadcrumb_count_ = 0;
   std::atomic<uint32_t> next_breadcrumb_{0};
   bool stream_breadcrumbs_ = false;  // Config::breadcrumbs: a breadcrumb after every launch

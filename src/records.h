@@ -74,7 +74,8 @@ struct CapturedLaunch {
   StreamId stream;
   uintptr_t caller = 0;                            // return address into the code that called CUDA
   uint32_t python_site = 0, python_innermost = 0;  // PythonSiteTable numbers (0: none)
-  uint16_t branch = kNoBranch;  // with graph breadcrumbs: its CaptureRecord::branches entry
+  std::vector<uintptr_t> frames;  // the native stack walked when it was captured, innermost first (or none)
+  uint16_t branch = kNoBranch;    // with graph breadcrumbs: its CaptureRecord::branches entry
   static constexpr uint16_t kNoBranch = 0xffff;
 };
 

@@ -28,8 +28,9 @@ first = errors[0]
 if first.get("method") != "breadcrumbs":
     sys.exit(f"FAILED: found by {first.get('method')}, not breadcrumbs: {first}")
 
+# The kernels are in an anonymous namespace: "(anonymous namespace)::poke".
 def is_culprit(record):
-    return (record.get("kernel_base") == "poke" and record.get("stream") == stream
+    return ((record.get("kernel_base") or "").split("::")[-1] == "poke" and record.get("stream") == stream
             and (launch == "?" or str(record.get("kernel_launch")) == launch))
 
 if first.get("certainty") == "exact":
@@ -42,7 +43,7 @@ else:
         sys.exit(f"FAILED: poke (launch {launch}) on stream {stream} is not among the candidates: {suspects}")
     rule = first.get("pin_rule") or ""
     culprit = next(s for s in suspects if is_culprit(s))
-    if f"poke#{culprit['kernel_launch']}" not in rule.split(","):
+    if f"{culprit['kernel_base']}#{culprit['kernel_launch']}" not in rule.split(","):
         sys.exit(f"FAILED: the pin rule {rule!r} does not block poke#{culprit['kernel_launch']}")
     print(f"OK: {len(suspects)} candidates, poke (its launch {culprit['kernel_launch']}) on stream {stream} among "
           f"them; pin rule {rule}")

@@ -46,7 +46,7 @@ if not first or not first.get("launch") or not first["launch"].get("graph"):
     fail(f"the first error is not a graph launch's: {json.dumps(first)[:2000]}")
 graph = first["launch"]["graph"]
 capture = graph.get("capture") or {}
-print(f"report ({variant}): {first['error']} by {first['api']}, method {first.get('method')}, "
+print(f"report ({variant}): {first['error']} by {first['surfaced_api']}, method {first.get('method')}, "
       f"certainty {first.get('certainty')}; graph replay {graph['replay']}, {graph.get('nodes')} nodes; "
       f"failed_node {json.dumps(capture.get('failed_node'))}")
 

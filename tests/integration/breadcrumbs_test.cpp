@@ -217,6 +217,19 @@ TEST(Breadcrumbs, GraphDebugModeNamesTheFailedNodeOfABlockedReplay) {
   std::string counts = read_file(stats);
   // 3 breadcrumb nodes captured, and one reset before each of the 3 replays: nothing else.
   EXPECT_TRUE(contains(counts, "stream_writes=6\n")) << counts;
+
+  // Launches before the replay that were not blocked would be suspects of its error; but a replay whose
+  // breadcrumbs show it began ran after them (its reset is queued behind them), so the culprit is exact.
+  Env fault = {{"CUDA_SIM_FAULT", "stencil:1"}};
+  ProcessResult earlier = run({"--graph-breadcrumbs", "on", "--block", "cuGraphLaunch"},
+                              {kApp, "blocked-then-capture"}, fault);
+  EXPECT_TRUE(contains(earlier.err, ", node 1 of 2: kernel stencil(float*, float const*, int, long long), "
+                                    "captured at "))
+      << earlier.err;
+  EXPECT_FALSE(contains(earlier.err, "not exact")) << earlier.err;
+  ProcessResult without = run({"--block", "cuGraphLaunch"}, {kApp, "blocked-then-capture"}, fault);
+  EXPECT_TRUE(contains(without.err, "not exact: these earlier launches on its stream were not synchronized"))
+      << without.err;
 }
 
 // A graph built node by node (cuGraphAddKernelNode, reached through dlsym as CuPy and Triton reach the
@@ -230,8 +243,8 @@ TEST(Breadcrumbs, AGraphBuiltNodeByNodeIsToldWithWhereEachNodeWasAdded) {
   EXPECT_TRUE(contains(r.out, "cuStreamSynchronize returned 700\n")) << r.out;
   EXPECT_TRUE(contains(r.err,
                        "\n[cuda-blockrun]       replay 2 of a graph built node by node\n"
-                       "[cuda-blockrun]       its 3 kernel nodes, in the order added (the node that failed "
-                       "is among them):\n"
+                       "[cuda-blockrun]       its 3 kernel nodes, in the order added (if this replay failed, "
+                       "the node that failed is among them):\n"
                        "[cuda-blockrun]         1. kernel add_array(float*, float*, int), added at " +
                            source + ":" + std::to_string(marker_line(source, "ADD_FIRST_NODE")) +
                            "\n"
@@ -240,6 +253,71 @@ TEST(Breadcrumbs, AGraphBuiltNodeByNodeIsToldWithWhereEachNodeWasAdded) {
       << r.err;
   std::string text = read_file(report);
   EXPECT_TRUE(contains(text, "\"replay\":2,\"capture\":{\"how\":\"built node by node\",\"id\":0,")) << text;
+}
+
+// A graph captured on two streams (a fork through an event, and a join back): each stream is a branch with a
+// breadcrumb slot of its own. The sim replays the nodes in capture order (fill, stencil, scale, fill), so when
+// stencil (branch B) faults, branch A has finished fill and nothing more: the first unfinished node of each
+// branch, stencil and scale, are the candidates. A fault in the last fill (after both branches joined) is
+// exact. The program sees nothing of it.
+TEST(Breadcrumbs, AFaultInAParallelBranchGivesTheFirstUnfinishedNodeOfEachBranch) {
+  const std::string source = CUDA_BLOCKRUN_SOURCE_DIR "/tests/programs/cuda_app.cpp";
+  auto at = [&](const char* marker) { return source + ":" + std::to_string(marker_line(source, marker)); };
+  const std::string fill = "kernel fill(float*, int, float), captured at ";
+  const std::string stencil = "kernel stencil(float*, float const*, int, long long), captured at ";
+  const std::string scale = "kernel scale(float*, int, float), captured at ";
+  std::string report = ::testing::TempDir() + "graph_branches.jsonl";
+  std::string stats = ::testing::TempDir() + "graph_branches_stats";
+
+  // Stencil's first run is the graph's second node in the first replay.
+  Env fault = {{"CUDA_SIM_FAULT", "stencil:1"}, {"CUDA_SIM_STATS", stats}};
+  ProcessResult alone = run_alone({kApp, "capture_branches"}, fault);
+  EXPECT_TRUE(contains(alone.out, "graph captured\ncudaStreamSynchronize returned 700\ndone\n")) << alone.out;
+  std::remove(report.c_str());
+  ProcessResult r = run({"--breadcrumbs", "--report", report}, {kApp, "capture_branches"}, fault);
+  EXPECT_EQ(r.status, alone.status);
+  EXPECT_EQ(r.out, alone.out);
+  std::string counts = read_file(stats);
+  EXPECT_TRUE(contains(counts, "captures_invalidated=0\n")) << counts;
+  EXPECT_TRUE(contains(counts, "synchronizes_during_capture=0\n")) << counts;
+  EXPECT_TRUE(contains(r.err, " (4 nodes), launch #5, stream 0x")) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "\n[cuda-blockrun]   replay 1 of the graph captured at " + at("BRANCHES_BEGIN") +
+                           "\n[cuda-blockrun]   its 4 captured launches, in capture order (the node that failed "
+                           "is one of the 2 marked: parallel branches, each stopped there, breadcrumbs):\n"
+                           "[cuda-blockrun]     1. " + fill + at("BRANCHES_FIRST_FILL") + "\n"
+                           "[cuda-blockrun]     2. " + stencil + at("BRANCHES_STENCIL") + "  <- candidate\n"
+                           "[cuda-blockrun]     3. " + scale + at("BRANCHES_SCALE") + "  <- candidate\n"
+                           "[cuda-blockrun]     4. " + fill + at("BRANCHES_LAST_FILL") + "\n"))
+      << r.err;
+  EXPECT_FALSE(contains(r.err, "<- failed")) << r.err;
+  std::string text = read_file(report);
+  EXPECT_TRUE(contains(text, "\"replay\":1,\"capture\":{\"how\":\"captured\",\"id\":")) << text;
+  EXPECT_TRUE(contains(text, "\"launches\":4,\"captured\":[")) << text;
+  EXPECT_TRUE(contains(text, "\"failed_node\":{\"method\":\"breadcrumbs\",\"certainty\":\"candidates\","
+                             "\"positions\":[2,3]}"))
+      << text;
+
+  // Fill runs twice per replay: its second run is the graph's last node in the first replay. Both branches
+  // completed (their slots say 3 and 2): the node is exact.
+  fault = {{"CUDA_SIM_FAULT", "fill:2"}, {"CUDA_SIM_STATS", stats}};
+  alone = run_alone({kApp, "capture_branches"}, fault);
+  std::remove(report.c_str());
+  r = run({"--breadcrumbs", "--report", report}, {kApp, "capture_branches"}, fault);
+  EXPECT_EQ(r.status, alone.status);
+  EXPECT_EQ(r.out, alone.out);
+  EXPECT_TRUE(contains(read_file(stats), "captures_invalidated=0\n"));
+  EXPECT_TRUE(contains(r.err, "\n[cuda-blockrun]   replay 1 of the graph captured at " + at("BRANCHES_BEGIN") +
+                                  ", node 4 of 4: " + fill + at("BRANCHES_LAST_FILL") +
+                                  "\n[cuda-blockrun]   (found by the breadcrumbs in the graph: the first node "
+                                  "that did not complete); its 4 captured launches, in capture order:\n"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "[cuda-blockrun]     4. " + fill + at("BRANCHES_LAST_FILL") + "  <- failed\n"))
+      << r.err;
+  EXPECT_FALSE(contains(r.err, "<- candidate")) << r.err;
+  EXPECT_TRUE(contains(read_file(report),
+                       "\"failed_node\":{\"method\":\"breadcrumbs\",\"certainty\":\"exact\",\"positions\":[4]}"))
+      << read_file(report);
 }
 
 TEST(Breadcrumbs, ManyThreadsOnManyStreams) {

@@ -2,8 +2,8 @@
 // the simulated stack (tests/sim). Each scenario prints every CUDA result it gets, so a test can
 // compare the program's view with and without the shim, and check what a blocked launch returns.
 //
-//   cuda_app steps | direct | exc | ptsz | streams | config-error | capture | blocked-then-capture |
-//            capture-other-thread |
+//   cuda_app steps | direct | exc | ptsz | streams | config-error | capture [replays] |
+//            capture_branches [replays] | blocked-then-capture | capture-other-thread |
 //            cublas | errno | unknown-stub | fork | fork-while-launching | fork-exec |
 //            segv | abort | fpe | ill | bus | own-handler
 //
@@ -116,6 +116,39 @@ int capture(int replays) {
   for (int replay = 0; replay < replays; ++replay) {
     if (exec) report("cudaGraphLaunch", cudaGraphLaunch(exec, stream));
     report("cudaStreamSynchronize", cudaStreamSynchronize(stream));
+  }
+  std::printf("done\n");
+  return graph ? 0 : 1;
+}
+
+// A capture that forks to a second stream and joins back (events): stream A captures fill, then B (joined
+// through an event) stencil while A runs scale (two parallel branches), then A waits for B and runs fill
+// again. The graph's 4 nodes: fill (A), stencil (B), scale (A), fill (A). `capture_branches 3`: three
+// replays, each waited for.
+int capture_branches(int replays) {
+  cudaStream_t a, b;
+  report("cudaStreamCreate", cudaStreamCreate(&a));
+  report("cudaStreamCreate", cudaStreamCreate(&b));
+  cudaEvent_t forked, joined;
+  report("cudaEventCreateWithFlags", cudaEventCreateWithFlags(&forked, cudaEventDisableTiming));
+  report("cudaEventCreateWithFlags", cudaEventCreateWithFlags(&joined, cudaEventDisableTiming));
+  report("cudaStreamBeginCapture", cudaStreamBeginCapture(a, cudaStreamCaptureModeGlobal));  // BRANCHES_BEGIN
+  report("launch", sim::launch(fill, kGrid, kBlock, a));  // BRANCHES_FIRST_FILL
+  report("cudaEventRecord", cudaEventRecord(forked, a));
+  report("cudaStreamWaitEvent", cudaStreamWaitEvent(b, forked, 0));  // b joins the capture
+  report("launch", sim::launch(stencil, kGrid, kBlock, b));          // BRANCHES_STENCIL
+  report("launch", sim::launch(scale, kGrid, kBlock, a));            // BRANCHES_SCALE
+  report("cudaEventRecord", cudaEventRecord(joined, b));
+  report("cudaStreamWaitEvent", cudaStreamWaitEvent(a, joined, 0));  // back into a
+  report("launch", sim::launch(fill, kGrid, kBlock, a));             // BRANCHES_LAST_FILL
+  cudaGraph_t graph = nullptr;
+  report("cudaStreamEndCapture", cudaStreamEndCapture(a, &graph));
+  std::printf("graph %s\n", graph ? "captured" : "missing");
+  cudaGraphExec_t exec = nullptr;
+  if (graph) report("cudaGraphInstantiate", cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < replays; ++replay) {
+    if (exec) report("cudaGraphLaunch", cudaGraphLaunch(exec, a));
+    report("cudaStreamSynchronize", cudaStreamSynchronize(a));
   }
   std::printf("done\n");
   return graph ? 0 : 1;
@@ -345,6 +378,7 @@ int main(int argc, char** argv) {
   if (scenario == "streams") return streams();
   if (scenario == "config-error") return config_error();
   if (scenario == "capture") return capture(argc > 2 ? std::atoi(argv[2]) : 1);
+  if (scenario == "capture_branches") return capture_branches(argc > 2 ? std::atoi(argv[2]) : 1);
   if (scenario == "blocked-then-capture") return blocked_then_capture();
   if (scenario == "capture-other-thread") return capture_other_thread();
   if (scenario == "cublas") return cublas();

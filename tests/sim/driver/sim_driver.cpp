@@ -70,6 +70,10 @@ struct Capture {
   std::thread::id thread;  // the thread that began the capture
   Graph* graph = nullptr;  // receives the captured work
   uint64_t id = 0;
+  // The stream joined a capture begun on another stream (the origin) by waiting on an event recorded in it
+  // (cuStreamWaitEvent): it shares the origin's id, graph, mode and thread; only the origin ends the capture,
+  // and that ends it for every joined stream too.
+  bool joined = false;
 };
 
 struct Stream {
@@ -254,11 +258,29 @@ bool capturing(const Stream* s) {
   return s->cap.status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
+// Invalidates the capture s takes part in: for every stream in it (the origin and the streams that joined it),
+// counted once.
 void invalidate(Stream* s) {
-  if (s->cap.status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
-    s->cap.status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
-    S().stats.captures_invalidated++;
-  }
+  if (s->cap.status != CU_STREAM_CAPTURE_STATUS_ACTIVE) return;
+  const uint64_t id = s->cap.id;
+  for (Stream* o : S().streams)
+    if (o->cap.status == CU_STREAM_CAPTURE_STATUS_ACTIVE && o->cap.id == id)
+      o->cap.status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+  S().stats.captures_invalidated++;
+}
+
+// The origin stream of the running capture with this id (the one that began it), or null: the capture has
+// ended.
+Stream* capture_origin(uint64_t id) {
+  for (Stream* s : S().streams)
+    if (s->cap.status != CU_STREAM_CAPTURE_STATUS_NONE && s->cap.id == id && !s->cap.joined) return s;
+  return nullptr;
+}
+
+// The capture of `origin` ends (or its stream goes away): every stream that joined it leaves capture mode.
+void release_joined(uint64_t id) {
+  for (Stream* s : S().streams)
+    if (s->cap.joined && s->cap.id == id) s->cap = Capture{};
 }
 
 // The context dies: the fault becomes the sticky error of the context and every pending fault is moot.
@@ -974,6 +996,54 @@ CUresult event_record(CUevent he, CUstream hs, bool ptsz) {
   return CUDA_SUCCESS;
 }
 
+// cuStreamWaitEvent[_ptsz]. What the sim models of CUDA's cross-stream capture rules:
+// * The event was last recorded into a running (ACTIVE) capture and the waiting stream is not capturing: the
+//   stream joins that capture (a fork): it takes the capture's id, graph, mode and owning thread, its status
+//   becomes ACTIVE, and the work it queues from then on becomes nodes of the same graph. The graph runs its
+//   nodes in the order they were queued, across all the capture's streams: one legal serialization of the
+//   branches (dependencies are not modelled). Only the origin stream ends the capture, for all its streams.
+// * A stream already in that capture waits on it (a join, e.g. back into the origin): nothing to do.
+// * Errors: a capture that was invalidated 901; one that has ended CUDA_ERROR_INVALID_VALUE (as
+//   cuEventElapsedTime); the legacy stream cannot join (900); a capturing stream waiting on an event of another
+//   running capture 902 (merge), or on one recorded outside any capture without CU_EVENT_WAIT_EXTERNAL 905
+//   (isolation): both invalidate the waiting stream's capture. CU_EVENT_WAIT_EXTERNAL in a capture is accepted
+//   as an (unreplayed) external wait node; outside a capture it is CUDA_ERROR_INVALID_VALUE.
+// * Outside capture the sim has already run the work before the event, so the wait orders nothing; it returns
+//   the sticky error if there is one (else success), and the waiting stream inherits the event's pending fault
+//   (work before the event faulted and nothing has waited for it yet): its later work never runs, and waiting
+//   on it surfaces the fault.
+CUresult stream_wait_event(CUstream hs, CUevent he, unsigned flags, bool ptsz) {
+  std::lock_guard<std::mutex> lk(S().mu);
+  if (CUresult r = require_init()) return r;
+  Stream* s = resolve_stream(hs, ptsz);
+  Event* e = lookup<Event>(he, Kind::Event);
+  if (!s || !e) return CUDA_ERROR_INVALID_HANDLE;
+  if (flags & ~static_cast<unsigned>(CU_EVENT_WAIT_EXTERNAL)) return CUDA_ERROR_INVALID_VALUE;
+  const bool external = (flags & CU_EVENT_WAIT_EXTERNAL) != 0;
+  if (s->cap.status == CU_STREAM_CAPTURE_STATUS_INVALIDATED) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  if (s->cap.status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+    if (external) return CUDA_SUCCESS;                                // an external event wait node
+    if (e->captured && e->capture_id == s->cap.id) return CUDA_SUCCESS;  // within the capture: a join
+    const bool merge = e->captured && capture_origin(e->capture_id);
+    invalidate(s);
+    return merge ? CUDA_ERROR_STREAM_CAPTURE_MERGE : CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
+  }
+  if (external) return CUDA_ERROR_INVALID_VALUE;  // only valid during a capture
+  if (CUresult r = check_legacy_implicit(s, true)) return r;
+  if (S().sticky) return S().sticky;
+  if (e->captured) {
+    Stream* origin = capture_origin(e->capture_id);
+    if (!origin) return CUDA_ERROR_INVALID_VALUE;  // that capture has ended
+    if (origin->cap.status == CU_STREAM_CAPTURE_STATUS_INVALIDATED) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    if (s->legacy) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // the legacy stream cannot be captured
+    s->cap = origin->cap;  // the fork: same id, graph, mode, thread; ACTIVE
+    s->cap.joined = true;
+    return CUDA_SUCCESS;
+  }
+  if (e->fault && !s->fault) s->fault = e->fault;  // the stream now waits behind the faulting work
+  return CUDA_SUCCESS;
+}
+
 bool capture_running(uint64_t id) {
   for (const Stream* s : S().streams)
     if (capturing(s) && s->cap.id == id) return true;
@@ -1040,10 +1110,13 @@ CUresult end_capture(CUstream hs, CUgraph* out, bool ptsz) {
   Stream* s = resolve_stream(hs, ptsz);
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
   if (!capturing(s)) return CUDA_ERROR_ILLEGAL_STATE;
+  // Only the origin stream ends a capture (the sim leaves the capture as it is).
+  if (s->cap.joined) return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
   if (s->cap.mode != CU_STREAM_CAPTURE_MODE_RELAXED && s->cap.thread != std::this_thread::get_id())
     return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
   Graph* g = s->cap.graph;
   const bool invalid = s->cap.status == CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+  release_joined(s->cap.id);  // the joined streams' work is in g; they are no longer capturing
   s->cap = Capture{};
   if (invalid) {
     S().objects.erase(g);
@@ -1456,7 +1529,8 @@ SIM_API CUresult cuStreamDestroy_v2(CUstream h) {
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
   // A fault queued on the stream still happens on the device: keep it for device-wide waits.
   if (s->fault && (!S().orphan || s->fault.seq < S().orphan.seq)) S().orphan = s->fault;
-  if (s->cap.graph) {
+  if (s->cap.graph && !s->cap.joined) {  // the origin of a capture: the capture goes with it
+    release_joined(s->cap.id);
     S().objects.erase(s->cap.graph);
     delete s->cap.graph;
   }
@@ -1522,6 +1596,13 @@ SIM_API CUresult cuEventRecord(CUevent e, CUstream s) {
 }
 SIM_API CUresult cuEventRecord_ptsz(CUevent e, CUstream s) {
   return event_record(e, s, true);
+}
+
+SIM_API CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
+  return stream_wait_event(s, e, flags, false);
+}
+SIM_API CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int flags) {
+  return stream_wait_event(s, e, flags, true);
 }
 
 SIM_API CUresult cuEventSynchronize(CUevent he) {
@@ -2128,6 +2209,7 @@ const ProcEntry kProcs[] = {
     {"cuStreamGetFlags", 5050, P(cuStreamGetFlags), nullptr},
     {"cuStreamWriteValue64", 9000, P(cuStreamWriteValue64), P(cuStreamWriteValue64_ptsz)},
     {"cuStreamWriteValue64", 11070, P(cuStreamWriteValue64_v2), P(cuStreamWriteValue64_v2_ptsz)},
+    {"cuStreamWaitEvent", 3020, P(cuStreamWaitEvent), P(cuStreamWaitEvent_ptsz)},
     {"cuEventCreate", 2000, P(cuEventCreate), nullptr},
     {"cuEventRecord", 2000, P(cuEventRecord), P(cuEventRecord_ptsz)},
     {"cuEventSynchronize", 2000, P(cuEventSynchronize), nullptr},

@@ -46,6 +46,8 @@ namespace {
   X(StreamSynchronize_ptsz, "cuStreamSynchronize", cuStreamSynchronize, true)                                \
   X(StreamQuery, "cuStreamQuery", cuStreamQuery, false)                                                      \
   X(StreamQuery_ptsz, "cuStreamQuery", cuStreamQuery, true)                                                  \
+  X(StreamWaitEvent, "cuStreamWaitEvent", cuStreamWaitEvent, false)                                         \
+  X(StreamWaitEvent_ptsz, "cuStreamWaitEvent", cuStreamWaitEvent, true)                                      \
   X(EventCreate, "cuEventCreate", cuEventCreate, false)                                                      \
   X(EventRecord, "cuEventRecord", cuEventRecord, false)                                                      \
   X(EventRecord_ptsz, "cuEventRecord", cuEventRecord, true)                                                  \
@@ -653,6 +655,16 @@ SIM_RT cudaError_t cudaStreamQuery(cudaStream_t s) {
 SIM_RT cudaError_t cudaStreamQuery_ptsz(cudaStream_t s) {
   ENSURE();
   return ret(g_drv.StreamQuery_ptsz(s));
+}
+
+// Flags: cudaEventWaitDefault / cudaEventWaitExternal, equal to the driver's CU_EVENT_WAIT_*.
+SIM_RT cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flags) {
+  ENSURE();
+  return ret(g_drv.StreamWaitEvent(s, e, flags));
+}
+SIM_RT cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t s, cudaEvent_t e, unsigned int flags) {
+  ENSURE();
+  return ret(g_drv.StreamWaitEvent_ptsz(s, e, flags));
 }
 
 SIM_RT cudaError_t cudaEventCreate(cudaEvent_t* e) {
