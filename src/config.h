@@ -45,8 +45,8 @@ struct Config {
   bool summary = true;
   bool gpu_time = false;
   bool breadcrumbs = false;        // device-side breadcrumbs after each launch (shim/breadcrumbs.h)
-  std::string graph_breadcrumbs = "auto";  // auto | on | off: breadcrumb nodes in captured graphs
-  size_t ring = 1024;                      // launches kept per stream with breadcrumbs
+  bool graph_breadcrumbs = false;  // breadcrumb nodes in captured graphs (the debug mode for graphs)
+  size_t ring = 1024;              // launches kept per stream with breadcrumbs
   std::string report;              // raw path as given (with %p unexpanded); empty: no report
   std::string callsites = "auto";  // auto | all | none
   bool stack = false;

@@ -192,7 +192,7 @@ Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescr
   capture_auto_ = config_.callsites == "auto";
   if (config_.breadcrumbs) ring_capacity_ = std::max(config_.ring, StreamState::kRing);
   stream_breadcrumbs_ = config_.breadcrumbs;
-  graph_breadcrumbs_ = config_.graph_breadcrumbs == "on" || (config_.graph_breadcrumbs == "auto" && config_.breadcrumbs);
+  graph_breadcrumbs_ = config_.graph_breadcrumbs;
   symbolizer_ = std::make_unique<Symbolizer>(config_.libdw);
 }
 

@@ -34,10 +34,26 @@ std::string number(const JsonValue& value, std::string_view key) {
   return fmt::format("{:.0f}", value.num(key));
 }
 
+const JsonValue* object(const JsonValue* value) {
+  return value && value->type == JsonValue::Type::Object ? value : nullptr;
+}
+
+// A graph launch's capture record (launch.graph.capture), or null: not a graph, or its capture not seen.
+const JsonValue* graph_capture_of(const JsonValue& launch) {
+  const JsonValue* graph = object(launch.get("graph"));
+  return graph ? object(graph->get("capture")) : nullptr;
+}
+
+bool failed_node_is_exact(const JsonValue& capture) {
+  const JsonValue* node = object(capture.get("failed_node"));
+  return node && node->text("certainty") == "exact";
+}
+
 std::string describe_launch(const JsonValue& launch) {
   std::string what = launch.text("kernel");
   if (what.empty()) what = launch.text("api", "a launch");
-  std::string line = fmt::format("kernel {}, launch #{}", what, number(launch, "seq"));
+  bool graph = launch.get("graph") && launch.get("graph")->type == JsonValue::Type::Object;
+  std::string line = fmt::format("{} {}, launch #{}", graph ? "graph launch" : "kernel", what, number(launch, "seq"));
   if (launch.num("kernel_launch") > 0)
     line += fmt::format(" (its launch {})", number(launch, "kernel_launch"));
   std::string stream = launch.text("stream");
@@ -77,6 +93,10 @@ bool is_exact(const JsonValue& first_error) {
 bool needs_second_run(const JsonValue& first_error) {
   if (!is_exact(first_error)) return true;
   const JsonValue& launch = *launch_of(first_error);
+  // A graph replay whose failed node is not known: run 2 puts breadcrumbs into the graph and blocks its
+  // replays (second_run_wants_graph_breadcrumbs).
+  if (const JsonValue* capture = graph_capture_of(launch); capture && !failed_node_is_exact(*capture))
+    return true;
   if (first_error.text("method") != "breadcrumbs" || launch.text("stack") == "full") return false;
   // Found by breadcrumbs: the record kept the caller of the CUDA entry point and, in a Python program, the
   // Python line. A second run is for what is missing: a caller that is not the program's own code (no
@@ -97,6 +117,16 @@ bool has_python_line(const JsonValue& first_error) {
   return python && python->type == JsonValue::Type::Object;
 }
 
+bool second_run_wants_graph_breadcrumbs(const JsonValue& first_error) {
+  if (const JsonValue* launch = launch_of(first_error); launch && object(launch->get("graph"))) return true;
+  if (const JsonValue* suspects = first_error.get("suspects");
+      suspects && suspects->type == JsonValue::Type::Array) {
+    for (const JsonValue& suspect : suspects->array)
+      if (object(suspect.get("graph"))) return true;
+  }
+  return false;
+}
+
 std::string second_run_policy(const JsonValue& first_error) {
   std::string rule = first_error.text("pin_rule");
   return rule.empty() ? "all" : rule;
@@ -108,7 +138,9 @@ SecondRun compare_runs(const JsonValue& first, const RunFinding& second) {
   const JsonValue& launch = *launch_of(second.first_error);
   std::string kernel = launch.text("kernel_base", launch.text("api"));
   std::set<std::string> suspected = suspected_kernels(first);
-  bool same_error = second.first_error.text("error") == first.text("error");
+  // By number: the runtime and the driver name the same error differently (cudaErrorIllegalAddress,
+  // CUDA_ERROR_ILLEGAL_ADDRESS), and the second run may see it through the other.
+  bool same_error = second.first_error.num("code") == first.num("code");
   return same_error && suspected.count(kernel) ? SecondRun::Pinned : SecondRun::Diverged;
 }
 
@@ -129,6 +161,33 @@ std::vector<std::string> describe_culprit(const JsonValue& first_error) {
   if (python && python->type == JsonValue::Type::Object) {
     lines.push_back(fmt::format("python: {}:{} in {}", python->text("file"), number(*python, "line"),
                                 python->text("function", "?")));
+  }
+  if (const JsonValue* capture = graph_capture_of(*launch)) {
+    // Where a capture line is: the C++ call site, the Python line, or both.
+    auto where = [&](const JsonValue& site) {
+      std::string text;
+      if (const JsonValue* frame = object(site.get("callsite"))) text = describe_frame(*frame);
+      if (const JsonValue* line = object(site.get("python_callsite")))
+        text += fmt::format("{}python {}:{}", text.empty() ? "" : ", ", line->text("file"), number(*line, "line"));
+      return text.empty() ? std::string("an unknown place") : text;
+    };
+    const JsonValue* begun = object(capture->get("begun_at"));
+    lines.push_back(fmt::format("graph: replay {} of the graph {} at {}", number(*launch->get("graph"), "replay"),
+                                capture->text("how", "captured"), begun ? where(*begun) : "an unknown place"));
+    const JsonValue* node = object(capture->get("failed_node"));
+    const JsonValue* positions = node ? node->get("positions") : nullptr;
+    const JsonValue* captured = capture->get("captured");
+    if (positions && positions->type == JsonValue::Type::Array && captured &&
+        captured->type == JsonValue::Type::Array) {
+      for (const JsonValue& position : positions->array) {
+        size_t index = static_cast<size_t>(position.number) - 1;
+        if (index >= captured->array.size()) continue;
+        const JsonValue& launched = captured->array[index];
+        lines.push_back(fmt::format("{} {} of {}: kernel {}, captured at {}",
+                                    failed_node_is_exact(*capture) ? "node" : "candidate node", index + 1,
+                                    number(*capture, "launches"), launched.text("kernel", "?"), where(launched)));
+      }
+    }
   }
   return lines;
 }

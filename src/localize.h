@@ -35,6 +35,10 @@ bool needs_second_run(const JsonValue& first_error);
 // Whether the culprit's Python line is known (the report's python_callsite).
 bool has_python_line(const JsonValue& first_error);
 
+// Whether the second run needs the debug mode for graphs (CUDA_BLOCKRUN_GRAPH_BREADCRUMBS): the culprit or a
+// suspect is a graph replay, whose failed node only breadcrumbs inside the graph can tell.
+bool second_run_wants_graph_breadcrumbs(const JsonValue& first_error);
+
 // The --block rule for the second run: the report's pin rule (the suspected kernels; with breadcrumbs the
 // culprit's or candidates' own launches, `stencil#13`), else `all`.
 std::string second_run_policy(const JsonValue& first_error);

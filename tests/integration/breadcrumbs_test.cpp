@@ -70,6 +70,21 @@ TEST(Breadcrumbs, AStaticRuntimeProgramsDeviceSynchronizeSurfacesTheError) {
       << r.err;
 }
 
+// An event query is often the first call to see a fault (PyTorch's NCCL watchdog, which then aborts).
+TEST(Breadcrumbs, AnEventQueryThatSeesTheFaultIsTheFirstError) {
+  Env fault = {{"CUDA_SIM_FAULT", "stencil:1"}};
+  ProcessResult alone = plain("event-query", fault);
+  ProcessResult r = run({"--breadcrumbs"}, {kApp, "event-query"}, fault);
+  EXPECT_EQ(r.status, alone.status);
+  EXPECT_EQ(r.out, alone.out);
+  EXPECT_TRUE(contains(r.out, "cudaEventQuery returned 700\n")) << r.out;
+  EXPECT_TRUE(contains(r.err,
+                       "[cuda-blockrun] first error: cudaErrorIllegalAddress (an illegal memory access was "
+                       "encountered), returned by cudaEventQuery\n"
+                       "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long), launch #2, "))
+      << r.err;
+}
+
 TEST(Breadcrumbs, OneStreamFaultingAmongOthersIsNamedExactly) {
   ProcessResult r = run({"--breadcrumbs"}, {kApp, "streams"}, {{"CUDA_SIM_FAULT", "stencil:2"}});
   EXPECT_TRUE(contains(r.err, "in kernel stencil(float*, float const*, int, long long), launch #7, stream "))
@@ -110,16 +125,16 @@ TEST(Breadcrumbs, ADeviceWithoutStreamWritesFallsBackToTheHostsView) {
 TEST(Breadcrumbs, NeverInvalidateACaptureAndWriteIntoItOnlyAsGraphBreadcrumbs) {
   std::string stats = ::testing::TempDir() + "breadcrumbs_capture_stats";
   ProcessResult alone = plain("capture", {});
-  for (const char* graph : {"auto", "off"}) {
+  for (const char* graph : {"1", "0"}) {
     for (const char* block : {"none", "all"}) {
-      ProcessResult r = run({"--breadcrumbs", "--graph-breadcrumbs", graph, "--block", block}, {kApp, "capture"},
+      ProcessResult r = run({"--breadcrumbs", std::string("--graph-breadcrumbs=") + graph, "--block", block}, {kApp, "capture"},
                             {{"CUDA_SIM_STATS", stats}});
       EXPECT_EQ(r.status, alone.status) << block;
       EXPECT_EQ(r.out, alone.out) << block;
       std::string counts = read_file(stats);
       EXPECT_TRUE(contains(counts, "captures_invalidated=0\n")) << counts;
       EXPECT_TRUE(contains(counts, "synchronizes_during_capture=0\n")) << counts;
-      EXPECT_TRUE(contains(counts, std::string(graph) == "off" ? "stream_writes=1\n" : "stream_writes=5\n"))
+      EXPECT_TRUE(contains(counts, std::string(graph) == "0" ? "stream_writes=1\n" : "stream_writes=5\n"))
           << graph << " " << block << "\n"
           << counts;
     }
@@ -161,7 +176,8 @@ TEST(Breadcrumbs, AFaultingReplayIsToldWithWhereItsGraphWasCaptured) {
   std::remove(report.c_str());
   // Stencil's second run is in the second replay (captured launches do not run).
   ProcessResult r =
-      run({"--breadcrumbs", "--report", report}, {kApp, "capture", "3"}, {{"CUDA_SIM_FAULT", "stencil:2"}});
+      run({"--breadcrumbs", "--graph-breadcrumbs", "--report", report}, {kApp, "capture", "3"},
+          {{"CUDA_SIM_FAULT", "stencil:2"}});
   EXPECT_TRUE(contains(r.out, "cudaStreamSynchronize returned 700\n")) << r.out;
   // The program's 3 nodes (the graph has 3 more: the breadcrumbs).
   EXPECT_TRUE(contains(r.err, " (3 nodes), launch #5, stream 0x")) << r.err;
@@ -196,7 +212,7 @@ TEST(Breadcrumbs, AFaultingReplayIsToldWithWhereItsGraphWasCaptured) {
       << text;
 
   // Without graph breadcrumbs the graph is left as the program made it, and the node is among those listed.
-  ProcessResult off = run({"--breadcrumbs", "--graph-breadcrumbs", "off"}, {kApp, "capture", "3"},
+  ProcessResult off = run({"--breadcrumbs"}, {kApp, "capture", "3"},
                           {{"CUDA_SIM_FAULT", "stencil:2"}});
   EXPECT_TRUE(contains(off.err, "\n[cuda-blockrun]   replay 2 of the graph captured at " + begin +
                                     "\n[cuda-blockrun]   its 3 captured launches, in capture order (the node "
@@ -209,7 +225,7 @@ TEST(Breadcrumbs, AFaultingReplayIsToldWithWhereItsGraphWasCaptured) {
 // else is changed (no breadcrumb after the program's other launches).
 TEST(Breadcrumbs, GraphDebugModeNamesTheFailedNodeOfABlockedReplay) {
   std::string stats = ::testing::TempDir() + "graph_debug_stats";
-  ProcessResult r = run({"--graph-breadcrumbs", "on", "--block", "cuGraphLaunch"}, {kApp, "capture", "3"},
+  ProcessResult r = run({"--graph-breadcrumbs", "--block", "cuGraphLaunch"}, {kApp, "capture", "3"},
                         {{"CUDA_SIM_FAULT", "scale:3"}, {"CUDA_SIM_STATS", stats}});
   EXPECT_TRUE(contains(r.err, "blocking synchronize after the launch)\n[cuda-blockrun]   in graph 0x")) << r.err;
   EXPECT_TRUE(contains(r.err, "replay 3 of the graph captured at ")) << r.err;
@@ -221,7 +237,7 @@ TEST(Breadcrumbs, GraphDebugModeNamesTheFailedNodeOfABlockedReplay) {
   // Launches before the replay that were not blocked would be suspects of its error; but a replay whose
   // breadcrumbs show it began ran after them (its reset is queued behind them), so the culprit is exact.
   Env fault = {{"CUDA_SIM_FAULT", "stencil:1"}};
-  ProcessResult earlier = run({"--graph-breadcrumbs", "on", "--block", "cuGraphLaunch"},
+  ProcessResult earlier = run({"--graph-breadcrumbs", "--block", "cuGraphLaunch"},
                               {kApp, "blocked-then-capture"}, fault);
   EXPECT_TRUE(contains(earlier.err, ", node 1 of 2: kernel stencil(float*, float const*, int, long long), "
                                     "captured at "))
@@ -274,7 +290,7 @@ TEST(Breadcrumbs, AFaultInAParallelBranchGivesTheFirstUnfinishedNodeOfEachBranch
   ProcessResult alone = run_alone({kApp, "capture_branches"}, fault);
   EXPECT_TRUE(contains(alone.out, "graph captured\ncudaStreamSynchronize returned 700\ndone\n")) << alone.out;
   std::remove(report.c_str());
-  ProcessResult r = run({"--breadcrumbs", "--report", report}, {kApp, "capture_branches"}, fault);
+  ProcessResult r = run({"--breadcrumbs", "--graph-breadcrumbs", "--report", report}, {kApp, "capture_branches"}, fault);
   EXPECT_EQ(r.status, alone.status);
   EXPECT_EQ(r.out, alone.out);
   std::string counts = read_file(stats);
@@ -303,7 +319,7 @@ TEST(Breadcrumbs, AFaultInAParallelBranchGivesTheFirstUnfinishedNodeOfEachBranch
   fault = {{"CUDA_SIM_FAULT", "fill:2"}, {"CUDA_SIM_STATS", stats}};
   alone = run_alone({kApp, "capture_branches"}, fault);
   std::remove(report.c_str());
-  r = run({"--breadcrumbs", "--report", report}, {kApp, "capture_branches"}, fault);
+  r = run({"--breadcrumbs", "--graph-breadcrumbs", "--report", report}, {kApp, "capture_branches"}, fault);
   EXPECT_EQ(r.status, alone.status);
   EXPECT_EQ(r.out, alone.out);
   EXPECT_TRUE(contains(read_file(stats), "captures_invalidated=0\n"));

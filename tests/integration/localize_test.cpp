@@ -101,6 +101,34 @@ TEST(Localize, BreadcrumbsWithoutTheProgramsCallerRunAgainBlockingOnlyTheLaunch)
       << "run 2 blocked one launch only: " << r.err;
 }
 
+// A fault in a graph replay: run 1's breadcrumbs name the replay (the graph launch) but not its node; run 2
+// blocks the graph's replays with breadcrumbs inside the graph (the debug mode for graphs), and the verdict
+// names the node and where it was captured.
+TEST(Localize, AGraphReplaysFailedNodeIsFoundInASecondRunWithBreadcrumbsInsideTheGraph) {
+  Env fault = {{"CUDA_SIM_FAULT", "stencil:2"}};  // the graph's second node, in its second replay
+  ProcessResult alone = plain("capture", fault);
+  ProcessResult r = localize({kApp, "capture", "3"}, fault);
+  EXPECT_EQ(r.status, run_alone({kApp, "capture", "3"}, fault).status);
+  EXPECT_TRUE(contains(r.err,
+                       "surfaced at cudaStreamSynchronize, in a graph replay found by breadcrumbs, its node not "
+                       "known; run 2: --block 'cuGraphLaunch' --graph-breadcrumbs (breadcrumbs inside graphs)\n"))
+      << r.err;
+  const std::string source = CUDA_BLOCKRUN_SOURCE_DIR "/tests/programs/cuda_app.cpp";
+  std::string begin = source + ":" + std::to_string(marker_line(source, "CAPTURE_BEGIN"));
+  std::string launch = source + ":" + std::to_string(marker_line(source, "CAPTURE_LAUNCH"));
+  EXPECT_TRUE(
+      contains(r.err, "[cuda-blockrun] localize: culprit: graph launch cuGraphLaunch, launch #5, stream 0x"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "[cuda-blockrun]   graph: replay 2 of the graph captured at " + begin +
+                                  " in (anonymous namespace)::capture\n"
+                                  "[cuda-blockrun]   node 2 of 3: kernel stencil(float*, float const*, int, long "
+                                  "long), captured at " +
+                                  launch + " in (anonymous namespace)::capture\n"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "found in run 1 by breadcrumbs; run 2, which blocked 'cuGraphLaunch', confirmed it"))
+      << r.err;
+}
+
 // Without breadcrumbs run 1 has only the host's view: run 2 blocks the suspected kernels by name.
 TEST(Localize, PinsAnUnpinnedErrorInASecondRun) {
   Env fault = {{"CUDA_SIM_FAULT", "stencil:13"}};

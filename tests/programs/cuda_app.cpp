@@ -90,6 +90,24 @@ int streams() {
   return result == 0 ? 0 : 1;
 }
 
+// Waits for its work as PyTorch's NCCL watchdog and caching allocator do: by querying an event recorded after
+// it, until it is no longer "not ready" (the first call to see a fault in the launches before it).
+int event_query() {
+  cudaStream_t stream;
+  report("cudaStreamCreate", cudaStreamCreate(&stream));
+  for (sim::Stub kernel : {sim::Stub(fill), sim::Stub(stencil), sim::Stub(scale)})
+    report("launch", sim::launch(kernel, kGrid, kBlock, stream));
+  cudaEvent_t done;
+  report("cudaEventCreate", cudaEventCreate(&done));
+  report("cudaEventRecord", cudaEventRecord(done, stream));
+  cudaError_t result;
+  while ((result = cudaEventQuery(done)) == cudaErrorNotReady) {
+  }
+  report("cudaEventQuery", result);
+  std::printf("done\n");
+  return result == cudaSuccess ? 0 : 1;
+}
+
 int config_error() {
   report("launch", sim::launch(fill, kGrid, dim3(2048), nullptr));
   report("cudaGetLastError", cudaGetLastError());
@@ -377,6 +395,7 @@ int main(int argc, char** argv) {
     return steps(scenario, nullptr);
   if (scenario == "streams") return streams();
   if (scenario == "config-error") return config_error();
+  if (scenario == "event-query") return event_query();
   if (scenario == "capture") return capture(argc > 2 ? std::atoi(argv[2]) : 1);
   if (scenario == "capture_branches") return capture_branches(argc > 2 ? std::atoi(argv[2]) : 1);
   if (scenario == "blocked-then-capture") return blocked_then_capture();

@@ -40,8 +40,8 @@ TEST(JsonRead, RefusesWhatIsNotJson) {
 }
 
 // clang-format off
-const char* kUnpinned = R"json({"type":"first_error","time":20.5,"error":"cudaErrorIllegalAddress","message":"an illegal memory access was encountered","surfaced_api":"cudaMemcpy","how":"surfaced at a later call","certainty":"suspects","launch":null,"suspects":[{"seq":53,"kernel":"stencil(float*)","kernel_base":"stencil","kernel_launch":18,"stream":"0x0"},{"seq":54,"kernel":"scale(float*)","kernel_base":"scale","kernel_launch":18,"stream":"0x0"}],"pin_rule":"stencil,scale"})json";
-const char* kPinned = R"json({"type":"first_error","time":30,"error":"cudaErrorIllegalAddress","message":"an illegal memory access was encountered","surfaced_api":"cudaStreamSynchronize","how":"blocking synchronize after the launch","certainty":"exact","launch":{"seq":38,"kernel":"stencil(float*)","kernel_base":"stencil","kernel_launch":13,"stream":"0x0","callsite":{"function":"run","file":"/src/app.cu","line":22,"module":"/bin/app","offset":"0x10"},"python_callsite":{"file":"train.py","line":8,"function":"pick"}},"suspects":[],"pin_rule":null})json";
+const char* kUnpinned = R"json({"type":"first_error","time":20.5,"error":"cudaErrorIllegalAddress","code":700,"message":"an illegal memory access was encountered","surfaced_api":"cudaMemcpy","how":"surfaced at a later call","certainty":"suspects","launch":null,"suspects":[{"seq":53,"kernel":"stencil(float*)","kernel_base":"stencil","kernel_launch":18,"stream":"0x0"},{"seq":54,"kernel":"scale(float*)","kernel_base":"scale","kernel_launch":18,"stream":"0x0"}],"pin_rule":"stencil,scale"})json";
+const char* kPinned = R"json({"type":"first_error","time":30,"error":"cudaErrorIllegalAddress","code":700,"message":"an illegal memory access was encountered","surfaced_api":"cudaStreamSynchronize","how":"blocking synchronize after the launch","certainty":"exact","launch":{"seq":38,"kernel":"stencil(float*)","kernel_base":"stencil","kernel_launch":13,"stream":"0x0","callsite":{"function":"run","file":"/src/app.cu","line":22,"module":"/bin/app","offset":"0x10"},"python_callsite":{"file":"train.py","line":8,"function":"pick"}},"suspects":[],"pin_rule":null})json";
 // clang-format on
 
 RunFinding finding(std::vector<std::pair<std::string, std::string>> reports) {
@@ -64,7 +64,7 @@ TEST(Localize, TheEarliestFirstErrorOfAllProcessesCounts) {
 
 TEST(Localize, ACulpritFoundByBreadcrumbsIsRunAgainForItsCallSite) {
   // clang-format off
-  JsonValue crumbs = *parse_json(R"json({"type":"first_error","error":"cudaErrorIllegalAddress","certainty":"exact","method":"breadcrumbs","launch":{"seq":38,"kernel_base":"stencil","stack":"caller"},"pin_rule":"stencil#13"})json");
+  JsonValue crumbs = *parse_json(R"json({"type":"first_error","error":"cudaErrorIllegalAddress","code":700,"certainty":"exact","method":"breadcrumbs","launch":{"seq":38,"kernel_base":"stencil","stack":"caller"},"pin_rule":"stencil#13"})json");
   JsonValue walked = *parse_json(R"json({"type":"first_error","certainty":"exact","method":"breadcrumbs","launch":{"seq":38,"kernel_base":"stencil","stack":"full"},"pin_rule":"stencil#13"})json");
   // clang-format on
   EXPECT_TRUE(is_exact(crumbs));
@@ -119,8 +119,34 @@ TEST(Localize, ComparesTheSecondRunWithTheFirst) {
   other_kernel.replace(other_kernel.find("\"kernel_base\":\"stencil\""), 23, "\"kernel_base\":\"gather\" ");
   EXPECT_EQ(compare_runs(first, finding({{"r2", other_kernel}})), SecondRun::Diverged);
   std::string other_error = kPinned;
-  other_error.replace(other_error.find("cudaErrorIllegalAddress"), 23, "cudaErrorAssert");
+  other_error.replace(other_error.find("cudaErrorIllegalAddress\",\"code\":700"), 34,
+                      "cudaErrorAssert\",\"code\":710");
   EXPECT_EQ(compare_runs(first, finding({{"r2", other_error}})), SecondRun::Diverged);
+  // The same error seen through the driver in the second run: the same code, named differently.
+  std::string through_driver = kPinned;
+  through_driver.replace(through_driver.find("cudaErrorIllegalAddress"), 23, "CUDA_ERROR_ILLEGAL_ADDRESS");
+  EXPECT_EQ(compare_runs(first, finding({{"r2", through_driver}})), SecondRun::Pinned);
+}
+
+// A graph replay pinned by breadcrumbs whose failed node is not known needs a second run with breadcrumbs
+// inside the graph; once the node is known, the verdict names it and where it was captured.
+TEST(Localize, AGraphReplayNeedsItsNodeAndTheVerdictNamesIt) {
+  // clang-format off
+  std::string replay = R"json({"type":"first_error","time":1,"error":"cudaErrorIllegalAddress","code":700,"message":"m","surfaced_api":"cudaStreamSynchronize","certainty":"exact","method":"breadcrumbs","launch":{"seq":5,"api":"cuGraphLaunch","kernel":null,"stream":"0x1","callsite":{"function":"main","file":"/src/app.cu","line":40},"python_callsite":null,"graph":{"replay":2,"capture":{"how":"captured","begun_at":{"callsite":{"function":"main","file":"/src/app.cu","line":30},"python_callsite":null},"launches":2,"captured":[{"position":1,"kernel":"fill(float*)","callsite":{"function":"main","file":"/src/app.cu","line":31},"python_callsite":null},{"position":2,"kernel":"lookup(float*)","callsite":null,"python_callsite":{"file":"model.py","line":17}}],"failed_node":null}}},"suspects":[],"pin_rule":"cuGraphLaunch"})json";
+  // clang-format on
+  JsonValue unknown = *parse_json(replay);
+  EXPECT_TRUE(needs_second_run(unknown));
+  EXPECT_TRUE(second_run_wants_graph_breadcrumbs(unknown));
+  EXPECT_EQ(second_run_policy(unknown), "cuGraphLaunch");
+  std::string known = replay;
+  known.replace(known.find("\"failed_node\":null"), 18,
+                "\"failed_node\":{\"method\":\"breadcrumbs\",\"certainty\":\"exact\",\"positions\":[2]}");
+  std::vector<std::string> lines = describe_culprit(*parse_json(known));
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_EQ(lines[0], "graph launch cuGraphLaunch, launch #5, stream 0x1");
+  EXPECT_EQ(lines[3], "graph: replay 2 of the graph captured at /src/app.cu:30 in main");
+  EXPECT_EQ(lines[4], "node 2 of 2: kernel lookup(float*), captured at python model.py:17");
+  EXPECT_FALSE(second_run_wants_graph_breadcrumbs(*parse_json(kPinned)));
 }
 
 TEST(Localize, DescribesTheCulpritAndTheSuspects) {

@@ -320,7 +320,9 @@ void say(const std::string& line) {
 
 // Runs the program with `block` as its policy and its reports written under `directory` (one per
 // process: %p), waits for it, and returns its status as a shell gives it (128 + N for signal N).
-int run_once(char** program_argv, const std::string& block, const std::string& report_pattern) {
+// `graph_breadcrumbs`: the debug mode for graphs, unless the user set it.
+int run_once(char** program_argv, const std::string& block, const std::string& report_pattern,
+             bool graph_breadcrumbs = false) {
   std::fflush(stdout);
   std::fflush(stderr);
   pid_t child = fork();
@@ -334,6 +336,7 @@ int run_once(char** program_argv, const std::string& block, const std::string& r
     // Breadcrumbs unless the user turned them off (--breadcrumbs=0): in run 1 they name the culprit exactly;
     // in run 2 they show that the launches before the blocked one completed, so its failure is exact.
     setenv("CUDA_BLOCKRUN_BREADCRUMBS", "1", 0);
+    if (graph_breadcrumbs) setenv("CUDA_BLOCKRUN_GRAPH_BREADCRUMBS", "1", 0);
     execvp(program_argv[0], program_argv);
     std::fprintf(stderr, "cuda-blockrun: cannot run '%s': %s\n", program_argv[0], std::strerror(errno));
     _exit(127);
@@ -438,12 +441,14 @@ int localize_culprit(char** program_argv, bool breadcrumbs) {
     return status;
   }
   std::string policy = blockrun::second_run_policy(first.first_error);
+  bool graphs = blockrun::second_run_wants_graph_breadcrumbs(first.first_error);
   say("localize: run 1: " + first.first_error.text("error") + " surfaced at " +
       first.first_error.text("surfaced_api") +
-      (exact ? ", its launch found by breadcrumbs but not where it was launched"
+      (exact ? graphs ? ", in a graph replay found by breadcrumbs, its node not known"
+                      : ", its launch found by breadcrumbs but not where it was launched"
              : ", not pinned to a launch") +
-      "; run 2: --block '" + policy + "'");
-  int second_status = run_once(program_argv, policy, directory + "/run2.%p.jsonl");
+      "; run 2: --block '" + policy + "'" + (graphs ? " --graph-breadcrumbs (breadcrumbs inside graphs)" : ""));
+  int second_status = run_once(program_argv, policy, directory + "/run2.%p.jsonl", graphs);
   blockrun::RunFinding second = blockrun::find_first_error(read_reports(directory, "run2."));
   switch (blockrun::compare_runs(first.first_error, second)) {
     case blockrun::SecondRun::Pinned:
