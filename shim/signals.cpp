@@ -18,13 +18,17 @@ struct Watched {
   int number;
   const char* name;
   struct sigaction previous;
+  // Watched only where it ends the process as things stand (its default action): SIGTERM, which launchers
+  // (torchrun, mpirun, Slurm) send to the other ranks when one fails, is a request a program may handle.
+  bool only_if_default = false;
 };
 
 Watched g_watched[] = {{SIGSEGV, "SIGSEGV", {}},
                        {SIGBUS, "SIGBUS", {}},
                        {SIGFPE, "SIGFPE", {}},
                        {SIGILL, "SIGILL", {}},
-                       {SIGABRT, "SIGABRT", {}}};
+                       {SIGABRT, "SIGABRT", {}},
+                       {SIGTERM, "SIGTERM", {}, true}};
 
 std::atomic<Engine*> g_signal_engine{nullptr};
 std::atomic<int> g_log_fd{-1};
@@ -243,6 +247,12 @@ void install_fatal_signal_reports(Engine* engine, int log_fd, int report_fd) {
   g_reported.store(false);
   if (g_installed.exchange(true)) return;  // a forked child's new engine: the handlers are there already
   for (Watched& watched : g_watched) {
+    if (watched.only_if_default) {
+      struct sigaction current {};
+      if (sigaction(watched.number, nullptr, &current) != 0 || (current.sa_flags & SA_SIGINFO) ||
+          current.sa_handler != SIG_DFL)
+        continue;  // the program handles or ignores it: not a death to record
+    }
     struct sigaction action {};
     action.sa_sigaction = on_fatal_signal;
     action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # GPU case for faults inside CUDA graphs (issue 9): a program that prints `FAULT replay=<N>` and then faults in
 # the node of its captured graph whose source line carries the marker GRAPH_LOOKUP, in replay N, runs under
-# `cuda-blockrun --breadcrumbs` (breadcrumb nodes in the graph, nothing blocked) and under the debug mode for
-# graphs (`--graph-breadcrumbs on --block cuGraphLaunch`). Each report's first_error must name that replay, the
-# node exactly (the lookup's kernel) with its capture line, and the line marked GRAPH_CAPTURE_BEGIN as where
-# the graph was captured; the program's own result must be the fault.
+# `cuda-blockrun --breadcrumbs --graph-breadcrumbs` (breadcrumb nodes in the graph, nothing blocked) and under
+# the debug mode for graphs (`--graph-breadcrumbs --block cuGraphLaunch`). Each report's first_error must name
+# that replay, the node exactly (the lookup's kernel) with its capture line, and the line marked
+# GRAPH_CAPTURE_BEGIN as where the graph was captured; the program's own result must be the fault. Then
+# `cuda-blockrun --localize` must give the same node and capture line in its verdict (run 1: the replay, by
+# breadcrumbs; run 2: the node, with breadcrumbs inside the graph).
 #   graph_case.sh <wrapper> <native|python> <source> <command...>
 set -u
 wrapper=$1
@@ -19,8 +21,8 @@ trap 'rm -rf "$directory"' EXIT
 status=0
 for variant in breadcrumbs debug; do
   case $variant in
-    breadcrumbs) options=(--breadcrumbs) ;;
-    debug) options=(--graph-breadcrumbs on --block cuGraphLaunch) ;;
+    breadcrumbs) options=(--breadcrumbs --graph-breadcrumbs) ;;
+    debug) options=(--graph-breadcrumbs --block cuGraphLaunch) ;;
   esac
   echo "== cuda-blockrun ${options[*]} --report ... -- $*"
   output=$("$wrapper" "${options[@]}" --report "$directory/$variant.jsonl" -- "$@" 2>&1)
@@ -77,4 +79,17 @@ print(f"OK ({variant}): replay {replay}, node {position}: {captured.get('kernel'
       f"{source}:{lookup_line}, graph captured at {source}:{begin_line}")
 PY
 done
+echo "== cuda-blockrun --localize -- $*"
+output=$(TMPDIR=$directory "$wrapper" --localize -- "$@" 2>&1)
+echo "$output" | grep -v 'Assertion `'
+verdict=$(echo "$output" | sed -n '/localize: culprit: graph launch/,$p')
+if ! echo "$verdict" | grep -q "graph: replay $replay of the graph captured at .*$(basename "$source"):$begin_line"; then
+  echo "FAILED (localize): the verdict does not name replay $replay of the graph captured at $(basename "$source"):$begin_line"
+  status=1
+elif ! echo "$verdict" | grep -Eq "^\[cuda-blockrun\]   node [0-9]+ of [0-9]+: kernel .*(lookup|index|gather|embedding).*, captured at .*$(basename "$source"):$lookup_line"; then
+  echo "FAILED (localize): the verdict does not name the lookup node captured at $(basename "$source"):$lookup_line"
+  status=1
+else
+  echo "OK (localize): replay $replay, the lookup node, captured at $(basename "$source"):$lookup_line"
+fi
 exit $status

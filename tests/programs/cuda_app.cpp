@@ -344,14 +344,18 @@ int die(const std::string& how) {
 
 // A rank stuck in a collective, aborted by its watchdog: an all-reduce on its own stream never completes (the
 // test holds it with CUDA_SIM_FAULT, which nothing waits for), other work does, then abort().
-int stuck_collective() {
+// `signal_number`: how it ends, as an NCCL watchdog ends it (SIGABRT) or as torchrun does when another rank
+// failed (SIGTERM).
+int stuck_collective(int signal_number) {
   cudaStream_t collectives = nullptr;
   report("cudaStreamCreate", cudaStreamCreate(&collectives));
   for (int i = 0; i < 2; ++i) report("launch", sim::launch(fill, kGrid, kBlock, nullptr));
   report("launch", sim::launch(nccl_all_reduce, dim3(8), dim3(512), collectives));
   report("launch", sim::launch(scale, kGrid, kBlock, nullptr));
   std::fflush(stdout);
-  std::abort();
+  if (signal_number == SIGABRT) std::abort();
+  kill(getpid(), signal_number);
+  return 0;
 }
 
 // A CUDA program that runs a program which is not one (as build scripts and launchers do).
@@ -406,7 +410,8 @@ int main(int argc, char** argv) {
   if (scenario == "fork") return fork_child();
   if (scenario == "fork-while-launching") return fork_while_launching();
   if (scenario == "fork-exec") return fork_exec();
-  if (scenario == "stuck-collective") return stuck_collective();
+  if (scenario == "stuck-collective") return stuck_collective(SIGABRT);
+  if (scenario == "stuck-collective-term") return stuck_collective(SIGTERM);
   if (scenario == "segv" || scenario == "abort" || scenario == "own-handler" || scenario == "fpe" ||
       scenario == "ill" || scenario == "bus")
     return die(scenario);
