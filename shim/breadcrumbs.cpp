@@ -71,8 +71,8 @@ namespace {
 // A write that fails (a context already broken) only makes the breadcrumbs say less; the program never sees
 // it.
 void write_slot(CUstream stream, int32_t slot, uint64_t value) {
-  helper<Helper::cuStreamWriteValue64_v2>()(stream, g_base + static_cast<CUdeviceptr>(slot) * sizeof(uint64_t),
-                                            value, 0);
+  helper<Helper::cuStreamWriteValue64_v2>()(
+      stream, g_base + static_cast<CUdeviceptr>(slot) * sizeof(uint64_t), value, 0);
 }
 
 }  // namespace

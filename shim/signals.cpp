@@ -23,12 +23,8 @@ struct Watched {
   bool only_if_default = false;
 };
 
-Watched g_watched[] = {{SIGSEGV, "SIGSEGV", {}},
-                       {SIGBUS, "SIGBUS", {}},
-                       {SIGFPE, "SIGFPE", {}},
-                       {SIGILL, "SIGILL", {}},
-                       {SIGABRT, "SIGABRT", {}},
-                       {SIGTERM, "SIGTERM", {}, true}};
+Watched g_watched[] = {{SIGSEGV, "SIGSEGV", {}}, {SIGBUS, "SIGBUS", {}},   {SIGFPE, "SIGFPE", {}},
+                       {SIGILL, "SIGILL", {}},   {SIGABRT, "SIGABRT", {}}, {SIGTERM, "SIGTERM", {}, true}};
 
 std::atomic<Engine*> g_signal_engine{nullptr};
 std::atomic<int> g_log_fd{-1};
@@ -89,6 +85,7 @@ struct Text {
 using Line = Text<512>;
 
 constexpr size_t kInFlightShown = 4;      // streams' first unfinished launches in the record
+constexpr int kFirstErrorWaitMs = 10000;  // for another thread to finish the first error's record
 constexpr size_t kKernelNameBytes = 240;  // of each one's demangled name
 
 template <size_t kBytes>
@@ -218,7 +215,13 @@ void on_fatal_signal(int number, siginfo_t* info, void* context) {
     if (candidate.number == number) watched = &candidate;
   }
   if (!watched) return;
-  if (!g_reported.exchange(true)) report_signal(*watched, info);
+  if (!g_reported.exchange(true)) {
+    // Another thread may still be writing the first error's record (a watchdog that saw the same error
+    // aborts meanwhile): it comes first, and the process must not die before it is out.
+    if (Engine* engine = g_signal_engine.load(std::memory_order_acquire))
+      engine->wait_for_first_error_record(kFirstErrorWaitMs);
+    report_signal(*watched, info);
+  }
   // Hand on: the program's own handler, as it asked to be called, or the action it had set.
   const struct sigaction& previous = watched->previous;
   errno = saved_errno;

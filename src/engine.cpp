@@ -5,7 +5,10 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <ctime>
 
 #include <algorithm>
 #include <chrono>
@@ -79,13 +82,13 @@ constexpr size_t kGraphCapacity = 1 << 12;
 constexpr size_t kPythonSiteCapacity = 1 << 12;
 constexpr size_t kCapturedFrames = 32;  // of a captured launch's stack, kept to name its capture line
 constexpr uint64_t kGraphNotStarted = ~uint64_t{0};  // a graph branch slot before any replay began
-constexpr uint64_t kMaxCapturedLaunches = 1 << 20;  // launch records kept for graphs' replays (56 MiB)
-constexpr size_t kCapturedLaunchesLogged = 16;      // of a graph, in the log
-constexpr size_t kCapturedLaunchesReported = 1024;  // of a graph, in the report
-constexpr size_t kApiCapacity = 1 << 7;             // launch entry points: a few dozen exist
-constexpr size_t kDriverLogs = 16;                  // newest driver log messages kept
-constexpr uint64_t kDriverLogWindowMs = 10000;      // attached to an error this soon after, same thread
-constexpr uint64_t kMaxBlockedErrorRecords = 64;    // later ones are counted in the summary
+constexpr uint64_t kMaxCapturedLaunches = 1 << 20;   // launch records kept for graphs' replays (56 MiB)
+constexpr size_t kCapturedLaunchesLogged = 16;       // of a graph, in the log
+constexpr size_t kCapturedLaunchesReported = 1024;   // of a graph, in the report
+constexpr size_t kApiCapacity = 1 << 7;              // launch entry points: a few dozen exist
+constexpr size_t kDriverLogs = 16;                   // newest driver log messages kept
+constexpr uint64_t kDriverLogWindowMs = 10000;       // attached to an error this soon after, same thread
+constexpr uint64_t kMaxBlockedErrorRecords = 64;     // later ones are counted in the summary
 const void* const kLegacyStream = reinterpret_cast<const void*>(0x1);     // cudaStreamLegacy
 const void* const kPerThreadStream = reinterpret_cast<const void*>(0x2);  // cudaStreamPerThread
 
@@ -708,10 +711,33 @@ bool Engine::take_first_error() {
   return false;
 }
 
+bool Engine::wait_for_first_error_record(int max_ms) const {
+  if (first_error_writer_.load(std::memory_order_acquire) == static_cast<long>(syscall(SYS_gettid)))
+    return !first_error_writing_.load(std::memory_order_acquire);
+  // Taken but its writer not yet registered: a few instructions away from writing.
+  auto busy = [&] {
+    return first_error_writing_.load(std::memory_order_acquire) ||
+           (first_error_taken_.load(std::memory_order_acquire) &&
+            first_error_writer_.load(std::memory_order_acquire) == 0);
+  };
+  for (int waited = 0; busy(); ++waited) {
+    if (waited >= max_ms) return false;
+    timespec millisecond{0, 1000000};
+    nanosleep(&millisecond, nullptr);
+  }
+  return true;
+}
+
 void Engine::first_error(const char* api, ErrorCode result, const Launch* culprit, bool culprit_exact,
                          const char* how, std::vector<ReportedLaunch> suspects_found, FoundBy found_by,
                          const BreadcrumbView* breadcrumbs) {
   if (!take_first_error()) return;
+  first_error_writer_.store(static_cast<long>(syscall(SYS_gettid)), std::memory_order_release);
+  first_error_writing_.store(true, std::memory_order_release);
+  struct Written {
+    std::atomic<bool>& writing;
+    ~Written() { writing.store(false, std::memory_order_release); }
+  } written{first_error_writing_};
   ErrorText text = describe_error_(result);
   std::vector<std::string> driver_logs = recent_driver_logs();
   std::lock_guard<std::mutex> guard(report_mutex_);
@@ -816,7 +842,8 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
     logger_->error("  culprit among the first unfinished launch of each stream (breadcrumbs), oldest first:");
     for (size_t i = 0; i < suspects_found.size(); ++i) {
       logger_->error("    {}", describe(suspects_found[i].record));
-      log_site(suspects_found[i].record, suspects_found[i].capture.get(), suspect_sites[i], "      ", true, true);
+      log_site(suspects_found[i].record, suspects_found[i].capture.get(), suspect_sites[i], "      ", true,
+               true);
     }
     if (breadcrumbs) {
       for (const auto& [stream, after] : breadcrumbs->lost)
@@ -963,30 +990,34 @@ void Engine::log_graph_capture(const LaunchRecord& record, const char* indent, b
                             : "the graph captured at " +
                                   where(site_of(capture->begun_by, capture->begun_at.get(), nullptr, false),
                                         capture->python_site);
-  auto where_launch = [&](const CapturedLaunch& launch) { return where(site_of(launch), launch.python_site); };
+  auto where_launch = [&](const CapturedLaunch& launch) {
+    return where(site_of(launch), launch.python_site);
+  };
   std::string noun = built ? (all == 1 ? "kernel node" : "kernel nodes")
                            : (all == 1 ? "captured launch" : "captured launches");
   if (exact) {
     const CapturedLaunch& failed = capture->launches[nodes.unfinished.front()];
     logger_->log(level, "{}replay {} of {}, node {} of {}: {}, {} at {}", indent, record.graph_replay, graph,
                  nodes.unfinished.front() + 1, all, what(failed), verb, where_launch(failed));
-    logger_->log(level,
-                 "{}(found by the breadcrumbs in the graph: the first node that did not complete); its {} {}, "
-                 "in {}:",
-                 indent, all, noun, built ? "the order added" : "capture order");
+    logger_->log(
+        level,
+        "{}(found by the breadcrumbs in the graph: the first node that did not complete); its {} {}, "
+        "in {}:",
+        indent, all, noun, built ? "the order added" : "capture order");
   } else {
     logger_->log(level, "{}replay {} of {}", indent, record.graph_replay, graph);
-    std::string among = !error            ? ""
-                        : !failed         ? " (if this replay failed, the node that failed is among them)"
-                        : !nodes.known    ? " (the node that failed is among them)"
+    std::string among = !error         ? ""
+                        : !failed      ? " (if this replay failed, the node that failed is among them)"
+                        : !nodes.known ? " (the node that failed is among them)"
                         : nodes.unfinished.empty()
                             ? " (the breadcrumbs say every one completed in this replay: the error is not "
                               "one of these kernels')"
-                            : fmt::format(" (the node that failed is one of the {} marked: parallel branches, "
-                                          "each stopped there, breadcrumbs)",
-                                          nodes.unfinished.size());
-    logger_->log(level, "{}its {} {}, in {}{}:", indent, all, noun, built ? "the order added" : "capture order",
-                 among);
+                            : fmt::format(
+                                  " (the node that failed is one of the {} marked: parallel branches, "
+                                  "each stopped there, breadcrumbs)",
+                                  nodes.unfinished.size());
+    logger_->log(level, "{}its {} {}, in {}{}:", indent, all, noun,
+                 built ? "the order added" : "capture order", among);
   }
   size_t shown = std::min(count, kCapturedLaunchesLogged);
   // A failed or candidate node beyond those shown is shown too.
@@ -995,7 +1026,9 @@ void Engine::log_graph_capture(const LaunchRecord& record, const char* indent, b
     if (i >= shown && !marked) continue;
     const CapturedLaunch& launch = capture->launches[i];
     logger_->log(level, "{}  {}. {}, {} at {}{}", indent, i + 1, what(launch), verb, where_launch(launch),
-                 !marked ? "" : exact ? "  <- failed" : "  <- candidate");
+                 !marked ? ""
+                 : exact ? "  <- failed"
+                         : "  <- candidate");
   }
   if (all > shown)
     logger_->log(level, "{}  ... and {} more (the report lists up to {})", indent, all - shown,
@@ -1364,7 +1397,8 @@ void Engine::keep_captured_launch(Launch& launch, uint64_t capture_id) {
       capture.branches.push_back(GraphBranch{record.stream, slot});
       branch = capture.branches.end() - 1;
     }
-    if (branch != capture.branches.end()) kept.branch = static_cast<uint16_t>(branch - capture.branches.begin());
+    if (branch != capture.branches.end())
+      kept.branch = static_cast<uint16_t>(branch - capture.branches.begin());
   }
   if (!keep_within_bound(capture, kept) || kept.branch == CapturedLaunch::kNoBranch) return;
   launch.graph_slot = capture.branches[kept.branch].slot;
@@ -1383,14 +1417,16 @@ bool Engine::keep_within_bound(CaptureRecord& record, const CapturedLaunch& laun
 }
 
 const std::vector<GraphBranch>* Engine::graph_branches(const LaunchRecord& record) const {
-  const CaptureRecord* capture = record.graph ? record.graph->capture.load(std::memory_order_acquire) : nullptr;
+  const CaptureRecord* capture =
+      record.graph ? record.graph->capture.load(std::memory_order_acquire) : nullptr;
   return capture && !capture->branches.empty() ? &capture->branches : nullptr;
 }
 
 Engine::NodeView Engine::graph_nodes(const LaunchRecord& record) const {
   NodeView view;
   const volatile uint64_t* slots = breadcrumb_slots_.load(std::memory_order_acquire);
-  const CaptureRecord* capture = record.graph ? record.graph->capture.load(std::memory_order_acquire) : nullptr;
+  const CaptureRecord* capture =
+      record.graph ? record.graph->capture.load(std::memory_order_acquire) : nullptr;
   // The slots hold the progress of the replay that ran last: the caller asks only of a replay that failed
   // (later replays of a graph are queued behind it and never run). A dropped record has no breadcrumb.
   if (!slots || !capture || capture->branches.empty() || capture->launches_dropped > 0) return view;

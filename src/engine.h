@@ -207,6 +207,12 @@ class Engine {
   uint64_t blocked_launches() const { return blocked_.load(); }
   uint64_t later_errors() const { return later_errors_.load(); }
   bool has_first_error() const { return first_error_taken_.load(); }
+  // Waits, up to `max_ms`, while another thread is still writing the first error's record (naming its
+  // suspects can take a while: their symbols are read then). For the fatal-signal path: a PyTorch NCCL
+  // watchdog that sees the same error aborts the process while the thread that saw it first still writes, and
+  // the record must come out first. Async-signal-safe; returns at once when the caller is that thread, or
+  // when no record is being written. Returns whether none is (any more).
+  bool wait_for_first_error_record(int max_ms) const;
   // With breadcrumbs: each stream's first launch that has not completed (the breadcrumbs say how far each
   // stream got), oldest first, up to `max`; the count written. Async-signal-safe, for the fatal-signal
   // record: no allocation, and a stream whose ring another thread holds at that moment is left out rather
@@ -363,6 +369,8 @@ class Engine {
   std::atomic<uint64_t> blocked_{0};
   std::atomic<uint64_t> capture_skips_{0};
   std::atomic<bool> first_error_taken_{false};
+  std::atomic<bool> first_error_writing_{false};  // taken, its record not yet written and flushed
+  std::atomic<long> first_error_writer_{0};       // the writing thread's kernel id
   std::atomic<uint64_t> later_errors_{0};
   std::atomic<bool> finished_{false};
 

@@ -53,7 +53,8 @@ std::string describe_launch(const JsonValue& launch) {
   std::string what = launch.text("kernel");
   if (what.empty()) what = launch.text("api", "a launch");
   bool graph = launch.get("graph") && launch.get("graph")->type == JsonValue::Type::Object;
-  std::string line = fmt::format("{} {}, launch #{}", graph ? "graph launch" : "kernel", what, number(launch, "seq"));
+  std::string line =
+      fmt::format("{} {}, launch #{}", graph ? "graph launch" : "kernel", what, number(launch, "seq"));
   if (launch.num("kernel_launch") > 0)
     line += fmt::format(" (its launch {})", number(launch, "kernel_launch"));
   std::string stream = launch.text("stream");
@@ -168,12 +169,14 @@ std::vector<std::string> describe_culprit(const JsonValue& first_error) {
       std::string text;
       if (const JsonValue* frame = object(site.get("callsite"))) text = describe_frame(*frame);
       if (const JsonValue* line = object(site.get("python_callsite")))
-        text += fmt::format("{}python {}:{}", text.empty() ? "" : ", ", line->text("file"), number(*line, "line"));
+        text += fmt::format("{}python {}:{}", text.empty() ? "" : ", ", line->text("file"),
+                            number(*line, "line"));
       return text.empty() ? std::string("an unknown place") : text;
     };
     const JsonValue* begun = object(capture->get("begun_at"));
-    lines.push_back(fmt::format("graph: replay {} of the graph {} at {}", number(*launch->get("graph"), "replay"),
-                                capture->text("how", "captured"), begun ? where(*begun) : "an unknown place"));
+    lines.push_back(fmt::format("graph: replay {} of the graph {} at {}",
+                                number(*launch->get("graph"), "replay"), capture->text("how", "captured"),
+                                begun ? where(*begun) : "an unknown place"));
     const JsonValue* node = object(capture->get("failed_node"));
     const JsonValue* positions = node ? node->get("positions") : nullptr;
     const JsonValue* captured = capture->get("captured");
@@ -185,7 +188,8 @@ std::vector<std::string> describe_culprit(const JsonValue& first_error) {
         const JsonValue& launched = captured->array[index];
         lines.push_back(fmt::format("{} {} of {}: kernel {}, captured at {}",
                                     failed_node_is_exact(*capture) ? "node" : "candidate node", index + 1,
-                                    number(*capture, "launches"), launched.text("kernel", "?"), where(launched)));
+                                    number(*capture, "launches"), launched.text("kernel", "?"),
+                                    where(launched)));
       }
     }
   }

@@ -96,7 +96,7 @@ struct CaptureRecord {
   uintptr_t begun_by = 0;             // return address into the code that began it
   uint32_t python_site = 0, python_innermost = 0;
   std::vector<CapturedLaunch> launches;
-  uint64_t launches_dropped = 0;  // past the process's bound on captured launches kept
+  uint64_t launches_dropped = 0;      // past the process's bound on captured launches kept
   std::vector<GraphBranch> branches;  // with graph breadcrumbs
   uint64_t breadcrumb_nodes = 0;      // nodes the shim added to the graph (one per captured launch)
   bool linked = false;  // an executable graph points at it: never changed again (a later node copies it)

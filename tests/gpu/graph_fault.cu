@@ -1,8 +1,8 @@
-// GPU case for faults inside CUDA graphs (issue 9): a graph of three kernels captured from one stream, replayed
-// ten times; before replay 8 the host poisons the index that the second node (`lookup`) reads, so that replay
-// faults in node 2 of 3. tests/gpu/graph_case.sh checks that the report names replay 8, node 2, kernel lookup
-// and the lines marked GRAPH_CAPTURE_BEGIN and GRAPH_LOOKUP. Prints `FAULT replay=8` before the replays, and
-// the error the final synchronize returns; exits 1 when that is an error.
+// GPU case for faults inside CUDA graphs (issue 9): a graph of three kernels captured from one stream,
+// replayed ten times; before replay 8 the host poisons the index that the second node (`lookup`) reads, so
+// that replay faults in node 2 of 3. tests/gpu/graph_case.sh checks that the report names replay 8, node 2,
+// kernel lookup and the lines marked GRAPH_CAPTURE_BEGIN and GRAPH_LOOKUP. Prints `FAULT replay=8` before the
+// replays, and the error the final synchronize returns; exits 1 when that is an error.
 //
 //   graph_fault            the case
 //   graph_fault bench N    no fault: times N replays of a graph of 20 such kernels (median of 7 rounds),
@@ -59,8 +59,9 @@ int bench(cudaStream_t stream, float* data, float* out, const long long* index, 
     auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < replays; ++i) cudaGraphLaunch(exec, stream);
     cudaStreamSynchronize(stream);
-    rounds.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
-                     replays);
+    rounds.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
+        replays);
   }
   std::sort(rounds.begin(), rounds.end());
   std::printf("BENCH graph_replay_us %.3f\n", rounds[rounds.size() / 2]);

@@ -78,10 +78,11 @@ TEST(Breadcrumbs, AnEventQueryThatSeesTheFaultIsTheFirstError) {
   EXPECT_EQ(r.status, alone.status);
   EXPECT_EQ(r.out, alone.out);
   EXPECT_TRUE(contains(r.out, "cudaEventQuery returned 700\n")) << r.out;
-  EXPECT_TRUE(contains(r.err,
-                       "[cuda-blockrun] first error: cudaErrorIllegalAddress (an illegal memory access was "
-                       "encountered), returned by cudaEventQuery\n"
-                       "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long), launch #2, "))
+  EXPECT_TRUE(
+      contains(r.err,
+               "[cuda-blockrun] first error: cudaErrorIllegalAddress (an illegal memory access was "
+               "encountered), returned by cudaEventQuery\n"
+               "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long), launch #2, "))
       << r.err;
 }
 
@@ -127,8 +128,8 @@ TEST(Breadcrumbs, NeverInvalidateACaptureAndWriteIntoItOnlyAsGraphBreadcrumbs) {
   ProcessResult alone = plain("capture", {});
   for (const char* graph : {"1", "0"}) {
     for (const char* block : {"none", "all"}) {
-      ProcessResult r = run({"--breadcrumbs", std::string("--graph-breadcrumbs=") + graph, "--block", block}, {kApp, "capture"},
-                            {{"CUDA_SIM_STATS", stats}});
+      ProcessResult r = run({"--breadcrumbs", std::string("--graph-breadcrumbs=") + graph, "--block", block},
+                            {kApp, "capture"}, {{"CUDA_SIM_STATS", stats}});
       EXPECT_EQ(r.status, alone.status) << block;
       EXPECT_EQ(r.out, alone.out) << block;
       std::string counts = read_file(stats);
@@ -175,28 +176,27 @@ TEST(Breadcrumbs, AFaultingReplayIsToldWithWhereItsGraphWasCaptured) {
   std::string report = ::testing::TempDir() + "graph_capture.jsonl";
   std::remove(report.c_str());
   // Stencil's second run is in the second replay (captured launches do not run).
-  ProcessResult r =
-      run({"--breadcrumbs", "--graph-breadcrumbs", "--report", report}, {kApp, "capture", "3"},
-          {{"CUDA_SIM_FAULT", "stencil:2"}});
+  ProcessResult r = run({"--breadcrumbs", "--graph-breadcrumbs", "--report", report}, {kApp, "capture", "3"},
+                        {{"CUDA_SIM_FAULT", "stencil:2"}});
   EXPECT_TRUE(contains(r.out, "cudaStreamSynchronize returned 700\n")) << r.out;
   // The program's 3 nodes (the graph has 3 more: the breadcrumbs).
   EXPECT_TRUE(contains(r.err, " (3 nodes), launch #5, stream 0x")) << r.err;
-  EXPECT_TRUE(
-      contains(r.err, "\n[cuda-blockrun]   replay 2 of the graph captured at " + begin +
-                          ", node 2 of 3: kernel stencil(float*, float const*, int, long long), captured at " +
-                          launch +
-                          "\n"
-                          "[cuda-blockrun]   (found by the breadcrumbs in the graph: the first node that did not "
-                          "complete); its 3 captured launches, in capture order:\n"
-                          "[cuda-blockrun]     1. kernel fill(float*, int, float), captured at " +
-                          launch +
-                          "\n"
-                          "[cuda-blockrun]     2. kernel stencil(float*, float const*, int, long long), "
-                          "captured at " +
-                          launch +
-                          "  <- failed\n"
-                          "[cuda-blockrun]     3. kernel scale(float*, int, float), captured at " +
-                          launch + "\n"))
+  EXPECT_TRUE(contains(
+      r.err, "\n[cuda-blockrun]   replay 2 of the graph captured at " + begin +
+                 ", node 2 of 3: kernel stencil(float*, float const*, int, long long), captured at " +
+                 launch +
+                 "\n"
+                 "[cuda-blockrun]   (found by the breadcrumbs in the graph: the first node that did not "
+                 "complete); its 3 captured launches, in capture order:\n"
+                 "[cuda-blockrun]     1. kernel fill(float*, int, float), captured at " +
+                 launch +
+                 "\n"
+                 "[cuda-blockrun]     2. kernel stencil(float*, float const*, int, long long), "
+                 "captured at " +
+                 launch +
+                 "  <- failed\n"
+                 "[cuda-blockrun]     3. kernel scale(float*, int, float), captured at " +
+                 launch + "\n"))
       << r.err;
   std::string text = read_file(report);
   EXPECT_TRUE(contains(text, "\"replay\":2,\"capture\":{\"how\":\"captured\",\"id\":")) << text;
@@ -207,13 +207,13 @@ TEST(Breadcrumbs, AFaultingReplayIsToldWithWhereItsGraphWasCaptured) {
       << text;
   EXPECT_TRUE(contains(text, "\"line\":" + std::to_string(marker_line(source, "CAPTURE_LAUNCH")) + "}"))
       << text;
-  EXPECT_TRUE(contains(text, "\"failed_node\":{\"method\":\"breadcrumbs\",\"certainty\":\"exact\","
-                             "\"positions\":[2]}"))
+  EXPECT_TRUE(contains(text,
+                       "\"failed_node\":{\"method\":\"breadcrumbs\",\"certainty\":\"exact\","
+                       "\"positions\":[2]}"))
       << text;
 
   // Without graph breadcrumbs the graph is left as the program made it, and the node is among those listed.
-  ProcessResult off = run({"--breadcrumbs"}, {kApp, "capture", "3"},
-                          {{"CUDA_SIM_FAULT", "stencil:2"}});
+  ProcessResult off = run({"--breadcrumbs"}, {kApp, "capture", "3"}, {{"CUDA_SIM_FAULT", "stencil:2"}});
   EXPECT_TRUE(contains(off.err, "\n[cuda-blockrun]   replay 2 of the graph captured at " + begin +
                                     "\n[cuda-blockrun]   its 3 captured launches, in capture order (the node "
                                     "that failed is among them):\n"))
@@ -227,7 +227,8 @@ TEST(Breadcrumbs, GraphDebugModeNamesTheFailedNodeOfABlockedReplay) {
   std::string stats = ::testing::TempDir() + "graph_debug_stats";
   ProcessResult r = run({"--graph-breadcrumbs", "--block", "cuGraphLaunch"}, {kApp, "capture", "3"},
                         {{"CUDA_SIM_FAULT", "scale:3"}, {"CUDA_SIM_STATS", stats}});
-  EXPECT_TRUE(contains(r.err, "blocking synchronize after the launch)\n[cuda-blockrun]   in graph 0x")) << r.err;
+  EXPECT_TRUE(contains(r.err, "blocking synchronize after the launch)\n[cuda-blockrun]   in graph 0x"))
+      << r.err;
   EXPECT_TRUE(contains(r.err, "replay 3 of the graph captured at ")) << r.err;
   EXPECT_TRUE(contains(r.err, ", node 3 of 3: kernel scale(float*, int, float), captured at ")) << r.err;
   std::string counts = read_file(stats);
@@ -237,10 +238,11 @@ TEST(Breadcrumbs, GraphDebugModeNamesTheFailedNodeOfABlockedReplay) {
   // Launches before the replay that were not blocked would be suspects of its error; but a replay whose
   // breadcrumbs show it began ran after them (its reset is queued behind them), so the culprit is exact.
   Env fault = {{"CUDA_SIM_FAULT", "stencil:1"}};
-  ProcessResult earlier = run({"--graph-breadcrumbs", "--block", "cuGraphLaunch"},
-                              {kApp, "blocked-then-capture"}, fault);
-  EXPECT_TRUE(contains(earlier.err, ", node 1 of 2: kernel stencil(float*, float const*, int, long long), "
-                                    "captured at "))
+  ProcessResult earlier =
+      run({"--graph-breadcrumbs", "--block", "cuGraphLaunch"}, {kApp, "blocked-then-capture"}, fault);
+  EXPECT_TRUE(contains(earlier.err,
+                       ", node 1 of 2: kernel stencil(float*, float const*, int, long long), "
+                       "captured at "))
       << earlier.err;
   EXPECT_FALSE(contains(earlier.err, "not exact")) << earlier.err;
   ProcessResult without = run({"--block", "cuGraphLaunch"}, {kApp, "blocked-then-capture"}, fault);
@@ -272,10 +274,10 @@ TEST(Breadcrumbs, AGraphBuiltNodeByNodeIsToldWithWhereEachNodeWasAdded) {
 }
 
 // A graph captured on two streams (a fork through an event, and a join back): each stream is a branch with a
-// breadcrumb slot of its own. The sim replays the nodes in capture order (fill, stencil, scale, fill), so when
-// stencil (branch B) faults, branch A has finished fill and nothing more: the first unfinished node of each
-// branch, stencil and scale, are the candidates. A fault in the last fill (after both branches joined) is
-// exact. The program sees nothing of it.
+// breadcrumb slot of its own. The sim replays the nodes in capture order (fill, stencil, scale, fill), so
+// when stencil (branch B) faults, branch A has finished fill and nothing more: the first unfinished node of
+// each branch, stencil and scale, are the candidates. A fault in the last fill (after both branches joined)
+// is exact. The program sees nothing of it.
 TEST(Breadcrumbs, AFaultInAParallelBranchGivesTheFirstUnfinishedNodeOfEachBranch) {
   const std::string source = CUDA_BLOCKRUN_SOURCE_DIR "/tests/programs/cuda_app.cpp";
   auto at = [&](const char* marker) { return source + ":" + std::to_string(marker_line(source, marker)); };
@@ -290,28 +292,37 @@ TEST(Breadcrumbs, AFaultInAParallelBranchGivesTheFirstUnfinishedNodeOfEachBranch
   ProcessResult alone = run_alone({kApp, "capture_branches"}, fault);
   EXPECT_TRUE(contains(alone.out, "graph captured\ncudaStreamSynchronize returned 700\ndone\n")) << alone.out;
   std::remove(report.c_str());
-  ProcessResult r = run({"--breadcrumbs", "--graph-breadcrumbs", "--report", report}, {kApp, "capture_branches"}, fault);
+  ProcessResult r =
+      run({"--breadcrumbs", "--graph-breadcrumbs", "--report", report}, {kApp, "capture_branches"}, fault);
   EXPECT_EQ(r.status, alone.status);
   EXPECT_EQ(r.out, alone.out);
   std::string counts = read_file(stats);
   EXPECT_TRUE(contains(counts, "captures_invalidated=0\n")) << counts;
   EXPECT_TRUE(contains(counts, "synchronizes_during_capture=0\n")) << counts;
   EXPECT_TRUE(contains(r.err, " (4 nodes), launch #5, stream 0x")) << r.err;
-  EXPECT_TRUE(contains(r.err,
-                       "\n[cuda-blockrun]   replay 1 of the graph captured at " + at("BRANCHES_BEGIN") +
-                           "\n[cuda-blockrun]   its 4 captured launches, in capture order (the node that failed "
-                           "is one of the 2 marked: parallel branches, each stopped there, breadcrumbs):\n"
-                           "[cuda-blockrun]     1. " + fill + at("BRANCHES_FIRST_FILL") + "\n"
-                           "[cuda-blockrun]     2. " + stencil + at("BRANCHES_STENCIL") + "  <- candidate\n"
-                           "[cuda-blockrun]     3. " + scale + at("BRANCHES_SCALE") + "  <- candidate\n"
-                           "[cuda-blockrun]     4. " + fill + at("BRANCHES_LAST_FILL") + "\n"))
+  EXPECT_TRUE(contains(
+      r.err, "\n[cuda-blockrun]   replay 1 of the graph captured at " + at("BRANCHES_BEGIN") +
+                 "\n[cuda-blockrun]   its 4 captured launches, in capture order (the node that failed "
+                 "is one of the 2 marked: parallel branches, each stopped there, breadcrumbs):\n"
+                 "[cuda-blockrun]     1. " +
+                 fill + at("BRANCHES_FIRST_FILL") +
+                 "\n"
+                 "[cuda-blockrun]     2. " +
+                 stencil + at("BRANCHES_STENCIL") +
+                 "  <- candidate\n"
+                 "[cuda-blockrun]     3. " +
+                 scale + at("BRANCHES_SCALE") +
+                 "  <- candidate\n"
+                 "[cuda-blockrun]     4. " +
+                 fill + at("BRANCHES_LAST_FILL") + "\n"))
       << r.err;
   EXPECT_FALSE(contains(r.err, "<- failed")) << r.err;
   std::string text = read_file(report);
   EXPECT_TRUE(contains(text, "\"replay\":1,\"capture\":{\"how\":\"captured\",\"id\":")) << text;
   EXPECT_TRUE(contains(text, "\"launches\":4,\"captured\":[")) << text;
-  EXPECT_TRUE(contains(text, "\"failed_node\":{\"method\":\"breadcrumbs\",\"certainty\":\"candidates\","
-                             "\"positions\":[2,3]}"))
+  EXPECT_TRUE(contains(text,
+                       "\"failed_node\":{\"method\":\"breadcrumbs\",\"certainty\":\"candidates\","
+                       "\"positions\":[2,3]}"))
       << text;
 
   // Fill runs twice per replay: its second run is the graph's last node in the first replay. Both branches
@@ -323,16 +334,18 @@ TEST(Breadcrumbs, AFaultInAParallelBranchGivesTheFirstUnfinishedNodeOfEachBranch
   EXPECT_EQ(r.status, alone.status);
   EXPECT_EQ(r.out, alone.out);
   EXPECT_TRUE(contains(read_file(stats), "captures_invalidated=0\n"));
-  EXPECT_TRUE(contains(r.err, "\n[cuda-blockrun]   replay 1 of the graph captured at " + at("BRANCHES_BEGIN") +
-                                  ", node 4 of 4: " + fill + at("BRANCHES_LAST_FILL") +
-                                  "\n[cuda-blockrun]   (found by the breadcrumbs in the graph: the first node "
-                                  "that did not complete); its 4 captured launches, in capture order:\n"))
+  EXPECT_TRUE(
+      contains(r.err, "\n[cuda-blockrun]   replay 1 of the graph captured at " + at("BRANCHES_BEGIN") +
+                          ", node 4 of 4: " + fill + at("BRANCHES_LAST_FILL") +
+                          "\n[cuda-blockrun]   (found by the breadcrumbs in the graph: the first node "
+                          "that did not complete); its 4 captured launches, in capture order:\n"))
       << r.err;
   EXPECT_TRUE(contains(r.err, "[cuda-blockrun]     4. " + fill + at("BRANCHES_LAST_FILL") + "  <- failed\n"))
       << r.err;
   EXPECT_FALSE(contains(r.err, "<- candidate")) << r.err;
-  EXPECT_TRUE(contains(read_file(report),
-                       "\"failed_node\":{\"method\":\"breadcrumbs\",\"certainty\":\"exact\",\"positions\":[4]}"))
+  EXPECT_TRUE(
+      contains(read_file(report),
+               "\"failed_node\":{\"method\":\"breadcrumbs\",\"certainty\":\"exact\",\"positions\":[4]}"))
       << read_file(report);
 }
 

@@ -155,14 +155,14 @@ TEST(Distributed, ARankStuckInACollectiveIsToldApartFromTheRankThatFaulted) {
   std::string term_pattern = term_directory + "/r.%r.jsonl";
   Env stuck_env = clean({{"RANK", "1"}, {"CUDA_SIM_FAULT", "ncclDevKernel_AllReduce_Sum_f32_RING_LL:1"}});
   ProcessResult alone = run_process({kApp, "stuck-collective-term"}, stuck_env);
-  ProcessResult terminated =
-      run_process({kWrapper, "--breadcrumbs", "--report", term_pattern, "--", kApp, "stuck-collective-term"},
-                  stuck_env);
+  ProcessResult terminated = run_process(
+      {kWrapper, "--breadcrumbs", "--report", term_pattern, "--", kApp, "stuck-collective-term"}, stuck_env);
   EXPECT_EQ(alone.status, 128 + SIGTERM);
   EXPECT_EQ(terminated.status, alone.status) << terminated.err;
   EXPECT_EQ(terminated.out, alone.out);
-  EXPECT_TRUE(contains(terminated.err, "[cuda-blockrun] fatal signal SIGTERM (sent to the process) after 4 "
-                                       "launches, 0 blocked; no CUDA error had been seen\n"))
+  EXPECT_TRUE(contains(terminated.err,
+                       "[cuda-blockrun] fatal signal SIGTERM (sent to the process) after 4 "
+                       "launches, 0 blocked; no CUDA error had been seen\n"))
       << terminated.err;
   std::string term_record = read_file(term_directory + "/r.1.jsonl");
   EXPECT_TRUE(contains(term_record, "\"signal\":\"SIGTERM\"")) << term_record;

@@ -109,9 +109,10 @@ TEST(Localize, AGraphReplaysFailedNodeIsFoundInASecondRunWithBreadcrumbsInsideTh
   ProcessResult alone = plain("capture", fault);
   ProcessResult r = localize({kApp, "capture", "3"}, fault);
   EXPECT_EQ(r.status, run_alone({kApp, "capture", "3"}, fault).status);
-  EXPECT_TRUE(contains(r.err,
-                       "surfaced at cudaStreamSynchronize, in a graph replay found by breadcrumbs, its node not "
-                       "known; run 2: --block 'cuGraphLaunch' --graph-breadcrumbs (breadcrumbs inside graphs)\n"))
+  EXPECT_TRUE(
+      contains(r.err,
+               "surfaced at cudaStreamSynchronize, in a graph replay found by breadcrumbs, its node not "
+               "known; run 2: --block 'cuGraphLaunch' --graph-breadcrumbs (breadcrumbs inside graphs)\n"))
       << r.err;
   const std::string source = CUDA_BLOCKRUN_SOURCE_DIR "/tests/programs/cuda_app.cpp";
   std::string begin = source + ":" + std::to_string(marker_line(source, "CAPTURE_BEGIN"));
@@ -119,13 +120,15 @@ TEST(Localize, AGraphReplaysFailedNodeIsFoundInASecondRunWithBreadcrumbsInsideTh
   EXPECT_TRUE(
       contains(r.err, "[cuda-blockrun] localize: culprit: graph launch cuGraphLaunch, launch #5, stream 0x"))
       << r.err;
-  EXPECT_TRUE(contains(r.err, "[cuda-blockrun]   graph: replay 2 of the graph captured at " + begin +
-                                  " in (anonymous namespace)::capture\n"
-                                  "[cuda-blockrun]   node 2 of 3: kernel stencil(float*, float const*, int, long "
-                                  "long), captured at " +
-                                  launch + " in (anonymous namespace)::capture\n"))
+  EXPECT_TRUE(
+      contains(r.err, "[cuda-blockrun]   graph: replay 2 of the graph captured at " + begin +
+                          " in (anonymous namespace)::capture\n"
+                          "[cuda-blockrun]   node 2 of 3: kernel stencil(float*, float const*, int, long "
+                          "long), captured at " +
+                          launch + " in (anonymous namespace)::capture\n"))
       << r.err;
-  EXPECT_TRUE(contains(r.err, "found in run 1 by breadcrumbs; run 2, which blocked 'cuGraphLaunch', confirmed it"))
+  EXPECT_TRUE(
+      contains(r.err, "found in run 1 by breadcrumbs; run 2, which blocked 'cuGraphLaunch', confirmed it"))
       << r.err;
 }
 

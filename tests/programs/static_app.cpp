@@ -5,7 +5,8 @@
 // Built with g++ against the real CUDA headers; runs on the simulated stack
 // (LD_LIBRARY_PATH=${CUDA_BLOCKRUN_SIM_LIBDIR}).
 //
-//   static_app [ptsz|sync]  ptsz: launch as a --default-stream per-thread build does (__cudaLaunchKernel_ptsz,
+//   static_app [ptsz|sync]  ptsz: launch as a --default-stream per-thread build does
+//   (__cudaLaunchKernel_ptsz,
 //                           cudaMemcpy_ptds); sync: cudaDeviceSynchronize before the copy (CUDA 13's static
 //                           runtime reaches the driver's cuCtxSynchronize_v2 for it)
 //

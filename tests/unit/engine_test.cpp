@@ -8,6 +8,8 @@
 #include <spdlog/spdlog.h>
 
 #include <sstream>
+#include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "engine.h"
@@ -414,6 +416,29 @@ TEST_F(BreadcrumbTest, EachStreamGetsItsOwnSlotWhileSlotsLast) {
   auto without = make("none");
   Launch d = launch(*without, kernel(*without, 0x10, "_Z4fillPfif"), kStreamA);
   EXPECT_EQ(without->breadcrumb_slot(d), -1);
+}
+
+// The fatal-signal path waits for a first error's record that another thread is still writing (the NCCL
+// watchdog aborts while the thread that saw the error first names its suspects), and only for that long.
+TEST_F(EngineTest, AFirstErrorRecordBeingWrittenIsWaitedFor) {
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log_);
+  auto logger = std::make_shared<spdlog::logger>("test", sink);
+  logger->set_pattern("%v");
+  std::atomic<bool> describing{false};
+  Engine engine(Config{}, logger, [&](ErrorCode) {
+    describing = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // slow, as symbolizing libtorch can be
+    return ErrorText{"cudaErrorAssert", "device-side assert triggered"};
+  });
+  EXPECT_TRUE(engine.wait_for_first_error_record(0));  // nothing being written
+  std::thread first([&] {
+    engine.observe_error("cudaStreamSynchronize", ErrorCode{Family::Runtime, 710}, nullptr, false);
+  });
+  while (!describing) std::this_thread::yield();
+  EXPECT_FALSE(engine.wait_for_first_error_record(10));  // still writing: gives up after 10 ms
+  EXPECT_TRUE(engine.wait_for_first_error_record(5000));
+  EXPECT_NE(log().find("first error: cudaErrorAssert"), std::string::npos) << log();
+  first.join();
 }
 
 }  // namespace

@@ -447,7 +447,8 @@ int localize_culprit(char** program_argv, bool breadcrumbs) {
       (exact ? graphs ? ", in a graph replay found by breadcrumbs, its node not known"
                       : ", its launch found by breadcrumbs but not where it was launched"
              : ", not pinned to a launch") +
-      "; run 2: --block '" + policy + "'" + (graphs ? " --graph-breadcrumbs (breadcrumbs inside graphs)" : ""));
+      "; run 2: --block '" + policy + "'" +
+      (graphs ? " --graph-breadcrumbs (breadcrumbs inside graphs)" : ""));
   int second_status = run_once(program_argv, policy, directory + "/run2.%p.jsonl", graphs);
   blockrun::RunFinding second = blockrun::find_first_error(read_reports(directory, "run2."));
   switch (blockrun::compare_runs(first.first_error, second)) {

@@ -258,8 +258,8 @@ bool capturing(const Stream* s) {
   return s->cap.status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-// Invalidates the capture s takes part in: for every stream in it (the origin and the streams that joined it),
-// counted once.
+// Invalidates the capture s takes part in: for every stream in it (the origin and the streams that joined
+// it), counted once.
 void invalidate(Stream* s) {
   if (s->cap.status != CU_STREAM_CAPTURE_STATUS_ACTIVE) return;
   const uint64_t id = s->cap.id;
@@ -1004,14 +1004,15 @@ CUresult event_record(CUevent he, CUstream hs, bool ptsz) {
 //   branches (dependencies are not modelled). Only the origin stream ends the capture, for all its streams.
 // * A stream already in that capture waits on it (a join, e.g. back into the origin): nothing to do.
 // * Errors: a capture that was invalidated 901; one that has ended CUDA_ERROR_INVALID_VALUE (as
-//   cuEventElapsedTime); the legacy stream cannot join (900); a capturing stream waiting on an event of another
-//   running capture 902 (merge), or on one recorded outside any capture without CU_EVENT_WAIT_EXTERNAL 905
-//   (isolation): both invalidate the waiting stream's capture. CU_EVENT_WAIT_EXTERNAL in a capture is accepted
-//   as an (unreplayed) external wait node; outside a capture it is CUDA_ERROR_INVALID_VALUE.
+//   cuEventElapsedTime); the legacy stream cannot join (900); a capturing stream waiting on an event of
+//   another running capture 902 (merge), or on one recorded outside any capture without
+//   CU_EVENT_WAIT_EXTERNAL 905 (isolation): both invalidate the waiting stream's capture.
+//   CU_EVENT_WAIT_EXTERNAL in a capture is accepted as an (unreplayed) external wait node; outside a capture
+//   it is CUDA_ERROR_INVALID_VALUE.
 // * Outside capture the sim has already run the work before the event, so the wait orders nothing; it returns
-//   the sticky error if there is one (else success), and the waiting stream inherits the event's pending fault
-//   (work before the event faulted and nothing has waited for it yet): its later work never runs, and waiting
-//   on it surfaces the fault.
+//   the sticky error if there is one (else success), and the waiting stream inherits the event's pending
+//   fault (work before the event faulted and nothing has waited for it yet): its later work never runs, and
+//   waiting on it surfaces the fault.
 CUresult stream_wait_event(CUstream hs, CUevent he, unsigned flags, bool ptsz) {
   std::lock_guard<std::mutex> lk(S().mu);
   if (CUresult r = require_init()) return r;
@@ -1022,7 +1023,7 @@ CUresult stream_wait_event(CUstream hs, CUevent he, unsigned flags, bool ptsz) {
   const bool external = (flags & CU_EVENT_WAIT_EXTERNAL) != 0;
   if (s->cap.status == CU_STREAM_CAPTURE_STATUS_INVALIDATED) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
   if (s->cap.status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
-    if (external) return CUDA_SUCCESS;                                // an external event wait node
+    if (external) return CUDA_SUCCESS;                                   // an external event wait node
     if (e->captured && e->capture_id == s->cap.id) return CUDA_SUCCESS;  // within the capture: a join
     const bool merge = e->captured && capture_origin(e->capture_id);
     invalidate(s);
@@ -1034,7 +1035,8 @@ CUresult stream_wait_event(CUstream hs, CUevent he, unsigned flags, bool ptsz) {
   if (e->captured) {
     Stream* origin = capture_origin(e->capture_id);
     if (!origin) return CUDA_ERROR_INVALID_VALUE;  // that capture has ended
-    if (origin->cap.status == CU_STREAM_CAPTURE_STATUS_INVALIDATED) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    if (origin->cap.status == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
+      return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     if (s->legacy) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // the legacy stream cannot be captured
     s->cap = origin->cap;  // the fork: same id, graph, mode, thread; ACTIVE
     s->cap.joined = true;

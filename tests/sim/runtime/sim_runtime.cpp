@@ -39,14 +39,14 @@ namespace {
   X(DriverGetVersion, "cuDriverGetVersion", cuDriverGetVersion, false)                                       \
   X(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain, false)                           \
   X(CtxSetCurrent, "cuCtxSetCurrent", cuCtxSetCurrent, false)                                                \
-  X(CtxSynchronize, "cuCtxSynchronize", cuCtxSynchronize_v2, false)                                           \
+  X(CtxSynchronize, "cuCtxSynchronize", cuCtxSynchronize_v2, false)                                          \
   X(StreamCreate, "cuStreamCreate", cuStreamCreate, false)                                                   \
   X(StreamDestroy, "cuStreamDestroy", cuStreamDestroy_v2, false)                                             \
   X(StreamSynchronize, "cuStreamSynchronize", cuStreamSynchronize, false)                                    \
   X(StreamSynchronize_ptsz, "cuStreamSynchronize", cuStreamSynchronize, true)                                \
   X(StreamQuery, "cuStreamQuery", cuStreamQuery, false)                                                      \
   X(StreamQuery_ptsz, "cuStreamQuery", cuStreamQuery, true)                                                  \
-  X(StreamWaitEvent, "cuStreamWaitEvent", cuStreamWaitEvent, false)                                         \
+  X(StreamWaitEvent, "cuStreamWaitEvent", cuStreamWaitEvent, false)                                          \
   X(StreamWaitEvent_ptsz, "cuStreamWaitEvent", cuStreamWaitEvent, true)                                      \
   X(EventCreate, "cuEventCreate", cuEventCreate, false)                                                      \
   X(EventRecord, "cuEventRecord", cuEventRecord, false)                                                      \
