@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The cost of graph breadcrumbs in a replay: tests/gpu/graph_fault.cu's `bench` mode (a captured graph of 21
 # small kernels, replayed 2000 times a round, median of 7 rounds: BENCH graph_replay_us) with no shim, the
-# shim with nothing blocked, --breadcrumbs (a breadcrumb node after each captured kernel, and the slots'
-# reset before each replay), and --breadcrumbs --graph-breadcrumbs off. Configurations alternate run by run;
+# shim with nothing blocked, --breadcrumbs (a breadcrumb after each replay), and --breadcrumbs
+# --graph-breadcrumbs (also a breadcrumb node after each captured kernel, and the slots' reset before each
+# replay). Configurations alternate run by run;
 # prints the median over runs of each and its ratio to no shim.
 #   bench/run_graph_replay.sh <build-dir> [repetitions]
 set -uo pipefail
@@ -10,13 +11,13 @@ build=$1
 repetitions=${2:-5}
 program=$build/gpu/graph_fault
 wrapper=$build/bin/cuda-blockrun
-names=("native" "shim, nothing blocked" "shim, --breadcrumbs" "shim, --breadcrumbs --graph-breadcrumbs off")
+names=("native" "shim, nothing blocked" "shim, --breadcrumbs" "shim, --breadcrumbs --graph-breadcrumbs")
 run() {
   case $1 in
     0) "$program" bench 2000 ;;
     1) "$wrapper" -- "$program" bench 2000 ;;
     2) "$wrapper" --breadcrumbs -- "$program" bench 2000 ;;
-    3) "$wrapper" --breadcrumbs --graph-breadcrumbs off -- "$program" bench 2000 ;;
+    3) "$wrapper" --breadcrumbs --graph-breadcrumbs -- "$program" bench 2000 ;;
   esac 2>&1 | sed -n 's/^BENCH graph_replay_us //p'
 }
 declare -A samples
