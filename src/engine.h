@@ -172,7 +172,7 @@ class Engine {
   // Any other call that returned an error (cudaGetLastError, an async copy, a library call's status).
   void observe_error(const char* api, ErrorCode result, const void* stream, bool per_thread_default_stream);
 
-  // Device-side breadcrumbs (issue 8; the shim's half is not written yet): after each launch the shim
+  // Device-side breadcrumbs (shim/breadcrumbs.h, docs/localize.md): after each launch the shim
   // enqueues, on the launch's stream, a write of the launch's number into that stream's slot of pinned,
   // host-mapped memory. When the first error surfaces, each slot says how far its stream got, so the
   // first launch after it on each stream is all that can have faulted: one stream with such a launch
