@@ -15,17 +15,11 @@ namespace blockrun {
 
 namespace {
 
-std::string number(const JsonValue& value, std::string_view key) {
-  return fmt::format("{:.0f}", value.num(key));
-}
-
 // The launch a first error points at: its pinned launch, else its first (oldest) suspect; or nullptr.
 const JsonValue* pointed_launch(const JsonValue& first_error) {
-  const JsonValue* launch = first_error.get("launch");
-  if (launch && launch->type == JsonValue::Type::Object) return launch;
-  const JsonValue* suspects = first_error.get("suspects");
-  if (suspects && suspects->type == JsonValue::Type::Array && !suspects->array.empty() &&
-      suspects->array.front().type == JsonValue::Type::Object)
+  if (const JsonValue* launch = first_error.object_member("launch")) return launch;
+  const JsonValue* suspects = first_error.array_member("suspects");
+  if (suspects && !suspects->array.empty() && suspects->array.front().type == JsonValue::Type::Object)
     return &suspects->array.front();
   return nullptr;
 }
@@ -79,17 +73,17 @@ int tier(ProcessOutcome::Kind kind) {
 // What the breadcrumbs said was still running when a fatal signal came: an NCCL collective first (a rank
 // stuck in it), else the oldest unfinished launch; "" without breadcrumbs or with nothing unfinished.
 std::string in_flight_text(const JsonValue& fatal_signal) {
-  const JsonValue* in_flight = fatal_signal.get("in_flight");
-  if (!in_flight || in_flight->type != JsonValue::Type::Array || in_flight->array.empty()) return "";
+  const JsonValue* in_flight = fatal_signal.array_member("in_flight");
+  if (!in_flight || in_flight->array.empty()) return "";
   for (const JsonValue& launch : in_flight->array) {
     std::string collective = launch.text("collective");
     if (!collective.empty())
       return fmt::format("; stuck in NCCL {} (launch #{} had not completed)", collective,
-                         number(launch, "seq"));
+                         launch.whole("seq"));
   }
   const JsonValue& oldest = in_flight->array.front();
   return fmt::format("; not completed: kernel {}, launch #{}", oldest.text("kernel", "?"),
-                     number(oldest, "seq"));
+                     oldest.whole("seq"));
 }
 
 // One line: what became of a process.
@@ -105,10 +99,10 @@ std::string outcome_text(const ProcessOutcome& process) {
       std::string collective = launch->text("collective");
       std::string what =
           fmt::format("kernel {}{}, launch #{}", kernel,
-                      collective.empty() ? "" : " (NCCL " + collective + ")", number(*launch, "seq"));
+                      collective.empty() ? "" : " (NCCL " + collective + ")", launch->whole("seq"));
       if (is_exact(error)) return text + ", in " + what;
-      const JsonValue* suspects = error.get("suspects");
-      size_t count = suspects && suspects->type == JsonValue::Type::Array ? suspects->array.size() : 1;
+      const JsonValue* suspects = error.array_member("suspects");
+      size_t count = suspects ? suspects->array.size() : 1;
       return text + fmt::format(", culprit among {} unfinished launch{} (oldest: {})", count,
                                 count == 1 ? "" : "es", what);
     }
@@ -123,7 +117,7 @@ std::string outcome_text(const ProcessOutcome& process) {
       return "its report ends without a summary: killed outright (SIGKILL, out of memory) or still running";
     case ProcessOutcome::Kind::Clean:
       return fmt::format("exited without a CUDA error ({} launches)",
-                         process.summary ? number(*process.summary, "launches") : "?");
+                         process.summary ? process.summary->whole("launches") : "?");
   }
   return "";
 }

@@ -1,6 +1,8 @@
 // Reading JSON (json_read.h): recursive descent over the text, no allocation beyond the DOM.
 #include "json_read.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdlib>
 
@@ -22,6 +24,20 @@ std::string JsonValue::text(std::string_view key, std::string_view fallback) con
 double JsonValue::num(std::string_view key, double fallback) const {
   const JsonValue* value = get(key);
   return value && value->type == Type::Number ? value->number : fallback;
+}
+
+const JsonValue* JsonValue::object_member(std::string_view key) const {
+  const JsonValue* value = get(key);
+  return value && value->type == Type::Object ? value : nullptr;
+}
+
+const JsonValue* JsonValue::array_member(std::string_view key) const {
+  const JsonValue* value = get(key);
+  return value && value->type == Type::Array ? value : nullptr;
+}
+
+std::string JsonValue::whole(std::string_view key) const {
+  return fmt::format("{:.0f}", num(key));
 }
 
 namespace {

@@ -27,6 +27,11 @@ struct JsonValue {
   std::string text(std::string_view key, std::string_view fallback = "") const;
   // The member's number, or `fallback`.
   double num(std::string_view key, double fallback = 0) const;
+  // The member when it is an object (an array), or nullptr: missing, null, or of another type.
+  const JsonValue* object_member(std::string_view key) const;
+  const JsonValue* array_member(std::string_view key) const;
+  // The member's number written as a whole number ("38"; "0" where it is missing).
+  std::string whole(std::string_view key) const;
 };
 
 // Parses one JSON text (RFC 8259; nesting up to 64 deep). On failure: nullopt, and `error` says where.

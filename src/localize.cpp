@@ -10,8 +10,7 @@ namespace blockrun {
 namespace {
 
 const JsonValue* launch_of(const JsonValue& first_error) {
-  const JsonValue* launch = first_error.get("launch");
-  return launch && launch->type == JsonValue::Type::Object ? launch : nullptr;
+  return first_error.object_member("launch");
 }
 
 // The kernels a first error points at: its launch's and its suspects' (short names, as a policy uses them;
@@ -23,40 +22,30 @@ std::set<std::string> suspected_kernels(const JsonValue& first_error) {
     if (!name.empty()) kernels.insert(name);
   };
   if (const JsonValue* launch = launch_of(first_error)) add(*launch);
-  if (const JsonValue* suspects = first_error.get("suspects");
-      suspects && suspects->type == JsonValue::Type::Array) {
+  if (const JsonValue* suspects = first_error.array_member("suspects")) {
     for (const JsonValue& suspect : suspects->array) add(suspect);
   }
   return kernels;
 }
 
-std::string number(const JsonValue& value, std::string_view key) {
-  return fmt::format("{:.0f}", value.num(key));
-}
-
-const JsonValue* object(const JsonValue* value) {
-  return value && value->type == JsonValue::Type::Object ? value : nullptr;
-}
-
 // A graph launch's capture record (launch.graph.capture), or null: not a graph, or its capture not seen.
 const JsonValue* graph_capture_of(const JsonValue& launch) {
-  const JsonValue* graph = object(launch.get("graph"));
-  return graph ? object(graph->get("capture")) : nullptr;
+  const JsonValue* graph = launch.object_member("graph");
+  return graph ? graph->object_member("capture") : nullptr;
 }
 
 bool failed_node_is_exact(const JsonValue& capture) {
-  const JsonValue* node = object(capture.get("failed_node"));
+  const JsonValue* node = capture.object_member("failed_node");
   return node && node->text("certainty") == "exact";
 }
 
 std::string describe_launch(const JsonValue& launch) {
   std::string what = launch.text("kernel");
   if (what.empty()) what = launch.text("api", "a launch");
-  bool graph = launch.get("graph") && launch.get("graph")->type == JsonValue::Type::Object;
+  bool graph = launch.object_member("graph") != nullptr;
   std::string line =
-      fmt::format("{} {}, launch #{}", graph ? "graph launch" : "kernel", what, number(launch, "seq"));
-  if (launch.num("kernel_launch") > 0)
-    line += fmt::format(" (its launch {})", number(launch, "kernel_launch"));
+      fmt::format("{} {}, launch #{}", graph ? "graph launch" : "kernel", what, launch.whole("seq"));
+  if (launch.num("kernel_launch") > 0) line += fmt::format(" (its launch {})", launch.whole("kernel_launch"));
   std::string stream = launch.text("stream");
   if (!stream.empty()) line += ", stream " + stream;
   return line;
@@ -65,7 +54,7 @@ std::string describe_launch(const JsonValue& launch) {
 std::string describe_frame(const JsonValue& frame) {
   std::string function = frame.text("function", "?");
   std::string file = frame.text("file");
-  if (!file.empty()) return fmt::format("{}:{} in {}", file, number(frame, "line"), function);
+  if (!file.empty()) return fmt::format("{}:{} in {}", file, frame.whole("line"), function);
   return fmt::format("{} ({}+{})", function, frame.text("module", "?"), frame.text("offset", "?"));
 }
 
@@ -103,9 +92,8 @@ bool needs_second_run(const JsonValue& first_error) {
   // Python line. A second run is for what is missing: a caller that is not the program's own code (no
   // file:line: the static runtime's, a library's without debug information) in a program without Python,
   // or a Python line that was not kept.
-  const JsonValue* callsite = launch.get("callsite");
-  bool caller_known =
-      callsite && callsite->type == JsonValue::Type::Object && !callsite->text("file").empty();
+  const JsonValue* callsite = launch.object_member("callsite");
+  bool caller_known = callsite && !callsite->text("file").empty();
   if (has_python_line(first_error)) return false;
   std::string python_status = launch.text("python_status");
   bool no_python = python_status == "no python" || python_status == "no python thread state";
@@ -114,16 +102,14 @@ bool needs_second_run(const JsonValue& first_error) {
 
 bool has_python_line(const JsonValue& first_error) {
   const JsonValue* launch = launch_of(first_error);
-  const JsonValue* python = launch ? launch->get("python_callsite") : nullptr;
-  return python && python->type == JsonValue::Type::Object;
+  return launch && launch->object_member("python_callsite");
 }
 
 bool second_run_wants_graph_breadcrumbs(const JsonValue& first_error) {
-  if (const JsonValue* launch = launch_of(first_error); launch && object(launch->get("graph"))) return true;
-  if (const JsonValue* suspects = first_error.get("suspects");
-      suspects && suspects->type == JsonValue::Type::Array) {
+  if (const JsonValue* launch = launch_of(first_error); launch && launch->object_member("graph")) return true;
+  if (const JsonValue* suspects = first_error.array_member("suspects")) {
     for (const JsonValue& suspect : suspects->array)
-      if (object(suspect.get("graph"))) return true;
+      if (suspect.object_member("graph")) return true;
   }
   return false;
 }
@@ -152,43 +138,40 @@ std::vector<std::string> describe_culprit(const JsonValue& first_error) {
   lines.push_back(fmt::format("error: {} ({}), returned by {}", first_error.text("error"),
                               first_error.text("message"), first_error.text("surfaced_api")));
   if (!launch) return lines;
-  const JsonValue* callsite = launch->get("callsite");
-  if (callsite && callsite->type == JsonValue::Type::Object) {
+  if (const JsonValue* callsite = launch->object_member("callsite")) {
     lines.push_back("launched at " + describe_frame(*callsite));
   } else {
     lines.push_back("launched at: unknown (no call site was captured)");
   }
-  const JsonValue* python = launch->get("python_callsite");
-  if (python && python->type == JsonValue::Type::Object) {
-    lines.push_back(fmt::format("python: {}:{} in {}", python->text("file"), number(*python, "line"),
+  if (const JsonValue* python = launch->object_member("python_callsite")) {
+    lines.push_back(fmt::format("python: {}:{} in {}", python->text("file"), python->whole("line"),
                                 python->text("function", "?")));
   }
   if (const JsonValue* capture = graph_capture_of(*launch)) {
     // Where a capture line is: the C++ call site, the Python line, or both.
     auto where = [&](const JsonValue& site) {
       std::string text;
-      if (const JsonValue* frame = object(site.get("callsite"))) text = describe_frame(*frame);
-      if (const JsonValue* line = object(site.get("python_callsite")))
-        text += fmt::format("{}python {}:{}", text.empty() ? "" : ", ", line->text("file"),
-                            number(*line, "line"));
+      if (const JsonValue* frame = site.object_member("callsite")) text = describe_frame(*frame);
+      if (const JsonValue* line = site.object_member("python_callsite"))
+        text +=
+            fmt::format("{}python {}:{}", text.empty() ? "" : ", ", line->text("file"), line->whole("line"));
       return text.empty() ? std::string("an unknown place") : text;
     };
-    const JsonValue* begun = object(capture->get("begun_at"));
-    lines.push_back(fmt::format("graph: replay {} of the graph {} at {}",
-                                number(*launch->get("graph"), "replay"), capture->text("how", "captured"),
-                                begun ? where(*begun) : "an unknown place"));
-    const JsonValue* node = object(capture->get("failed_node"));
-    const JsonValue* positions = node ? node->get("positions") : nullptr;
-    const JsonValue* captured = capture->get("captured");
-    if (positions && positions->type == JsonValue::Type::Array && captured &&
-        captured->type == JsonValue::Type::Array) {
+    const JsonValue* begun = capture->object_member("begun_at");
+    lines.push_back(
+        fmt::format("graph: replay {} of the graph {} at {}", launch->object_member("graph")->whole("replay"),
+                    capture->text("how", "captured"), begun ? where(*begun) : "an unknown place"));
+    const JsonValue* node = capture->object_member("failed_node");
+    const JsonValue* positions = node ? node->array_member("positions") : nullptr;
+    const JsonValue* captured = capture->array_member("captured");
+    if (positions && captured) {
       for (const JsonValue& position : positions->array) {
         size_t index = static_cast<size_t>(position.number) - 1;
         if (index >= captured->array.size()) continue;
         const JsonValue& launched = captured->array[index];
         lines.push_back(fmt::format("{} {} of {}: kernel {}, captured at {}",
                                     failed_node_is_exact(*capture) ? "node" : "candidate node", index + 1,
-                                    number(*capture, "launches"), launched.text("kernel", "?"),
+                                    capture->whole("launches"), launched.text("kernel", "?"),
                                     where(launched)));
       }
     }
@@ -198,8 +181,8 @@ std::vector<std::string> describe_culprit(const JsonValue& first_error) {
 
 std::vector<std::string> describe_suspects(const JsonValue& first_error) {
   std::vector<std::string> lines;
-  const JsonValue* suspects = first_error.get("suspects");
-  if (!suspects || suspects->type != JsonValue::Type::Array) return lines;
+  const JsonValue* suspects = first_error.array_member("suspects");
+  if (!suspects) return lines;
   for (const JsonValue& suspect : suspects->array) lines.push_back(describe_launch(suspect));
   return lines;
 }

@@ -24,6 +24,12 @@ TEST(JsonRead, ReadsEveryKindOfValue) {
   EXPECT_EQ(value->get("missing"), nullptr);
   EXPECT_EQ(value->text("a", "fallback"), "fallback");  // not a string
   EXPECT_EQ(value->num("s", 7), 7);
+  EXPECT_EQ(value->object_member("o"), value->get("o"));
+  EXPECT_EQ(value->object_member("a"), nullptr);  // an array, not an object
+  EXPECT_EQ(value->array_member("a"), value->get("a"));
+  EXPECT_EQ(value->array_member("missing"), nullptr);
+  EXPECT_EQ(parse_json(R"({"seq": 38, "big": 1e15})")->whole("seq"), "38");
+  EXPECT_EQ(parse_json(R"({"seq": 38, "big": 1e15})")->whole("big"), "1000000000000000");
 }
 
 TEST(JsonRead, RefusesWhatIsNotJson) {
