@@ -1384,11 +1384,8 @@ void Engine::keep_captured_launch(Launch& launch, uint64_t capture_id) {
   CaptureRecord& capture = *open->second;
   if (graph_breadcrumbs_ && capture.launches_dropped == 0) {
     // Its branch: the capturing stream it went into (a slot of its own for each).
-    auto same_stream = [&](const GraphBranch& branch) {
-      return branch.stream.handle == record.stream.handle &&
-             branch.stream.per_thread_owner == record.stream.per_thread_owner;
-    };
-    auto branch = std::find_if(capture.branches.begin(), capture.branches.end(), same_stream);
+    auto branch = std::find_if(capture.branches.begin(), capture.branches.end(),
+                               [&](const GraphBranch& known) { return known.stream == record.stream; });
     if (branch == capture.branches.end() && capture.branches.size() < CapturedLaunch::kNoBranch) {
       int32_t slot = new_breadcrumb_slot();
       // Until a replay's reset writes 0, the slot says no replay began (a fresh slot holds 0, which would

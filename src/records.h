@@ -63,6 +63,9 @@ struct LibraryCall {
 struct StreamId {
   const void* handle = nullptr;
   uint32_t per_thread_owner = 0;  // host thread number for the per-thread default stream, else 0
+  bool operator==(const StreamId& other) const {
+    return handle == other.handle && per_thread_owner == other.per_thread_owner;
+  }
 };
 
 // A launch recorded into a stream capture: what the graph will run, and where the program asked for it.

@@ -118,6 +118,21 @@ int config_error() {
   return 0;
 }
 
+// Ends the capture on `stream`, instantiates its graph and replays it `replays` times, each waited for.
+int end_capture_and_replay(cudaStream_t stream, int replays) {
+  cudaGraph_t graph = nullptr;
+  report("cudaStreamEndCapture", cudaStreamEndCapture(stream, &graph));
+  std::printf("graph %s\n", graph ? "captured" : "missing");
+  cudaGraphExec_t exec = nullptr;
+  if (graph) report("cudaGraphInstantiate", cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < replays; ++replay) {
+    if (exec) report("cudaGraphLaunch", cudaGraphLaunch(exec, stream));
+    report("cudaStreamSynchronize", cudaStreamSynchronize(stream));
+  }
+  std::printf("done\n");
+  return graph ? 0 : 1;
+}
+
 int capture(int replays) {
   cudaStream_t stream;
   report("cudaStreamCreate", cudaStreamCreate(&stream));
@@ -125,18 +140,7 @@ int capture(int replays) {
          cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));  // CAPTURE_BEGIN
   for (sim::Stub kernel : {sim::Stub(fill), sim::Stub(stencil), sim::Stub(scale)})
     report("launch", sim::launch(kernel, kGrid, kBlock, stream));  // CAPTURE_LAUNCH
-  cudaGraph_t graph = nullptr;
-  report("cudaStreamEndCapture", cudaStreamEndCapture(stream, &graph));
-  std::printf("graph %s\n", graph ? "captured" : "missing");
-  cudaGraphExec_t exec = nullptr;
-  if (graph) report("cudaGraphInstantiate", cudaGraphInstantiate(&exec, graph, 0));
-  // `capture 3`: three replays, each waited for.
-  for (int replay = 0; replay < replays; ++replay) {
-    if (exec) report("cudaGraphLaunch", cudaGraphLaunch(exec, stream));
-    report("cudaStreamSynchronize", cudaStreamSynchronize(stream));
-  }
-  std::printf("done\n");
-  return graph ? 0 : 1;
+  return end_capture_and_replay(stream, replays);                  // `capture 3`: three replays
 }
 
 // A capture that forks to a second stream and joins back (events): stream A captures fill, then B (joined
@@ -159,17 +163,7 @@ int capture_branches(int replays) {
   report("cudaEventRecord", cudaEventRecord(joined, b));
   report("cudaStreamWaitEvent", cudaStreamWaitEvent(a, joined, 0));  // back into a
   report("launch", sim::launch(fill, kGrid, kBlock, a));             // BRANCHES_LAST_FILL
-  cudaGraph_t graph = nullptr;
-  report("cudaStreamEndCapture", cudaStreamEndCapture(a, &graph));
-  std::printf("graph %s\n", graph ? "captured" : "missing");
-  cudaGraphExec_t exec = nullptr;
-  if (graph) report("cudaGraphInstantiate", cudaGraphInstantiate(&exec, graph, 0));
-  for (int replay = 0; replay < replays; ++replay) {
-    if (exec) report("cudaGraphLaunch", cudaGraphLaunch(exec, a));
-    report("cudaStreamSynchronize", cudaStreamSynchronize(a));
-  }
-  std::printf("done\n");
-  return graph ? 0 : 1;
+  return end_capture_and_replay(a, replays);
 }
 
 // Blocked launches before any capture, then a capture, then launches again: the shim checks for
