@@ -1019,19 +1019,25 @@ void Engine::log_graph_capture(const LaunchRecord& record, const char* indent, b
     logger_->log(level, "{}its {} {}, in {}{}:", indent, all, noun,
                  built ? "the order added" : "capture order", among);
   }
-  size_t shown = std::min(count, kCapturedLaunchesLogged);
-  // A failed or candidate node beyond those shown is shown too.
-  for (size_t i = 0; i < count; ++i) {
+  auto log_launch_line = [&](size_t i) {
     bool marked = std::find(nodes.unfinished.begin(), nodes.unfinished.end(), i) != nodes.unfinished.end();
-    if (i >= shown && !marked) continue;
     const CapturedLaunch& launch = capture->launches[i];
     logger_->log(level, "{}  {}. {}, {} at {}{}", indent, i + 1, what(launch), verb, where_launch(launch),
                  !marked ? ""
                  : exact ? "  <- failed"
                          : "  <- candidate");
+  };
+  size_t shown = std::min(count, kCapturedLaunchesLogged);
+  for (size_t i = 0; i < shown; ++i) log_launch_line(i);
+  // A failed or candidate node past those is shown too (nodes.unfinished is in capture order).
+  size_t more = all - shown;
+  for (size_t i : nodes.unfinished) {
+    if (i < shown) continue;
+    log_launch_line(i);
+    --more;
   }
-  if (all > shown)
-    logger_->log(level, "{}  ... and {} more (the report lists up to {})", indent, all - shown,
+  if (more > 0)
+    logger_->log(level, "{}  ... and {} more (the report lists up to {})", indent, more,
                  kCapturedLaunchesReported);
 }
 
