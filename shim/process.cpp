@@ -253,7 +253,27 @@ void on_driver_log(void* data, CUlogLevel, char* message, size_t length) {
   }
 }
 
-std::atomic<bool> g_driver_log_registered{false};
+std::atomic<bool> g_first_launch_seen{false};
+
+// At exit, before the runtime's own exit handlers (registered earlier, so run later) release the context: a
+// kernel that faulted after the program's last CUDA call left a sticky error that nobody saw. One
+// non-blocking query of the legacy stream returns it (and "not ready" or success otherwise); the engine
+// takes it as the first error only if none was seen, and only in the process that made the engine (a forked
+// child inherits this handler but must not call CUDA).
+void check_context_at_exit() {
+  Engine* engine = g_engine.load(std::memory_order_acquire);
+  if (!engine || engine->has_first_error() || !engine->in_owner_process()) return;
+  auto query = helper<Helper::cuStreamQuery>();
+  if (!query) return;
+  int saved_errno = errno;
+  ReentryGuard guard;
+  try {
+    CUresult result = query(CU_STREAM_LEGACY);
+    engine->check_at_exit("cuStreamQuery", ErrorCode{Family::Driver, static_cast<int>(result)});
+  } catch (...) {
+  }
+  errno = saved_errno;
+}
 
 void create_engine() {
   int saved_errno = errno;
@@ -298,10 +318,11 @@ __attribute__((destructor)) void on_unload() {
 
 }  // namespace
 
-void register_driver_log() {
-  if (g_driver_log_registered.load(std::memory_order_relaxed)) return;
+void at_first_launch() {
+  if (g_first_launch_seen.load(std::memory_order_relaxed)) return;
   // Once: a function missing from the loaded driver (before CUDA 12.9) stays missing.
-  if (g_driver_log_registered.exchange(true)) return;
+  if (g_first_launch_seen.exchange(true)) return;
+  std::atexit(check_context_at_exit);
   auto register_callback = helper<Helper::cuLogsRegisterCallback>();
   if (!register_callback) return;
   ReentryGuard guard;

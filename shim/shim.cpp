@@ -29,6 +29,19 @@ ErrorCode code_of(cublasStatus_t result) {
   return {Family::Cublas, static_cast<int>(result)};
 }
 
+// Every number of the attribution table (src/cuda_errors.def) is the CUDA headers' own.
+namespace check_error_table {
+constexpr int none = -1;
+#define CUDA_BLOCKRUN_ERROR(meaning, number, runtime_name, driver_name)                                 \
+  static_assert(static_cast<int>(runtime_name) == number || static_cast<int>(runtime_name) == none,  \
+                #runtime_name " is not " #number " in the CUDA headers");                              \
+  static_assert(static_cast<int>(driver_name) == number || static_cast<int>(driver_name) == none,    \
+                #driver_name " is not " #number " in the CUDA headers");
+#define CUDA_BLOCKRUN_CUBLAS_STATUS(meaning, number, name) \
+  static_assert(static_cast<int>(name) == number, #name " is not " #number " in the cuBLAS headers");
+#include "cuda_errors.def"
+}  // namespace check_error_table
+
 // What a wrapper returns when the real function cannot be found: the library's own
 // "not initialized" status, never a call through a null pointer.
 template <typename Result>
@@ -175,7 +188,7 @@ CUresult handle_driver_launch(Engine& engine, Function real_function, Args... ar
   ThreadContext& context = thread_context();
   uintptr_t own_caller = context.entry_caller;
   LaunchFacts facts = launch_facts(args...);
-  register_driver_log();
+  at_first_launch();
   prepare_breadcrumbs(engine);
   bool inside_runtime_launch = context.runtime_api && context.runtime_launch && !context.driver_recorded;
   Launch own_launch;
@@ -254,6 +267,8 @@ auto handle_sync(Engine& engine, Function real_function, Args... args) {
   return result;
 }
 
+// Call and Watch rows: the result is observed when it is an error (a Watch row's only when it may be an earlier
+// kernel's, surfacing here); a driver call inside a hooked runtime call is the runtime wrapper's to report.
 template <Hook id, typename Function, typename... Args>
 auto handle_call(Engine& engine, Function real_function, Args... args) {
   using Traits = HookTraits<id>;
@@ -266,7 +281,11 @@ auto handle_call(Engine& engine, Function real_function, Args... args) {
   ErrnoKeeper keep_errno;
   ReentryGuard guard;
   try {
-    engine.observe_error(Traits::name, code_of(result), stream_argument(args...), Traits::per_thread);
+    if constexpr (Traits::kind == Kind::Watch) {
+      engine.watch_error(Traits::name, code_of(result), stream_argument(args...), Traits::per_thread);
+    } else {
+      engine.observe_error(Traits::name, code_of(result), stream_argument(args...), Traits::per_thread);
+    }
   } catch (...) {
   }
   return result;
@@ -492,7 +511,7 @@ typename HookTraits<id>::Result intercept(Args... args) {
     return handle_driver_launch<id>(*engine, real_function, args...);
   } else if constexpr (Traits::kind == Kind::Sync || Traits::kind == Kind::Query) {
     return handle_sync<id>(*engine, real_function, args...);
-  } else if constexpr (Traits::kind == Kind::Call) {
+  } else if constexpr (Traits::kind == Kind::Call || Traits::kind == Kind::Watch) {
     return handle_call<id>(*engine, real_function, args...);
   } else if constexpr (Traits::kind == Kind::Library) {
     return handle_library<id>(*engine, real_function, args...);

@@ -26,6 +26,7 @@ enum class Kind {
   Sync,
   Query,
   Call,
+  Watch,
   Library,
   GraphLaunch,
   GraphInstantiate,
@@ -131,9 +132,10 @@ inline ThreadContext& thread_context() {
   return context;
 }
 
-// Registers the shim's listener for the driver's error log (CUDA 12.9+), from the first driver launch (the
-// driver is loaded then, and the call is not inside the runtime's initialization); cheap after that.
-void register_driver_log();
+// Once, at the first driver launch (the driver is loaded then, and the call is not inside the runtime's
+// initialization): registers the shim's listener for the driver's error log (CUDA 12.9+), and the check of the
+// context at exit (after the runtime's exit handlers, so that it runs before them). Cheap after that.
+void at_first_launch();
 
 // Whether the shim acts in this process (configured, enabled, not in secure-execution mode).
 bool shim_active();

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "cuda_errors.h"
 #include "names.h"
 #include "sites.h"
 
@@ -57,10 +58,24 @@ struct StreamState {
     uint64_t first = written > capacity ? written - capacity : 0;
     for (uint64_t i = first; i < written; ++i) {
       const LaunchRecord& record = ring[i % capacity];
-      if (record.sequence <= after || record.sequence == exclude) continue;
+      if (record.sequence <= after || record.sequence == exclude || record.refused) continue;
       ReportedLaunch reported{record, nullptr};
       if (record.captured) reported.capture = std::make_shared<Capture>(captures[i % capacity]);
       out->push_back(std::move(reported));
+    }
+    lock.clear(std::memory_order_release);
+  }
+  // The launch `sequence` returned an error that enqueued nothing: it is no longer one of the unfinished.
+  void refuse(uint64_t sequence) {
+    while (lock.test_and_set(std::memory_order_acquire)) {
+    }
+    uint64_t first = written > capacity ? written - capacity : 0;
+    for (uint64_t i = written; i > first; --i) {
+      LaunchRecord& record = ring[(i - 1) % capacity];
+      if (record.sequence == sequence) {
+        record.refused = true;
+        break;
+      }
     }
     lock.clear(std::memory_order_release);
   }
@@ -148,6 +163,15 @@ void write_frame(JsonWriter& json, const Frame& frame) {
     json.null();
   }
   json.end_object();
+}
+
+// A launch in a few words, for one line of text: `stencil (launch #39)`.
+std::string launch_name(const LaunchRecord& record) {
+  const char* name = record.kernel        ? record.kernel->name.base.c_str()
+                     : record.library_api ? record.library_api
+                     : record.graph       ? "a graph"
+                                          : "(unknown)";
+  return fmt::format("{} (launch #{})", printable(name), record.sequence);
 }
 
 std::string describe_stream(const StreamId& id) {
@@ -344,6 +368,7 @@ void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
   }
   record.blocked = launch.decision.blocks();
   record.captured = false;
+  record.refused = false;
   // A launch into a capture is where the user wrote a graph node: its stack is walked (captures are rare and
   // not a hot path), since a C++ program's own frame is often below the CUDA runtime's.
   if (capture_ && (wants_capture(launch.decision) || request.in_capture)) {
@@ -427,11 +452,20 @@ void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome ou
                         const char* sync_api) {
   const LaunchRecord& record = launch.record;
   if (!launch_result.ok()) {
-    // A launch error is synchronous (a bad configuration, a dead context): it is this launch's own,
-    // and the thread is still in the launch, so its call site can be taken now.
+    // The thread is still in the launch call, so its call site can be taken now.
     capture_now(launch);
     if (config_.log_launches) log_launch(launch, "failed", launch_result);
-    first_error(record.api, launch_result, &launch, true, "the launch itself failed", {}, FoundBy::Launch);
+    ErrorMeaning meaning = error_meaning(launch_result);
+    // An unknown code may have come after the launch was enqueued: it stays a suspect.
+    if (meaning != ErrorMeaning::Unknown) refuse(launch);
+    if (meaning == ErrorMeaning::Own) {
+      // A bad configuration, a missing image: the launch's own error, and it is the culprit.
+      first_error(record.api, launch_result, &launch, true, "the launch itself failed", {}, FoundBy::Launch);
+    } else {
+      // An earlier kernel's error surfacing here (the context refuses every launch once a kernel faulted):
+      // this launch never ran, so the culprit is found as at any other call.
+      surfaced(record.api, launch_result, record.stream, &launch);
+    }
     return;
   }
   switch (outcome) {
@@ -453,20 +487,10 @@ void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome ou
       }
       // The launching thread is still inside the launch call: its call site is taken now.
       capture_now(launch);
-      // Exact when everything earlier on this stream was known complete (synchronized, or past its
-      // breadcrumb); otherwise the earlier unfinished launches on the stream are suspects as well.
-      if (stream_breadcrumbs_ && breadcrumb_slots_.load(std::memory_order_acquire)) read_breadcrumbs();
-      std::vector<ReportedLaunch> earlier =
-          launch.stream ? suspects(launch.stream, record.sequence) : std::vector<ReportedLaunch>{};
-      // A graph whose breadcrumbs show a node of this replay unfinished: the replay began, so its reset,
-      // queued behind everything earlier on the stream, ran, and those earlier launches completed.
-      if (record.graph && !earlier.empty()) {
-        NodeView nodes = graph_nodes(record);
-        if (nodes.known && !nodes.unfinished.empty()) earlier.clear();
-      }
-      bool exact = earlier.empty();
+      std::vector<ReportedLaunch> others = may_have_faulted_instead(launch);
+      bool exact = others.empty() && error_meaning(sync_result) != ErrorMeaning::Unknown;
       first_error(sync_api, sync_result, &launch, exact, "blocking synchronize after the launch",
-                  std::move(earlier), FoundBy::Blocking);
+                  std::move(others), FoundBy::Blocking);
       if (report_) {
         ErrorText text = describe_error_(sync_result);
         std::lock_guard<std::mutex> guard(report_mutex_);
@@ -570,29 +594,93 @@ void Engine::observe_error(const char* api, ErrorCode result, const void* stream
     later_errors_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
+  surfaced(api, result, stream_id(stream, per_thread_default_stream), nullptr);
+}
+
+void Engine::watch_error(const char* api, ErrorCode result, const void* stream, bool per_thread_default_stream) {
+  // Out of memory, an invalid value: the program's own business (PyTorch's allocator frees its cache and tries
+  // again), and never a kernel's fault.
+  if (!may_have_surfaced(result)) return;
+  observe_error(api, result, stream, per_thread_default_stream);
+}
+
+void Engine::check_at_exit(const char* api, ErrorCode result) {
+  if (!may_have_surfaced(result) || first_error_taken_.load(std::memory_order_acquire)) return;
+  if (!in_owner_process()) return;
+  surfaced(api, result, StreamId{}, nullptr, true);
+}
+
+void Engine::refuse(Launch& launch) {
+  launch.record.refused = true;
+  if (launch.stream && !launch.record.in_capture) launch.stream->refuse(launch.record.sequence);
+}
+
+std::vector<ReportedLaunch> Engine::may_have_faulted_instead(const Launch& launch) {
+  const LaunchRecord& record = launch.record;
+  // A sticky error is the context's, not the stream's: any launch not known to have completed, on any
+  // stream, may be the one that faulted. Breadcrumbs say how far each stream got.
   if (stream_breadcrumbs_ && breadcrumb_slots_.load(std::memory_order_acquire)) {
     BreadcrumbView view = read_breadcrumbs();
-    if (view.heads.size() == 1 && view.lost.empty()) {
+    std::vector<ReportedLaunch> others;
+    for (ReportedLaunch& head : view.heads)
+      if (head.record.sequence != record.sequence) others.push_back(std::move(head));
+    // A head not known (pushed out of the ring) may be the culprit: then everything unfinished is listed.
+    if (view.lost.empty()) return others;
+  }
+  std::vector<ReportedLaunch> others = suspects(nullptr, record.sequence);
+  // A graph whose breadcrumbs show a node of this replay unfinished: the replay began, so its reset, queued
+  // behind everything earlier on the stream, ran, and those earlier launches on its stream completed.
+  if (record.graph && !others.empty()) {
+    NodeView nodes = graph_nodes(record);
+    if (nodes.known && !nodes.unfinished.empty()) {
+      others.erase(std::remove_if(others.begin(), others.end(),
+                                  [&](const ReportedLaunch& other) {
+                                    return other.record.stream == record.stream &&
+                                           other.record.sequence < record.sequence;
+                                  }),
+                   others.end());
+    }
+  }
+  return others;
+}
+
+void Engine::surfaced(const char* api, ErrorCode result, StreamId stream, const Launch* refused_launch,
+                      bool at_exit) {
+  ErrorMeaning meaning = error_meaning(result);
+  Surfacing where{refused_launch, at_exit};
+  // A call's own error (an invalid value, a copy in the wrong direction) is no kernel's: breadcrumbs are not
+  // asked, and the host's view lists what was in flight on its stream, never exactly.
+  if (meaning != ErrorMeaning::Own && stream_breadcrumbs_ && breadcrumb_slots_.load(std::memory_order_acquire)) {
+    BreadcrumbView view = read_breadcrumbs();
+    // One stream stopped short of a launch: the fault was that launch's, however long ago it ran. Exact only
+    // for a known asynchronous error: an unknown code may not be a kernel's at all.
+    if (view.heads.size() == 1 && view.lost.empty() && meaning == ErrorMeaning::Asynchronous) {
       Launch culprit;
       culprit.record = view.heads.front().record;
       if (const Capture* capture = view.heads.front().capture.get()) culprit.capture = *capture;
-      first_error(api, result, &culprit, true, "", {}, FoundBy::Breadcrumbs);  // surfaced later
+      first_error(api, result, &culprit, true, "", {}, FoundBy::Breadcrumbs, nullptr, where);
       return;
     }
     if (!view.heads.empty() || !view.lost.empty()) {
       std::vector<ReportedLaunch> candidates = std::move(view.heads);
       view.heads.clear();
-      first_error(api, result, nullptr, false, "", std::move(candidates), FoundBy::Breadcrumbs, &view);
+      first_error(api, result, nullptr, false, "", std::move(candidates), FoundBy::Breadcrumbs, &view, where);
       return;
     }
     // No stream has an unfinished launch: the error is not a kernel's (or came from work the shim did not
     // see).
   }
-  StreamState* state = nullptr;
-  if (stream || per_thread_default_stream) state = stream_state(stream_id(stream, per_thread_default_stream));
-  std::vector<ReportedLaunch> found = suspects(state, 0);
-  if (found.empty() && state) found = suspects(nullptr, 0);  // a sticky fault from another stream
-  first_error(api, result, nullptr, false, "", std::move(found), FoundBy::Host);
+  std::vector<ReportedLaunch> found;
+  if (meaning == ErrorMeaning::Own) {
+    // The breadcrumbs still say what completed (read_breadcrumbs raises each stream's mark).
+    if (stream_breadcrumbs_ && breadcrumb_slots_.load(std::memory_order_acquire)) read_breadcrumbs();
+    StreamState* state = stream.handle || stream.per_thread_owner ? stream_state(stream) : nullptr;
+    found = suspects(state, 0);
+    if (found.empty() && state) found = suspects(nullptr, 0);
+  } else {
+    found = suspects(nullptr, 0);  // sticky: the fault may be on any stream
+  }
+  first_error(api, result, nullptr, false, "", std::move(found), FoundBy::Host, nullptr, where);
 }
 
 void Engine::set_breadcrumbs(volatile uint64_t* slots, uint32_t count) {
@@ -633,7 +721,8 @@ size_t Engine::in_flight_now(InFlight* out, size_t max) const {
     uint64_t oldest = state.written > state.capacity ? state.written - state.capacity : 0;
     for (uint64_t i = oldest; i < state.written; ++i) {
       const LaunchRecord& record = state.ring[i % state.capacity];
-      if (record.sequence > after && (!first || record.sequence < first->sequence)) first = &record;
+      if (record.sequence > after && !record.refused && (!first || record.sequence < first->sequence))
+        first = &record;
     }
     InFlight found{};
     if (first) found = InFlight{first->sequence, first->kernel, first->stream};
@@ -730,7 +819,7 @@ bool Engine::wait_for_first_error_record(int max_ms) const {
 
 void Engine::first_error(const char* api, ErrorCode result, const Launch* culprit, bool culprit_exact,
                          const char* how, std::vector<ReportedLaunch> suspects_found, FoundBy found_by,
-                         const BreadcrumbView* breadcrumbs) {
+                         const BreadcrumbView* breadcrumbs, Surfacing where) {
   if (!take_first_error()) return;
   first_error_writer_.store(static_cast<long>(syscall(SYS_gettid)), std::memory_order_release);
   first_error_writing_.store(true, std::memory_order_release);
@@ -773,6 +862,18 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
   // it).
   bool whole_stack = report_ || config_.stack;
   Site culprit_site = culprit_record ? site_of(*culprit_record, culprit_capture, whole_stack) : Site{};
+  // A launch the context refused: where the error surfaced, with its own call site.
+  const LaunchRecord* refused_record = where.refused_launch ? &where.refused_launch->record : nullptr;
+  const Capture* refused_capture = refused_record && refused_record->captured ? &where.refused_launch->capture
+                                                                               : nullptr;
+  Site refused_site = refused_record ? site_of(*refused_record, refused_capture, whole_stack) : Site{};
+  ErrorMeaning meaning = error_meaning(result);
+  std::string surfaced_how = where.at_exit ? "surfaced only at exit: no call of the program returned it"
+                             : refused_record
+                                 ? fmt::format("surfaced at the launch of {}, which the context refused (it "
+                                               "never ran)",
+                                               launch_name(*refused_record))
+                                 : std::string("surfaced at a later call");
   std::vector<Site> suspect_sites;
   for (const ReportedLaunch& suspect : suspects_found)
     suspect_sites.push_back(site_of(suspect.record, suspect.capture.get(), whole_stack));
@@ -781,13 +882,20 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
   if (report_) {
     JsonWriter json;
     begin_error_record(json, "first_error", text, result, api ? api : "(unknown call)");
-    json.field("how", *how ? how : "surfaced at a later call")
-        .field("certainty", culprit_record && culprit_exact ? "exact" : "suspects");
+    json.field("how", *how ? how : surfaced_how.c_str())
+        .field("certainty", culprit_record && culprit_exact ? "exact" : "suspects")
+        .field("meaning", error_meaning_name(meaning));
     static const char* const kFoundBy[] = {"launch", "blocking", "breadcrumbs", "host"};
     json.field("method", kFoundBy[static_cast<int>(found_by)]);
     json.key("launch");
     if (culprit_record) {
       launch_json(json, *culprit_record, culprit_capture, culprit_site, true);
+    } else {
+      json.null();
+    }
+    json.key("surfaced_at_launch");
+    if (refused_record) {
+      launch_json(json, *refused_record, refused_capture, refused_site);
     } else {
       json.null();
     }
@@ -819,14 +927,25 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
   }
 
   std::string returned_by = fmt::format("returned by {}", api ? api : "(unknown call)");
-  if (*how) returned_by += fmt::format(" ({})", how);
+  if (*how) {
+    returned_by += fmt::format(" ({})", how);
+  } else if (where.at_exit) {
+    returned_by = fmt::format("seen only at exit, by the shim's own check ({}): no call of the program returned it",
+                              api ? api : "(unknown call)");
+  }
   logger_->error("first error: {} ({}), {}", text.name, text.text, returned_by);
+  if (refused_record) {
+    logger_->error("  surfaced at {}: the context refused it (it never ran); the fault is an earlier kernel's",
+                   describe(*refused_record));
+    log_site(*refused_record, refused_capture, refused_site, "    ", true);
+  }
   // The log keeps the driver's explanations; its "Returning 700 (...) from cuX" lines repeat the error above
   // (the report keeps every line).
   for (const std::string& line : driver_logs) {
     if (line.rfind("Returning ", 0) != 0) logger_->error("  driver log: {}", printable(line));
   }
   first_error_summary_ = text.name;
+  if (where.at_exit) first_error_summary_ += ", surfaced only at exit";
   if (culprit_record) {
     logger_->error("  in {}", describe(*culprit_record));
     log_site(*culprit_record, culprit_capture, culprit_site, "  ", true, true);
@@ -855,8 +974,7 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
                    pin_rule);
   } else if (!suspects_found.empty()) {
     logger_->error(
-        culprit ? "  not exact: these earlier launches on its stream were not synchronized and may have "
-                  "faulted instead, newest last:"
+        culprit ? "  not exact: these launches had not completed and may have faulted instead, newest last:"
                 : "  culprit unknown (no blocked launch failed); suspects: launches not known to "
                   "have completed, newest last:");
     for (size_t i = 0; i < suspects_found.size(); ++i) {

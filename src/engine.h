@@ -3,6 +3,8 @@
 // the shim (shim/) translates each intercepted call into these calls. Tests drive it directly.
 #pragma once
 
+#include <unistd.h>
+
 #include <atomic>
 #include <functional>
 #include <map>
@@ -95,6 +97,13 @@ enum class BlockOutcome {
   SkippedUnknown,  // could not tell whether the stream captures (error or missing function)
 };
 
+// Where an error that is not the call's own surfaced, when not at an ordinary call: at a launch the context
+// refused (it never ran), or at the shim's own check at exit.
+struct Surfacing {
+  const Launch* refused_launch = nullptr;
+  bool at_exit = false;
+};
+
 struct StreamState;
 
 class Engine {
@@ -171,6 +180,14 @@ class Engine {
 
   // Any other call that returned an error (cudaGetLastError, an async copy, a library call's status).
   void observe_error(const char* api, ErrorCode result, const void* stream, bool per_thread_default_stream);
+  // A call that touches the device (an allocation, an event, a module load, ...) returned `result`: only an
+  // error that may be an earlier kernel's, surfacing there (src/cuda_errors.def), is observed; the call's own
+  // (out of memory, an invalid value) is the program's business.
+  void watch_error(const char* api, ErrorCode result, const void* stream, bool per_thread_default_stream);
+  // At exit, the shim's own non-blocking check of the context (`api`, what it called) returned `result`: a
+  // sticky error no call of the program saw is still the process's first error ("surfaced only at exit").
+  // Nothing when a first error was seen, when `result` is the call's own, or in a forked child.
+  void check_at_exit(const char* api, ErrorCode result);
 
   // Device-side breadcrumbs (shim/breadcrumbs.h, docs/localize.md): after each launch the shim
   // enqueues, on the launch's stream, a write of the launch's number into that stream's slot of pinned,
@@ -207,6 +224,8 @@ class Engine {
   uint64_t blocked_launches() const { return blocked_.load(); }
   uint64_t later_errors() const { return later_errors_.load(); }
   bool has_first_error() const { return first_error_taken_.load(); }
+  // Whether this is the process that made the engine (not a forked child, which must not call CUDA).
+  bool in_owner_process() const { return static_cast<long>(getpid()) == owner_pid_; }
   // Waits, up to `max_ms`, while another thread is still writing the first error's record (naming its
   // suspects can take a while: their symbols are read then). For the fatal-signal path: a PyTorch NCCL
   // watchdog that sees the same error aborts the process while the thread that saw it first still writes, and
@@ -249,7 +268,16 @@ class Engine {
   enum class FoundBy { Launch, Blocking, Breadcrumbs, Host };
   void first_error(const char* api, ErrorCode result, const Launch* culprit, bool culprit_exact,
                    const char* how, std::vector<ReportedLaunch> suspects, FoundBy found_by,
-                   const BreadcrumbView* breadcrumbs = nullptr);
+                   const BreadcrumbView* breadcrumbs = nullptr, Surfacing where = {});
+  // An error surfaced at a call that did not cause it (or whose cause is not known): the culprit comes from the
+  // breadcrumbs, else the suspects: what had not completed (on any stream, for a sticky error).
+  void surfaced(const char* api, ErrorCode result, StreamId stream, const Launch* refused_launch,
+                bool at_exit = false);
+  // A launch that returned an error enqueued nothing: it leaves its stream's unfinished launches.
+  void refuse(Launch& launch);
+  // When a blocked launch's synchronize failed: the other launches that had not completed, on any stream
+  // (breadcrumbs narrow it to each stream's first unfinished one), any of which may have faulted instead.
+  std::vector<ReportedLaunch> may_have_faulted_instead(const Launch& launch);
   bool take_first_error();
   void log_launch(const Launch& launch, const char* what, ErrorCode result);
   void note_blocked(Launch& launch);

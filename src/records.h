@@ -141,6 +141,9 @@ struct LaunchRecord {
   bool captured = false;  // a Capture (call site) was taken for this launch
   bool in_capture =
       false;  // recorded into a stream capture (a graph node): it did not run, and is no suspect
+  // The launch call returned an error that says nothing was enqueued (src/cuda_errors.def): it never ran, so
+  // it is no suspect and no breadcrumb's unfinished launch.
+  bool refused = false;
 };
 
 // What the program asked for, before the engine numbers it.

@@ -105,7 +105,9 @@ TEST_F(EngineTest, BlockedLaunchThatFailsIsTheExactCulprit) {
   EXPECT_EQ(engine->blocked_launches(), 2u);
 }
 
-TEST_F(EngineTest, UnblockedFaultListsUnsynchronizedLaunchesOfTheStreamAsSuspects) {
+// A kernel's fault is the context's sticky error: a synchronize of stream A returns it when the kernel that
+// faulted ran on stream B, so every stream's unfinished launches are suspects.
+TEST_F(EngineTest, UnblockedFaultListsUnsynchronizedLaunchesOfEveryStreamAsSuspects) {
   auto engine = make("none");
   const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
   const KernelInfo* stencil = kernel(*engine, 0x20, "_Z7stencilPfix");
@@ -124,6 +126,7 @@ TEST_F(EngineTest, UnblockedFaultListsUnsynchronizedLaunchesOfTheStreamAsSuspect
       "last:\n"
       "    kernel stencil(float*, int, long long), launch #2, stream 0xa000, grid (4096,1,1) block "
       "(256,1,1)\n"
+      "    kernel fill(float*, int, float), launch #3, stream 0xb000, grid (4096,1,1) block (256,1,1)\n"
       "    kernel fill(float*, int, float), launch #4, stream 0xa000, grid (4096,1,1) block (256,1,1)\n"
       "  to pin it: run again with --block 'stencil,fill' (or CUDA_BLOCKRUN_BLOCK='stencil,fill'), or "
       "--block all\n");
@@ -197,8 +200,7 @@ TEST_F(EngineTest, BlockedFailureWithUnfinishedEarlierWorkIsNotExact) {
       "cudaStreamSynchronize (blocking synchronize after the launch)\n"
       "  in kernel stencil(float*, int, long long), launch #2, stream 0x0, grid (4096,1,1) block (256,1,1), "
       "blocked\n"
-      "  not exact: these earlier launches on its stream were not synchronized and may have faulted instead, "
-      "newest last:\n"
+      "  not exact: these launches had not completed and may have faulted instead, newest last:\n"
       "    kernel fill(float*, int, float), launch #1, stream 0x0, grid (4096,1,1) block (256,1,1)\n"
       "  to pin it: run again with --block 'stencil,fill' (or CUDA_BLOCKRUN_BLOCK='stencil,fill'), or "
       "--block "

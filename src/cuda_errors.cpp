@@ -1,0 +1,50 @@
+// The table of src/cuda_errors.def as a lookup: runtime and driver codes share their numbers.
+#include "cuda_errors.h"
+
+namespace blockrun {
+
+namespace {
+
+ErrorMeaning cuda_meaning(int number) {
+  switch (number) {
+#define CUDA_BLOCKRUN_ERROR(meaning, number, runtime_name, driver_name) \
+  case number:                                                          \
+    return ErrorMeaning::meaning;
+#include "cuda_errors.def"
+    default:
+      return ErrorMeaning::Unknown;
+  }
+}
+
+ErrorMeaning cublas_meaning(int number) {
+  switch (number) {
+#define CUDA_BLOCKRUN_CUBLAS_STATUS(meaning, number, name) \
+  case number:                                             \
+    return ErrorMeaning::meaning;
+#include "cuda_errors.def"
+    default:
+      return ErrorMeaning::Unknown;
+  }
+}
+
+}  // namespace
+
+ErrorMeaning error_meaning(ErrorCode code) {
+  if (code.ok()) return ErrorMeaning::Own;
+  return code.family == Family::Cublas || code.family == Family::CublasLt ? cublas_meaning(code.code)
+                                                                          : cuda_meaning(code.code);
+}
+
+const char* error_meaning_name(ErrorMeaning meaning) {
+  switch (meaning) {
+    case ErrorMeaning::Own:
+      return "own";
+    case ErrorMeaning::Asynchronous:
+      return "asynchronous";
+    case ErrorMeaning::Unknown:
+      return "unknown";
+  }
+  return "unknown";
+}
+
+}  // namespace blockrun

@@ -1,0 +1,23 @@
+// What a CUDA error code means for attribution (src/cuda_errors.def): whether the call that returned it
+// caused it, or only is where an earlier kernel's fault surfaced.
+#pragma once
+
+#include "records.h"
+
+namespace blockrun {
+
+enum class ErrorMeaning {
+  Own,           // the call's own error: nothing was enqueued; a launch returning it is the culprit
+  Asynchronous,  // a kernel's execution error, sticky: the call that returned it is where it surfaced
+  Unknown,       // not in the table (or CUDA_ERROR_UNKNOWN): possibly asynchronous, never exact
+};
+
+ErrorMeaning error_meaning(ErrorCode code);
+const char* error_meaning_name(ErrorMeaning meaning);
+
+// An error that may be an earlier kernel's, surfacing at this call: asynchronous or unknown.
+inline bool may_have_surfaced(ErrorCode code) {
+  return !code.ok() && error_meaning(code) != ErrorMeaning::Own;
+}
+
+}  // namespace blockrun
