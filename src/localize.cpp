@@ -46,6 +46,14 @@ std::string describe_launch(const JsonValue& launch) {
   std::string line =
       fmt::format("{} {}, launch #{}", graph ? "graph launch" : "kernel", what, launch.whole("seq"));
   if (launch.num("kernel_launch") > 0) line += fmt::format(" (its launch {})", launch.whole("kernel_launch"));
+  // A kernel a library call launched: the call with its shape, which is what the program's line asked for.
+  if (const JsonValue* library = launch.object_member("library"); library && !launch.text("kernel").empty()) {
+    line += ", launched by " + library->text("api", "a library call");
+    if (library->get("m"))
+      line += fmt::format(" m={} n={} k={} transa={} transb={}", library->whole("m"), library->whole("n"),
+                          library->whole("k"), library->text("transa"), library->text("transb"));
+    if (library->num("batch") > 0) line += " batch=" + library->whole("batch");
+  }
   std::string stream = launch.text("stream");
   if (!stream.empty()) line += ", stream " + stream;
   return line;
