@@ -46,6 +46,26 @@ TEST(ErrorMeaning, UnknownCodesAreNeverOwn) {
   EXPECT_FALSE(may_have_surfaced({}));
 }
 
+// docs/report.md lists every asynchronous and unknown row of the table, and nothing else as such.
+TEST(ErrorMeaning, TheReportDocumentationListsTheTable) {
+  std::ifstream in(std::string(CUDA_BLOCKRUN_SOURCE_DIR) + "/docs/report.md");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string docs = text.str();
+  int listed = 0;
+#define CUDA_BLOCKRUN_ERROR(meaning, number, runtime_name, driver_name)                                  \
+  if (ErrorMeaning::meaning != ErrorMeaning::Own) {                                                      \
+    ++listed;                                                                                            \
+    EXPECT_NE(docs.find("| " #number " | "), std::string::npos) << #number " is missing from docs/report.md"; \
+  }
+#include "cuda_errors.def"
+  size_t rows = 0;
+  for (size_t at = docs.find("| asynchronous |"); at != std::string::npos; at = docs.find("| asynchronous |", at + 1))
+    ++rows;
+  for (size_t at = docs.find("| unknown |"); at != std::string::npos; at = docs.find("| unknown |", at + 1)) ++rows;
+  EXPECT_EQ(rows, static_cast<size_t>(listed));
+}
+
 class AttributionTest : public ::testing::Test {
  protected:
   void SetUp() override {
