@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <cctype>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -65,13 +66,76 @@ bool is_cuda_module(std::string_view module) {
   return false;
 }
 
+namespace {
+
+// Whether `path` has the directories `directories` ("include/thrust/") at its start or after a '/'.
+bool has_directories(std::string_view path, std::string_view directories) {
+  for (size_t at = path.find(directories); at != std::string_view::npos;
+       at = path.find(directories, at + 1)) {
+    if (at == 0 || path[at - 1] == '/') return true;
+  }
+  return false;
+}
+
+// Under the CUDA Toolkit's own directory: /usr/local/cuda/, /usr/local/cuda-13.0/ (include/,
+// targets/x86_64-linux/include/, and the same reached through bin/../ as nvcc's include paths are).
+bool in_toolkit_include(std::string_view path) {
+  constexpr std::string_view kLocal = "/usr/local/cuda";
+  if (!starts_with(path, kLocal)) return false;
+  size_t slash = path.find('/', kLocal.size());
+  return slash != std::string_view::npos && path.find("/include/", slash) != std::string_view::npos;
+}
+
+// .../targets/<arch>/include/...: the toolkit's layout, also where it is installed elsewhere (conda, the HPC
+// SDK).
+bool in_targets_include(std::string_view path) {
+  for (size_t at = path.find("/targets/"); at != std::string_view::npos;
+       at = path.find("/targets/", at + 1)) {
+    size_t arch = at + std::string_view("/targets/").size();
+    size_t slash = path.find('/', arch);
+    if (slash != std::string_view::npos && slash > arch && starts_with(path.substr(slash), "/include/"))
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+SourceKind classify_source_file(std::string_view file) {
+  if (file.empty()) return SourceKind::Program;
+  // nvcc's generated host code: <name>.cudafe1.stub.c (launch stubs) and <name>.cudafe1.cpp (its lines not
+  // mapped back to the .cu file by #line).
+  if (ends_with(file, ".stub.c") || ends_with(file, ".cudafe1.cpp")) return SourceKind::CudaLaunch;
+  // The runtime's launch templates (cuda_runtime.h, crt/host_runtime.h) inlined into the program.
+  if (file.find("/crt/") != std::string_view::npos || file_name(file) == "cuda_runtime.h" ||
+      file_name(file) == "cuda_runtime_api.h")
+    return SourceKind::CudaLaunch;
+  // The rest of the toolkit's headers: thrust, CUB, libcu++ (cuda/std), CCCL, wherever they are installed.
+  if (in_toolkit_include(file) || in_targets_include(file)) return SourceKind::CudaLibrary;
+  for (std::string_view library :
+       {"include/thrust/", "include/cub/", "include/cuda/", "include/cccl/", "include/nv/"}) {
+    if (has_directories(file, library)) return SourceKind::CudaLibrary;
+  }
+  return SourceKind::Program;
+}
+
+namespace {
+
+// The frame's SourceKind: the symbolizer's, computed once per frame it caches; a frame built otherwise is
+// classified here.
+SourceKind source_of(const Frame& frame) {
+  return frame.source != SourceKind::Unclassified ? frame.source : classify_source_file(frame.file);
+}
+
+}  // namespace
+
+bool is_toolkit_frame(const Frame& frame) {
+  return source_of(frame) == SourceKind::CudaLibrary;
+}
+
 bool is_cuda_frame(const Frame& frame, const KernelName* kernel) {
   if (is_cuda_module(frame.module)) return true;
-  if (ends_with(frame.file, ".stub.c")) return true;  // nvcc's <name>.cudafe1.stub.c
-  // The runtime's launch templates (cuda_runtime.h, crt/host_runtime.h) inlined into the program.
-  if (frame.file.find("/crt/") != std::string::npos || file_name(frame.file) == "cuda_runtime.h" ||
-      file_name(frame.file) == "cuda_runtime_api.h")
-    return true;
+  if (source_of(frame) == SourceKind::CudaLaunch) return true;
   std::string_view function = frame.function;
   if (function.empty()) return false;
   if (is_cuda_api_name(function)) return true;
@@ -123,6 +187,27 @@ bool in_module(uintptr_t address, const std::string& module) {
   return false;
 }
 
+// The call site, offered the frames innermost first (see choose_call_site).
+class CallSiteChooser {
+ public:
+  explicit CallSiteChooser(const KernelName* kernel) : kernel_(kernel) {}
+  void offer(const Frame& frame, int index) {
+    if (found() || is_cuda_frame(frame, kernel_)) return;
+    if (!is_toolkit_frame(frame)) {
+      program_ = index;
+    } else if (toolkit_ < 0) {
+      toolkit_ = index;
+    }
+  }
+  bool found() const { return program_ >= 0; }
+  int call_site() const { return program_ >= 0 ? program_ : toolkit_; }
+
+ private:
+  const KernelName* kernel_;
+  int program_ = -1;  // the first frame of the program's own
+  int toolkit_ = -1;  // the first frame of the toolkit's headers
+};
+
 }  // namespace
 
 Site resolve_site(Symbolizer& symbolizer, const NativeStack& stack, const std::string& shim_module,
@@ -135,43 +220,118 @@ Site resolve_site(Symbolizer& symbolizer, const NativeStack& stack, const std::s
   // The shim's frames are recognized by the object holding them before anything is symbolized: reading the
   // shim's own debug information would cost libdw tens of megabytes for frames that are dropped anyway.
   // Without `whole_stack`, symbolizing stops at the call site: a logged launch needs only that line.
-  for (uint32_t i = 0; i < stack.depth && (whole_stack || site.call_site < 0); ++i) {
+  // Frames of the CUDA Toolkit's headers (thrust, CUB) are the program's code but not its line: the call site
+  // is the program's frame that called into them, and only where there is none, the first of them.
+  CallSiteChooser chooser(kernel);
+  for (uint32_t i = 0; i < stack.depth && (whole_stack || !chooser.found()); ++i) {
     if (in_module(stack.frames[i], shim_module)) continue;
     for (Frame& frame : symbolizer.symbolize_inlined(stack.frames[i])) {
       if (!shim_module.empty() && frame.module == shim_module) break;
-      if (site.call_site < 0 && !is_cuda_frame(frame, kernel))
-        site.call_site = static_cast<int>(site.frames.size());
+      chooser.offer(frame, static_cast<int>(site.frames.size()));
       site.frames.push_back(std::move(frame));
     }
   }
+  site.call_site = chooser.call_site();
   return site;
+}
+
+int choose_call_site(const std::vector<Frame>& frames, const KernelName* kernel) {
+  CallSiteChooser chooser(kernel);
+  for (size_t i = 0; i < frames.size() && !chooser.found(); ++i)
+    chooser.offer(frames[i], static_cast<int>(i));
+  return chooser.call_site();
 }
 
 namespace {
 
-bool is_library_python_file(std::string_view file) {
-  if (file.find("/site-packages/") != std::string_view::npos ||
-      file.find("/dist-packages/") != std::string_view::npos)
-    return true;
-  if (starts_with(file, "<frozen ")) return true;
-  // The standard library: .../lib/python3.12/threading.py (and lib64).
-  for (std::string_view lib : {"/lib/python", "/lib64/python"}) {
-    size_t at = file.find(lib);
-    if (at == std::string_view::npos || at + lib.size() >= file.size() ||
-        !std::isdigit(static_cast<unsigned char>(file[at + lib.size()])))
-      continue;
-    size_t slash = file.find('/', at + lib.size());
-    if (slash != std::string_view::npos && file.find('/', slash + 1) == std::string_view::npos) return true;
-  }
-  return false;
+// TORCHINDUCTOR_CACHE_DIR, without trailing slashes; size 0 for none. Plain data, set before main() (by
+// read_torchinductor_cache_dir) and never destroyed: threads still launching at exit may read it.
+struct CacheDirectory {
+  char path[4096];
+  size_t size;
+};
+CacheDirectory g_inductor_cache_dir;
+
+[[gnu::constructor]] void read_torchinductor_cache_dir() {
+  const char* value = std::getenv("TORCHINDUCTOR_CACHE_DIR");
+  set_torchinductor_cache_dir(value ? value : "");
+}
+
+// Whether `file` is under the directory `directory` (no trailing slash).
+bool is_under(std::string_view file, std::string_view directory) {
+  return !directory.empty() && file.size() > directory.size() + 1 && starts_with(file, directory) &&
+         file[directory.size()] == '/';
 }
 
 }  // namespace
 
+void set_torchinductor_cache_dir(std::string_view directory) {
+  while (directory.size() > 1 && directory.back() == '/') directory.remove_suffix(1);
+  if (directory == "/" || directory.size() >= sizeof g_inductor_cache_dir.path) directory = {};
+  if (!directory.empty()) std::memcpy(g_inductor_cache_dir.path, directory.data(), directory.size());
+  g_inductor_cache_dir.size = directory.size();
+}
+
+PythonFileKind classify_python_file(std::string_view file) {
+  if (file.empty()) return PythonFileKind::Program;
+  if (file[0] == '<') {
+    // A pseudo-file: code typed in is the program's; the bootstrap's frozen modules are the standard
+    // library's; anything else was generated at run time (exec'd "<string>", torch.fx's "<eval_with_key>.N").
+    if (file == "<stdin>" || file == "<console>" || starts_with(file, "<ipython-input-"))
+      return PythonFileKind::Program;
+    return starts_with(file, "<frozen ") ? PythonFileKind::Library : PythonFileKind::Generated;
+  }
+  if (is_under(file, std::string_view(g_inductor_cache_dir.path, g_inductor_cache_dir.size)))
+    return PythonFileKind::Generated;
+  // Installed packages first, the most common frames before the program's: a single search.
+  for (size_t at = file.find("-packages/"); at != std::string_view::npos;
+       at = file.find("-packages/", at + 1)) {
+    if (at >= 5 && (file.compare(at - 5, 5, "/site") == 0 || file.compare(at - 5, 5, "/dist") == 0))
+      return PythonFileKind::Library;
+  }
+  // Then one pass over the directories (each component followed by a '/', after a '/'): most start with
+  // neither letter below, and are passed over on their first character.
+  size_t stdlib_version_end = std::string_view::npos;  // the '/' after lib/python3.X, where seen
+  size_t last_slash = file.find('/');
+  for (size_t start = last_slash; start != std::string_view::npos;) {
+    ++start;
+    const size_t slash = file.find('/', start);
+    if (slash == std::string_view::npos) break;  // the file name
+    last_slash = slash;
+    const std::string_view directory = file.substr(start, slash - start);
+    const std::string_view rest = file.substr(slash + 1);
+    switch (directory.empty() ? '\0' : directory[0]) {
+      case 't':
+        // Inductor's cache: /tmp/torchinductor_<user>/ab/cabc....py (its generated modules) by default.
+        if (starts_with(directory, "torchinductor_")) return PythonFileKind::Generated;
+        // torch.compile's and Triton's machinery outside site-packages (a checkout, an editable install).
+        if (directory == "torch" && (starts_with(rest, "_inductor/") || starts_with(rest, "_dynamo/")))
+          return PythonFileKind::Library;
+        if (directory == "triton" && (starts_with(rest, "runtime/") || starts_with(rest, "backends/") ||
+                                      starts_with(rest, "compiler/")))
+          return PythonFileKind::Library;
+        break;
+      case 'l':
+        // The standard library's own modules: .../lib/python3.12/threading.py (and lib64), not its packages:
+        // decided at the end, where the file name must follow the version's directory.
+        if ((directory == "lib" || directory == "lib64") && rest.size() > 6 && starts_with(rest, "python") &&
+            std::isdigit(static_cast<unsigned char>(rest[6])) && stdlib_version_end == std::string_view::npos)
+          stdlib_version_end = file.find('/', slash + 1);
+        break;
+      default:
+        break;
+    }
+    start = slash;
+  }
+  if (stdlib_version_end != std::string_view::npos && stdlib_version_end == last_slash)
+    return PythonFileKind::Library;
+  return PythonFileKind::Program;
+}
+
 int python_call_site(const PythonStack& python) {
   if (python.status != PythonStatus::Captured || python.count == 0) return -1;
   for (int i = 0; i < python.count; ++i) {
-    if (!is_library_python_file(python.frames[i].file)) return i;
+    if (classify_python_file(python.frames[i].file) == PythonFileKind::Program) return i;
   }
   return 0;
 }

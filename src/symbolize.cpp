@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "names.h"
+#include "sites.h"
 
 namespace blockrun {
 namespace {
@@ -399,6 +400,8 @@ std::vector<Frame> Symbolizer::symbolize_inlined(uintptr_t address, bool return_
     symbolize_locked(address, return_address, outermost);
     frames = inlined_frames_locked(address, return_address, outermost);
     if (frames.empty()) frames.push_back(outermost);
+    // Each caller's file:line is where the next inner function was inlined into it: classified anew.
+    for (Frame& frame : frames) frame.source = classify_source_file(frame.file);
     if (cached_frames_ + frames.size() <= kCacheLimit) {
       cache.emplace(address, frames);
       cached_frames_ += frames.size();
@@ -510,6 +513,7 @@ void Symbolizer::symbolize_locked(uintptr_t address, bool return_address, Frame&
   }
   if (!loaded_) load_locked();
   compute_locked(address, return_address, frame);
+  frame.source = classify_source_file(frame.file);  // once per address while the cache has room
   if (cached_frames_ < kCacheLimit) {
     cache.emplace(address, frame);
     ++cached_frames_;

@@ -19,6 +19,19 @@
 
 namespace blockrun {
 
+// What a frame's source file is, for choosing the call site (src/sites.h: classify_source_file). The
+// symbolizer classifies each frame once, when it computes it (its answers are cached), so that choosing the
+// call site of a logged launch does no string work on file names.
+enum class SourceKind : uint8_t {
+  Unclassified,  // a frame not made by the symbolizer (built by hand): the call-site rules classify it
+  Program,       // the program's own code, or any other file (also: no file known)
+  CudaLaunch,    // CUDA's launch code compiled into the program: nvcc's generated files (*.stub.c,
+                 // *.cudafe1.cpp) and the runtime's launch templates (cuda_runtime.h, cuda_runtime_api.h,
+                 // crt/): never the call site
+  CudaLibrary,   // the CUDA Toolkit's other headers, inlined or instantiated into the program: thrust, CUB,
+                 // libcu++ and the rest of CCCL: the call site only where no frame is the program's
+};
+
 struct Frame {
   uintptr_t address = 0;        // as captured
   std::string module;           // path of the object file, symbolic links resolved (the main program's
@@ -27,6 +40,7 @@ struct Frame {
   std::string function;         // demangled; empty when unknown
   std::string file;             // source file from DWARF, empty when unknown
   int line = 0;                 // 0 when unknown
+  SourceKind source = SourceKind::Unclassified;  // what `file` is; set on every frame the symbolizer returns
 };
 
 class Symbolizer {
@@ -40,8 +54,8 @@ class Symbolizer {
 
   // `return_address`: the address is a return address (true for every captured frame): the function and
   // the source line are looked up at address-1, so they name the call, not the instruction after it (which
-  // can belong to the next function when the call was the last instruction). Frame.address stays as given.
-  // Never throws: every failure gives a frame with less detail.
+  // can belong to the next function when the call was the last instruction). Frame.address stays as given;
+  // Frame.source is set. Never throws: every failure gives a frame with less detail.
   Frame symbolize(uintptr_t address, bool return_address = true);
 
   // The logical frames at `address`, innermost first: one per function inlined at that point, then the
@@ -52,7 +66,7 @@ class Symbolizer {
   // DW_AT_name qualified with its namespaces and classes and without parameters ("ns::helper"; GCC writes
   // no linkage name for a function of internal linkage); the outermost has the name symbolize() gives.
   // Without libdw, or without DWARF for the address: exactly one frame, equal to symbolize(address,
-  // return_address). Never throws.
+  // return_address). Every frame's `source` is set (for its own file:line). Never throws.
   std::vector<Frame> symbolize_inlined(uintptr_t address, bool return_address = true);
 
   // After the first symbolize(): whether libdw is used, and one line saying which (path and version) or why

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The report names the Python line that launched the culprit, whether the launching thread held the GIL
 (ctypes.PyDLL, as C extensions that keep it) or released it (ctypes.CDLL, as PyTorch does around its ops);
-and with breadcrumbs, for a fault that surfaces long after its launch, `--localize` names that line in one run.
+generated code between the program and the launch (torch.compile's shape) is passed over for the program's
+call; and with breadcrumbs, for a fault that surfaces long after its launch, `--localize` names that line in
+one run.
 
 Usage: test_report_python_line.py WRAPPER LAUNCH_LIB SIM_LIBDIR
 Runs this file again as the program under test (--program MODE LIB), through the wrapper with a report, on
@@ -19,6 +21,18 @@ import unittest
 HERE = os.path.abspath(__file__)
 # Where the "installed package" of the package mode lives: a directory named site-packages.
 PACKAGE_DIR = os.environ.get("BLOCKRUN_TEST_PACKAGE_DIR", "")
+# The generated mode's module, in a stand-in for torch.compile's cache directory.
+GENERATED_MODULE = os.environ.get("BLOCKRUN_TEST_GENERATED_MODULE", "")
+# What Inductor writes there, in miniature: a module whose `call` runs a launcher exec'd from a string.
+GENERATED_SOURCE = """\
+LAUNCHER = "def launcher(library):\\n    return library.launch_fill()\\n"
+scope = {}
+exec(compile(LAUNCHER, "<string>", "exec"), scope)
+
+
+def call(library):
+    return scope["launcher"](library)
+"""
 
 
 def simulated_environment(sim_libdir, fault):
@@ -54,6 +68,16 @@ def through_package(library):
     return fakepkg.launch(library)  # PACKAGE_CALL_LINE
 
 
+def through_generated(library):
+    # torch.compile's shape: the program calls a compiled function, whose module Inductor generated in its
+    # cache directory; that runs a launcher exec'd from a string, which launches. The line is the program's call.
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("cabc", GENERATED_MODULE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.call(library)  # GENERATED_CALL_LINE
+
+
 def forward(library):
     library.launch_fill()
     return library.launch_stencil()  # FORWARD_STENCIL_LINE
@@ -87,6 +111,9 @@ def program(mode, path):
         return
     if mode.startswith("late"):
         print("synchronize returned", train(library))
+        return
+    if mode == "generated":
+        print("launch returned", through_generated(library))
         return
     result = through_package(library) if mode == "package" else step(library)
     print("launch returned", result)
@@ -136,10 +163,55 @@ class ReportNamesThePythonLine(unittest.TestCase):
     def test_gil_held(self):
         self.run_mode("gil")
 
+    def generated_code_is_not_the_line(self, cache_dir):
+        """`cache_dir`: TORCHINDUCTOR_CACHE_DIR's value, relative to a temporary directory; None: unset, the
+        generated module then lives where Inductor's default puts it, in a directory torchinductor_<user>."""
+        wrapper, launch_lib, sim_libdir = ARGS
+        with tempfile.TemporaryDirectory() as directory:
+            report = os.path.join(directory, "report.jsonl")
+            environment = simulated_environment(sim_libdir, "fill:1")
+            environment.pop("TORCHINDUCTOR_CACHE_DIR", None)
+            cache = os.path.join(directory, cache_dir or "torchinductor_blockrun")
+            if cache_dir:
+                environment["TORCHINDUCTOR_CACHE_DIR"] = cache
+            generated = os.path.join(cache, "ab", "cabcdefgh.py")
+            os.makedirs(os.path.dirname(generated))
+            with open(generated, "w") as module:
+                module.write(GENERATED_SOURCE)
+            environment["BLOCKRUN_TEST_GENERATED_MODULE"] = generated
+            done = subprocess.run([wrapper, "--block", "fill", "--report", report, "--", sys.executable, HERE,
+                                   "--program", "generated", launch_lib],
+                                  env=environment, capture_output=True, text=True, timeout=120)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertIn("launch returned 700", done.stdout)
+            with open(report) as lines:
+                records = [json.loads(line) for line in lines]
+        first = [r for r in records if r["type"] == "first_error"]
+        self.assertEqual(len(first), 1, records)
+        launch_record = first[0]["launch"]
+        self.assertEqual(launch_record["python_status"], "captured, GIL released")
+        frames = launch_record["python"]
+        # Every frame stays in the report's stack.
+        self.assertEqual(frames[0], {"file": "<string>", "line": 2, "function": "launcher"})
+        self.assertEqual(frames[1], {"file": generated, "line": 7, "function": "call"})
+        call = {"file": HERE, "line": line_of("GENERATED_CALL_LINE"), "function": "through_generated"}
+        self.assertEqual(frames[2], call)
+        self.assertEqual(launch_record["python_callsite"], call)
+        self.assertIn(f"[cuda-blockrun]   python: {HERE}:{line_of('GENERATED_CALL_LINE')} in through_generated "
+                      f"(innermost: <string>:2 in launcher)\n", done.stderr)
+
+    def test_generated_code_in_inductors_default_cache_is_not_the_line(self):
+        self.generated_code_is_not_the_line(None)
+
+    def test_generated_code_under_torchinductor_cache_dir_is_not_the_line(self):
+        self.generated_code_is_not_the_line("inductor-cache")
+
     def localize_late_fault(self, mode):
         wrapper, launch_lib, sim_libdir = ARGS
-        # The 13th stencil faults (launch #38 of 90); the program learns it at the end.
+        # The 13th stencil faults (launch #38 of 90); the program learns it at the end: the fault stays in flight
+        # until its synchronize (CUDA_SIM_FAULT_SURFACES=sync; by default the next launch would see it).
         environment = simulated_environment(sim_libdir, "stencil:13")
+        environment["CUDA_SIM_FAULT_SURFACES"] = "sync"
         with tempfile.TemporaryDirectory() as directory:
             environment["TMPDIR"] = directory
             done = subprocess.run([wrapper, "--localize", "--", sys.executable, HERE, "--program", mode, launch_lib],
