@@ -22,7 +22,8 @@ ProcessResult plain(const std::string& scenario, Env env) {
 TEST(Breadcrumbs, NameTheCulpritLongAfterItFaultedWithoutBlocking) {
   std::string report = ::testing::TempDir() + "breadcrumbs_exact.jsonl";
   std::string stats = ::testing::TempDir() + "breadcrumbs_exact_stats";
-  Env fault = {{"CUDA_SIM_FAULT", "stencil:13"}, {"CUDA_SIM_STATS", stats}};
+  // Still in flight behind 22 more launches when the final cudaMemcpy waits.
+  Env fault = {{"CUDA_SIM_FAULT", "stencil:13"}, {"CUDA_SIM_STATS", stats}, kSurfaceAtSync};
   ProcessResult alone = plain("steps", fault);
   std::string alone_stats = read_file(stats);
   std::remove(report.c_str());
@@ -55,7 +56,7 @@ TEST(Breadcrumbs, NameTheCulpritLongAfterItFaultedWithoutBlocking) {
 // nvcc's default static runtime (CUDA 13) synchronizes the device with cuCtxSynchronize_v2, fetched through
 // cuGetProcAddress: the error it returns is the one the breadcrumbs explain.
 TEST(Breadcrumbs, AStaticRuntimeProgramsDeviceSynchronizeSurfacesTheError) {
-  Env fault = {{"CUDA_SIM_FAULT", "stencil:13"}};
+  Env fault = {{"CUDA_SIM_FAULT", "stencil:13"}, kSurfaceAtSync};  // first seen by that synchronize
   ProcessResult alone = run_alone({CUDA_BLOCKRUN_STATIC_APP, "sync"}, fault);
   ProcessResult r = run({"--breadcrumbs"}, {CUDA_BLOCKRUN_STATIC_APP, "sync"}, fault);
   EXPECT_EQ(r.status, alone.status);
@@ -72,7 +73,7 @@ TEST(Breadcrumbs, AStaticRuntimeProgramsDeviceSynchronizeSurfacesTheError) {
 
 // An event query is often the first call to see a fault (PyTorch's NCCL watchdog, which then aborts).
 TEST(Breadcrumbs, AnEventQueryThatSeesTheFaultIsTheFirstError) {
-  Env fault = {{"CUDA_SIM_FAULT", "stencil:1"}};
+  Env fault = {{"CUDA_SIM_FAULT", "stencil:1"}, kSurfaceAtSync};  // still running at the launch after it
   ProcessResult alone = plain("event-query", fault);
   ProcessResult r = run({"--breadcrumbs"}, {kApp, "event-query"}, fault);
   EXPECT_EQ(r.status, alone.status);
@@ -95,8 +96,9 @@ TEST(Breadcrumbs, OneStreamFaultingAmongOthersIsNamedExactly) {
 
 TEST(Breadcrumbs, SeveralStreamsInFlightGiveTheirFirstUnfinishedLaunches) {
   // The fault at launch #3 (stream 2) stops the device: #4 (stream 3), #5 and #6 (streams 0, 1) never finish.
-  ProcessResult r = run({"--breadcrumbs"}, {kApp, "streams"},
-                        {{"CUDA_SIM_FAULT", "stencil:1"}, {"CUDA_SIM_FAULT_STOPS_DEVICE", "1"}});
+  ProcessResult r =
+      run({"--breadcrumbs"}, {kApp, "streams"},
+          {{"CUDA_SIM_FAULT", "stencil:1"}, {"CUDA_SIM_FAULT_STOPS_DEVICE", "1"}, kSurfaceAtSync});
   EXPECT_TRUE(contains(
       r.err, "culprit among the first unfinished launch of each stream (breadcrumbs), oldest first:"))
       << r.err;

@@ -150,7 +150,9 @@ TEST_P(CallSite, SuspectsNameTheirCallerWithoutAStackWalk) {
   // Default call sites: no stack is walked for launches that succeed, but the return address into the code
   // that called CUDA is kept for every launch, and names the launcher.
   int fill = marker_line("CALLSITE_FILL");
-  ReportRun run = run_with_report(GetParam(), "suspects", {}, {{"CUDA_SIM_FAULT", "stencil:2"}});
+  // Launches #3 to #6 are in flight when the program synchronizes.
+  ReportRun run =
+      run_with_report(GetParam(), "suspects", {}, {{"CUDA_SIM_FAULT", "stencil:2"}, kSurfaceAtSync});
   std::string first = run.record("first_error");
   std::regex fill_site("\"seq\":5,[^{]*\"callsite\":\\{[^}]*\"function\":\"launch_fill\",\"file\":\"" +
                        kCallsiteSource + "\",\"line\":" + std::to_string(fill) + "\\},\"stack\":\"caller\"");

@@ -35,11 +35,13 @@ std::string launch_line() {
   return kAppSource + ":" + std::to_string(marker_line(kAppSource, "LAUNCH_DEFAULT"));
 }
 
-// mpirun as the test's user (root in CI: Open MPI refuses root unless told), more ranks than cores allowed.
-ProcessResult mpirun(int ranks, const std::vector<std::string>& command) {
+// mpirun as the test's user (root in CI: Open MPI refuses root unless told), more ranks than cores allowed;
+// `env`: more for every rank.
+ProcessResult mpirun(int ranks, const std::vector<std::string>& command, Env env = {}) {
   std::vector<std::string> argv = {kMpirun, "--oversubscribe", "-n", std::to_string(ranks)};
   argv.insert(argv.end(), command.begin(), command.end());
-  return run_process(argv, clean({{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}}));
+  env.insert({{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}});
+  return run_process(argv, clean(std::move(env)));
 }
 
 // A shell command for each rank: `by_rank` maps a rank to its CUDA_SIM_FAULT (none for the others);
@@ -61,12 +63,12 @@ std::string rank_script(const std::string& directory, const std::map<int, std::s
 
 TEST(Distributed, TheReportNamesTheRankThatFailedFirst) {
   // Ranks as torchrun gives them (RANK), run one after the other: rank 1 faults (found by breadcrumbs), rank
-  // 2 faults later in another kernel, rank 0 runs clean.
+  // 2 faults later in another kernel, rank 0 runs clean. The faults are first seen by the final cudaMemcpy.
   std::string directory = fresh_directory("job_by_hand");
   std::string pattern = directory + "/r.%r.jsonl";
   for (const auto& [rank, fault] :
        std::vector<std::pair<int, std::string>>{{0, ""}, {1, "stencil:13"}, {2, "scale:15"}}) {
-    Env env = clean({{"RANK", std::to_string(rank)}});
+    Env env = clean({{"RANK", std::to_string(rank)}, kSurfaceAtSync});
     if (!fault.empty()) env["CUDA_SIM_FAULT"] = fault;
     ProcessResult r = run_process({kWrapper, "--breadcrumbs", "--report", pattern, "--", kApp, "steps"}, env);
     EXPECT_EQ(r.status, fault.empty() ? 0 : 1) << r.err;
@@ -121,12 +123,15 @@ TEST(Distributed, ARankStuckInACollectiveIsToldApartFromTheRankThatFaulted) {
   if (kSanitizedPrograms) GTEST_SKIP() << "the test program's own sanitizer handles its signals";
   std::string directory = fresh_directory("job_stuck");
   std::string pattern = directory + "/r.%r.jsonl";
-  // Rank 0 faults; rank 1 waits in its all-reduce until its watchdog aborts it.
-  ProcessResult faulted = run_process({kWrapper, "--breadcrumbs", "--report", pattern, "--", kApp, "steps"},
-                                      clean({{"RANK", "0"}, {"CUDA_SIM_FAULT", "stencil:13"}}));
-  ProcessResult stuck =
-      run_process({kWrapper, "--breadcrumbs", "--report", pattern, "--", kApp, "stuck-collective"},
-                  clean({{"RANK", "1"}, {"CUDA_SIM_FAULT", "ncclDevKernel_AllReduce_Sum_f32_RING_LL:1"}}));
+  // Rank 0 faults; rank 1 waits in its all-reduce until its watchdog aborts it (the injected fault models the
+  // all-reduce that never completes: nothing may see it, so it surfaces only at a wait).
+  ProcessResult faulted =
+      run_process({kWrapper, "--breadcrumbs", "--report", pattern, "--", kApp, "steps"},
+                  clean({{"RANK", "0"}, {"CUDA_SIM_FAULT", "stencil:13"}, kSurfaceAtSync}));
+  ProcessResult stuck = run_process(
+      {kWrapper, "--breadcrumbs", "--report", pattern, "--", kApp, "stuck-collective"},
+      clean(
+          {{"RANK", "1"}, {"CUDA_SIM_FAULT", "ncclDevKernel_AllReduce_Sum_f32_RING_LL:1"}, kSurfaceAtSync}));
   EXPECT_EQ(stuck.status, 128 + SIGABRT) << stuck.err;
   EXPECT_TRUE(
       contains(stuck.err,
@@ -153,7 +158,8 @@ TEST(Distributed, ARankStuckInACollectiveIsToldApartFromTheRankThatFaulted) {
   // record is written then too, and it dies of the signal as without the shim.
   std::string term_directory = fresh_directory("job_stuck_term");
   std::string term_pattern = term_directory + "/r.%r.jsonl";
-  Env stuck_env = clean({{"RANK", "1"}, {"CUDA_SIM_FAULT", "ncclDevKernel_AllReduce_Sum_f32_RING_LL:1"}});
+  Env stuck_env =
+      clean({{"RANK", "1"}, {"CUDA_SIM_FAULT", "ncclDevKernel_AllReduce_Sum_f32_RING_LL:1"}, kSurfaceAtSync});
   ProcessResult alone = run_process({kApp, "stuck-collective-term"}, stuck_env);
   ProcessResult terminated = run_process(
       {kWrapper, "--breadcrumbs", "--report", term_pattern, "--", kApp, "stuck-collective-term"}, stuck_env);
@@ -179,8 +185,10 @@ class Mpirun : public ::testing::Test {
 TEST_F(Mpirun, TwoRanksOneFaults) {
   std::string directory = fresh_directory("job_mpi2");
   ProcessResult job =
-      mpirun(2, {kWrapper, "--breadcrumbs", "--report", directory + "/r.%r.jsonl", "--log",
-                 directory + "/log.%r", "--", "/bin/sh", "-c", rank_script(directory, {{1, "stencil:13"}})});
+      mpirun(2,
+             {kWrapper, "--breadcrumbs", "--report", directory + "/r.%r.jsonl", "--log",
+              directory + "/log.%r", "--", "/bin/sh", "-c", rank_script(directory, {{1, "stencil:13"}})},
+             {kSurfaceAtSync});  // the program's output: the fault first seen by the final cudaMemcpy
   EXPECT_EQ(job.status, 0) << job.err;
   EXPECT_EQ(read_file(directory + "/out.1"),
             "cudaMemcpy returned 700\ncudaGetLastError returned 700\ndone\n");

@@ -47,7 +47,7 @@ std::vector<std::string> changing_fault(const std::string& marker, const std::st
 // With breadcrumbs (the default): run 1 names the launch and keeps its caller, the program's own line: no
 // second run.
 TEST(Localize, BreadcrumbsNameTheLaunchAndItsCallerInOneRun) {
-  Env fault = {{"CUDA_SIM_FAULT", "stencil:13"}};
+  Env fault = {{"CUDA_SIM_FAULT", "stencil:13"}, kSurfaceAtSync};  // first seen by the final cudaMemcpy
   ProcessResult alone = plain("steps", fault);
   ProcessResult r = localize({kApp, "steps"}, fault);
   EXPECT_EQ(r.status, alone.status);
@@ -77,7 +77,7 @@ TEST(Localize, BreadcrumbsNameTheLaunchAndItsCallerInOneRun) {
 // The static runtime calls the driver from its own code: run 1 names the launch but has no call site of the
 // program's, so run 2 blocks just that launch for its whole stack.
 TEST(Localize, BreadcrumbsWithoutTheProgramsCallerRunAgainBlockingOnlyTheLaunch) {
-  Env fault = {{"CUDA_SIM_FAULT", "stencil:13"}};
+  Env fault = {{"CUDA_SIM_FAULT", "stencil:13"}, kSurfaceAtSync};  // first seen by the final copy
   ProcessResult alone = plain("", fault, kStaticApp);
   ProcessResult r = localize({kStaticApp}, fault);
   EXPECT_EQ(r.status, alone.status);
@@ -136,7 +136,7 @@ TEST(Localize, AGraphReplaysFailedNodeIsFoundInASecondRunWithBreadcrumbsInsideTh
 
 // Without breadcrumbs run 1 has only the host's view: run 2 blocks the suspected kernels by name.
 TEST(Localize, PinsAnUnpinnedErrorInASecondRun) {
-  Env fault = {{"CUDA_SIM_FAULT", "stencil:13"}};
+  Env fault = {{"CUDA_SIM_FAULT", "stencil:13"}, kSurfaceAtSync};  // first seen by the final cudaMemcpy
   ProcessResult alone = plain("steps", fault);
   ProcessResult r = localize({kApp, "steps"}, fault, {"--breadcrumbs=0"});
   EXPECT_EQ(r.status, alone.status);

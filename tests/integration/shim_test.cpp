@@ -171,7 +171,8 @@ TEST(Shim, BlockedFaultingLaunchReturnsTheErrorAndIsNamed) {
 }
 
 TEST(Shim, UnblockedFaultNamesTheNewestUnfinishedLaunchesAsSuspects) {
-  ProcessResult r = app("steps", {{"CUDA_SIM_FAULT", "stencil:13"}}, true);
+  // The fault is still in flight behind 22 more launches when the final cudaMemcpy waits.
+  ProcessResult r = app("steps", {{"CUDA_SIM_FAULT", "stencil:13"}, kSurfaceAtSync}, true);
   EXPECT_EQ(r.status, 1);
   EXPECT_TRUE(contains(r.out, "cudaMemcpy returned 700\n")) << r.out;
   EXPECT_TRUE(

@@ -18,6 +18,13 @@ const std::string kWrapper = CUDA_BLOCKRUN_WRAPPER;
 const std::string kApp = CUDA_BLOCKRUN_APP;  // tests/programs/cuda_app.cpp: `cuda_app SCENARIO`
 const std::string kSimLib = CUDA_BLOCKRUN_SIM_LIBDIR;
 
+// The simulated driver surfaces a device fault at the program's next call that touches the device, as the
+// H200 does once the faulting kernel has finished (CUDA_SIM_FAULT_SURFACES=next-call, tests/sim/README.md).
+// A test about a kernel still running when the program next waits (several launches in flight before a
+// synchronize, suspects, the error first seen by a synchronize) adds this entry to its environment: the fault
+// then surfaces only at a wait that covers its stream.
+const Env::value_type kSurfaceAtSync = {"CUDA_SIM_FAULT_SURFACES", "sync"};
+
 // `command` alone on the simulated stack.
 inline ProcessResult run_alone(const std::vector<std::string>& command, Env env) {
   env["LD_LIBRARY_PATH"] = kSimLib;

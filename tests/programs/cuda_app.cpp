@@ -5,10 +5,26 @@
 //   cuda_app steps | direct | exc | ptsz | streams | config-error | capture [replays] |
 //            capture_branches [replays] | blocked-then-capture | capture-other-thread |
 //            cublas | errno | unknown-stub | fork | fork-while-launching | fork-exec |
-//            segv | abort | fpe | ill | bus | own-handler
+//            segv | abort | fpe | ill | bus | own-handler |
+//            fault-then-alloc | fault-then-launch | fault-then-launch-other-stream | fault-then-copy |
+//            fault-then-event-query | fault-then-exit | fault-then-launch-many
 //
 // Kernels: fill, stencil, scale (mangled names as nvcc gives them). Faults are injected by the test
 // through CUDA_SIM_FAULT (e.g. stencil:13, the 13th stencil launch, launch #38 in `steps`).
+//
+// The fault-then-* scenarios: fill, then stencil (the line marked FAULT_LAUNCH; the test makes it fault with
+// CUDA_SIM_FAULT=stencil:1), then one kind of call where a real GPU reports the fault (the simulated driver
+// too, with CUDA_SIM_FAULT_SURFACES=next-call), as the programs in the field do. All exit 0.
+//   fault-then-alloc               cudaMalloc, fill, stencil, then only cudaMalloc (CuPy's memory pool)
+//   fault-then-launch              fill, stencil, then launch scale and cudaGetLastError (PyTorch: every
+//                                  launch checked)
+//   fault-then-launch-other-stream streams A and B: fill and stencil on A, scale on B, cudaGetLastError
+//   fault-then-copy                cudaMalloc, fill, stencil, then a synchronous device-to-host cudaMemcpy
+//   fault-then-event-query         an event recorded after fill (before the fault), queried after stencil
+//   fault-then-exit                fill, stencil, then return from main: no further CUDA call
+//   fault-then-launch-many         3 rounds of fill, stencil (line FAULT_LAUNCH_MANY), scale on the default
+//                                  stream, cudaGetLastError after each launch; the test makes the second
+//                                  stencil fault (CUDA_SIM_FAULT=stencil:2)
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -384,6 +400,69 @@ int errno_kept() {
   return 0;
 }
 
+// fill, then the stencil launch that the fault-then-* scenarios make fault (CUDA_SIM_FAULT=stencil:1), on
+// `stream`; `after_fill`, if given, is recorded between the two.
+void fill_then_faulting_stencil(cudaStream_t stream, cudaEvent_t after_fill = nullptr) {
+  report("launch fill", sim::launch(fill, kGrid, kBlock, stream));
+  if (after_fill) report("cudaEventRecord", cudaEventRecord(after_fill, stream));
+  report("launch stencil", sim::launch(stencil, kGrid, kBlock, stream));  // FAULT_LAUNCH
+}
+
+int fault_then(const std::string& what) {
+  if (what == "alloc") {
+    float* first = nullptr;
+    report("cudaMalloc", cudaMalloc(reinterpret_cast<void**>(&first), 1024 * sizeof(float)));
+    fill_then_faulting_stencil(nullptr);
+    float* second = nullptr;
+    report("cudaMalloc", cudaMalloc(reinterpret_cast<void**>(&second), 1024 * sizeof(float)));
+  } else if (what == "launch") {
+    fill_then_faulting_stencil(nullptr);
+    report("launch scale", sim::launch(scale, kGrid, kBlock, nullptr));
+    report("cudaGetLastError", cudaGetLastError());
+  } else if (what == "launch-other-stream") {
+    cudaStream_t a = nullptr, b = nullptr;
+    report("cudaStreamCreate", cudaStreamCreate(&a));
+    report("cudaStreamCreate", cudaStreamCreate(&b));
+    fill_then_faulting_stencil(a);
+    report("launch scale", sim::launch(scale, kGrid, kBlock, b));
+    report("cudaGetLastError", cudaGetLastError());
+  } else if (what == "copy") {
+    std::vector<float> host(16);
+    float* device = nullptr;
+    report("cudaMalloc", cudaMalloc(reinterpret_cast<void**>(&device), host.size() * sizeof(float)));
+    fill_then_faulting_stencil(nullptr);
+    report("cudaMemcpy",
+           cudaMemcpy(host.data(), device, host.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  } else if (what == "event-query") {
+    cudaEvent_t after_fill = nullptr;
+    report("cudaEventCreate", cudaEventCreate(&after_fill));
+    fill_then_faulting_stencil(nullptr, after_fill);
+    report("cudaEventQuery", cudaEventQuery(after_fill));
+  } else if (what == "exit") {
+    fill_then_faulting_stencil(nullptr);
+  } else {
+    return -1;
+  }
+  std::printf("done\n");
+  return 0;
+}
+
+// 3 rounds of fill, stencil, scale on the default stream, each launch checked with cudaGetLastError as
+// PyTorch does; the test makes the second stencil fault (CUDA_SIM_FAULT=stencil:2).
+int fault_then_launch_many() {
+  for (int round = 1; round <= 3; ++round) {
+    const std::string at = " (round " + std::to_string(round) + ")";
+    report(("launch fill" + at).c_str(), sim::launch(fill, kGrid, kBlock, nullptr));
+    report(("cudaGetLastError after fill" + at).c_str(), cudaGetLastError());
+    report(("launch stencil" + at).c_str(), sim::launch(stencil, kGrid, kBlock));  // FAULT_LAUNCH_MANY
+    report(("cudaGetLastError after stencil" + at).c_str(), cudaGetLastError());
+    report(("launch scale" + at).c_str(), sim::launch(scale, kGrid, kBlock, nullptr));
+    report(("cudaGetLastError after scale" + at).c_str(), cudaGetLastError());
+  }
+  std::printf("done\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -406,6 +485,11 @@ int main(int argc, char** argv) {
   if (scenario == "fork-exec") return fork_exec();
   if (scenario == "stuck-collective") return stuck_collective(SIGABRT);
   if (scenario == "stuck-collective-term") return stuck_collective(SIGTERM);
+  if (scenario == "fault-then-launch-many") return fault_then_launch_many();
+  if (scenario.rfind("fault-then-", 0) == 0) {
+    const int result = fault_then(scenario.substr(11));
+    if (result >= 0) return result;
+  }
   if (scenario == "segv" || scenario == "abort" || scenario == "own-handler" || scenario == "fpe" ||
       scenario == "ill" || scenario == "bus")
     return die(scenario);

@@ -4,7 +4,9 @@
 // Everything here exists so that cuda-blockrun can be tested on a machine without a GPU. The behaviour
 // follows /work/shared/reference/cuda-interposition.md (measured on an H200) and the CUDA 13.0 headers; where
 // the hardware's behaviour has a time component (a kernel "still running") the sim makes it deterministic:
-// work completes at once, but a fault stays "in flight" on its stream until a call that waits on that stream.
+// work completes at once, and a fault stays pending until the host's next call that touches the device
+// (CUDA_SIM_FAULT_SURFACES=next-call, the default: the faulting kernel has finished by then) or, with
+// CUDA_SIM_FAULT_SURFACES=sync, "in flight" on its stream until a call that waits on that stream.
 //
 // Exported names are exactly those the CUDA 13 cuda.h compiles calls to (cuMemAlloc_v2,
 // cuStreamBeginCapture_v2,
@@ -329,6 +331,38 @@ bool fault_stops_device() {
   return set;
 }
 
+// CUDA_SIM_FAULT_SURFACES (read once): where a pending fault becomes the context's sticky error.
+//   next-call (default): at the next call of any kind that touches the device, from any thread, as on the
+//     H200: the faulting kernel has finished (and killed the context) before the host's next call.
+//   sync: only at a call that waits for the faulting stream (synchronize, query, synchronous copy, ...): a
+//     kernel still running when the program next waits, e.g. several launches in flight before a synchronize.
+bool faults_surface_at_next_call() {
+  static const bool next_call = [] {
+    const char* env = std::getenv("CUDA_SIM_FAULT_SURFACES");
+    if (!env || !*env || std::strcmp(env, "next-call") == 0) return true;
+    if (std::strcmp(env, "sync") == 0) return false;
+    std::fprintf(stderr, "[cuda-sim] CUDA_SIM_FAULT_SURFACES: unknown value '%s', using next-call\n", env);
+    return true;
+  }();
+  return next_call;
+}
+
+// The sticky error as a call that touches the device sees it. In next-call mode the earliest fault pending
+// anywhere on the device surfaces first. The calls that must not surface it read S().sticky instead: stream
+// writes and event records (enqueued while the faulting kernel may still run; the shim issues them right
+// after a launch), capture-state queries.
+CUresult sticky_error() {
+  if (!S().sticky && faults_surface_at_next_call()) surface_all();
+  return S().sticky;
+}
+
+// For the calls the sim lets through on a dead context in sync mode (today's model: stream destroy, module
+// and library unload, capture end): in next-call mode they fail with the sticky error like every other call
+// that touches the device, surfacing a pending fault first.
+CUresult next_call_error() {
+  return faults_surface_at_next_call() ? sticky_error() : CUDA_SUCCESS;
+}
+
 // CUDA_SIM_NO_STREAM_MEM_OPS=1 (read once): a device without 64-bit stream memory operations.
 bool no_stream_mem_ops() {
   static const bool set = env_switch("CUDA_SIM_NO_STREAM_MEM_OPS");
@@ -382,8 +416,9 @@ CUresult check_legacy_implicit(Stream* s, bool invalidate_captures) {
 }
 
 // Where asynchronous work goes. Returns SUCCESS with *rec set when the work must be recorded into a capture
-// graph, SUCCESS with *rec null when it must execute, or an error.
-CUresult route_async(Stream* s, Graph** rec) {
+// graph, SUCCESS with *rec null when it must execute, or an error. `surfaces`: whether the call surfaces a
+// pending fault (sticky_error()); stream writes do not.
+CUresult route_async(Stream* s, Graph** rec, bool surfaces) {
   *rec = nullptr;
   if (s->cap.status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
     *rec = s->cap.graph;
@@ -391,7 +426,7 @@ CUresult route_async(Stream* s, Graph** rec) {
   }
   if (s->cap.status == CU_STREAM_CAPTURE_STATUS_INVALIDATED) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
   if (CUresult r = check_legacy_implicit(s, true)) return r;
-  return S().sticky;
+  return surfaces ? sticky_error() : S().sticky;
 }
 
 const Alloc* find_alloc(uintptr_t p, size_t n) {
@@ -760,7 +795,7 @@ CUresult do_launch(const char* entry, CUfunction f, unsigned gx, unsigned gy, un
   if (!resolve_launchable(f, &name, &pp)) return log.ret(CUDA_ERROR_INVALID_HANDLE);
   Stream* s = resolve_stream(hs, ptsz);
   if (!s) return log.ret(CUDA_ERROR_INVALID_HANDLE);
-  if (S().sticky) return log.ret(S().sticky, kStickyText);
+  if (CUresult r = sticky_error()) return log.ret(r, kStickyText);
   std::string why;
   if (CUresult r = check_dims(gx, gy, gz, bx, by, bz, shmem, &why)) return log.ret(r, why);
   if (cooperative) {
@@ -777,7 +812,7 @@ CUresult do_launch(const char* entry, CUfunction f, unsigned gx, unsigned gy, un
   if (params)
     for (int i : *pp) ptrs.push_back(*static_cast<const uint64_t*>(params[i]));
   Graph* rec = nullptr;
-  if (CUresult r = route_async(s, &rec)) return log.ret(r);
+  if (CUresult r = route_async(s, &rec, true)) return log.ret(r);
   if (rec) {
     auto n = std::make_unique<Node>();
     n->type = Node::KernelLaunch;
@@ -797,7 +832,7 @@ CUresult do_launch(const char* entry, CUfunction f, unsigned gx, unsigned gy, un
 CUresult sync_copy_prologue() {
   if (CUresult r = require_init()) return r;
   if (CUresult r = check_unsafe_call()) return r;
-  return S().sticky;
+  return sticky_error();
 }
 CUresult sync_copy_wait(bool ptds) {
   return ptds ? surface({per_thread_stream(), &S().legacy}) : surface_all();
@@ -831,12 +866,12 @@ CUresult copy_async(CUdeviceptr dst, CUdeviceptr src, size_t n, bool dst_dev, bo
   if (CUresult r = require_init()) return r;
   Stream* s = resolve_stream(hs, ptsz);
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
-  if (S().sticky) return S().sticky;
+  if (CUresult r = sticky_error()) return r;
   if (n && dst_dev && !is_device_accessible(dst, n)) return CUDA_ERROR_INVALID_VALUE;
   if (n && src_dev && !is_device_accessible(src, n)) return CUDA_ERROR_INVALID_VALUE;
   if (!dst_dev && !src_dev && (!unified_ok(dst, n) || !unified_ok(src, n))) return CUDA_ERROR_INVALID_VALUE;
   Graph* rec = nullptr;
-  if (CUresult r = route_async(s, &rec)) return r;
+  if (CUresult r = route_async(s, &rec, true)) return r;
   Node node;
   node.type = Node::Memcpy;
   node.dst = dst;
@@ -870,11 +905,11 @@ CUresult memset_async(CUdeviceptr dst, uint32_t value, size_t count, unsigned el
   if (CUresult r = require_init()) return r;
   Stream* s = resolve_stream(hs, ptsz);
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
-  if (S().sticky) return S().sticky;
+  if (CUresult r = sticky_error()) return r;
   if (count && (!is_device_accessible(dst, count * elem) || (elem == 4 && dst % 4)))
     return CUDA_ERROR_INVALID_VALUE;
   Graph* rec = nullptr;
-  if (CUresult r = route_async(s, &rec)) return r;
+  if (CUresult r = route_async(s, &rec, true)) return r;
   Node node;
   node.type = Node::Memset;
   node.dst = dst;
@@ -910,7 +945,7 @@ CUresult stream_sync_locked(CUstream hs, bool ptsz, bool is_query) {
     // The legacy stream cannot wait on a capturing blocking stream.
     if (CUresult r = check_legacy_implicit(s, true)) return r;
   }
-  if (st.sticky) return st.sticky;
+  if (CUresult r = sticky_error()) return r;
   CUresult result = s->legacy ? surface_all() : surface({s});  // work "completes" at once
   if (result == CUDA_SUCCESS && is_query && queries_not_ready() && st.unsynchronized_launches > 0)
     return CUDA_ERROR_NOT_READY;
@@ -940,7 +975,8 @@ CUresult write_value64(CUstream hs, CUdeviceptr addr, cuuint64_t value, unsigned
     return CUDA_ERROR_INVALID_VALUE;
   if (addr % 8) return CUDA_ERROR_INVALID_VALUE;
   Graph* rec = nullptr;
-  if (CUresult r = route_async(s, &rec)) return r;
+  // Enqueued behind a fault that may still be running: never surfaces it (it just never writes).
+  if (CUresult r = route_async(s, &rec, false)) return r;
   Node node;
   node.type = Node::WriteValue64;
   node.dst = addr;
@@ -960,7 +996,7 @@ CUresult launch_host_func(CUstream hs, CUhostFn fn, void* user, bool ptsz) {
   Stream* s = resolve_stream(hs, ptsz);
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
   Graph* rec = nullptr;
-  if (CUresult r = route_async(s, &rec)) return r;
+  if (CUresult r = route_async(s, &rec, true)) return r;
   if (rec) {
     auto n = std::make_unique<Node>();
     n->type = Node::HostFunc;
@@ -988,7 +1024,7 @@ CUresult event_record(CUevent he, CUstream hs, bool ptsz) {
   }
   if (s->cap.status == CU_STREAM_CAPTURE_STATUS_INVALIDATED) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
   if (CUresult r = check_legacy_implicit(s, true)) return r;
-  if (S().sticky) return S().sticky;
+  if (S().sticky) return S().sticky;  // never surfaces a pending fault: the event just carries it (below)
   e->captured = false;
   e->recorded = true;
   e->time = std::chrono::steady_clock::now();  // the preceding work has completed (it ran at launch)
@@ -1031,7 +1067,7 @@ CUresult stream_wait_event(CUstream hs, CUevent he, unsigned flags, bool ptsz) {
   }
   if (external) return CUDA_ERROR_INVALID_VALUE;  // only valid during a capture
   if (CUresult r = check_legacy_implicit(s, true)) return r;
-  if (S().sticky) return S().sticky;
+  if (CUresult r = sticky_error()) return r;
   if (e->captured) {
     Stream* origin = capture_origin(e->capture_id);
     if (!origin) return CUDA_ERROR_INVALID_VALUE;  // that capture has ended
@@ -1058,7 +1094,7 @@ CUresult event_elapsed(float* ms, CUevent hstart, CUevent hend) {
   ApiLog log("cuEventElapsedTime_v2");  // declared before the lock: delivered after it is released
   std::lock_guard<std::mutex> lk(S().mu);
   if (CUresult r = require_init()) return log.ret(r);
-  if (S().sticky) return log.ret(S().sticky, kStickyText);
+  if (CUresult r = sticky_error()) return log.ret(r, kStickyText);
   if (!ms) return log.ret(CUDA_ERROR_INVALID_HANDLE);  // sic: not CUDA_ERROR_INVALID_VALUE
   if (!hstart || !hend) return log.ret(CUDA_ERROR_INVALID_HANDLE, "Event handle is NULL");
   Event* ev[2] = {lookup<Event>(hstart, Kind::Event), lookup<Event>(hend, Kind::Event)};
@@ -1092,7 +1128,7 @@ CUresult begin_capture(CUstream hs, CUstreamCaptureMode mode, bool ptsz) {
   if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
       mode != CU_STREAM_CAPTURE_MODE_RELAXED)
     return CUDA_ERROR_INVALID_VALUE;
-  if (S().sticky) return S().sticky;
+  if (CUresult r = sticky_error()) return r;
   if (s->legacy) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // the legacy stream cannot be captured
   if (capturing(s)) return CUDA_ERROR_ILLEGAL_STATE;
   auto* g = new Graph;
@@ -1118,13 +1154,16 @@ CUresult end_capture(CUstream hs, CUgraph* out, bool ptsz) {
     return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
   Graph* g = s->cap.graph;
   const bool invalid = s->cap.status == CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+  // A dead context (next-call mode) makes no graph; the capture still ends, so that the stream's later calls
+  // report the sticky error rather than capture errors.
+  const CUresult dead = next_call_error();
   release_joined(s->cap.id);  // the joined streams' work is in g; they are no longer capturing
   s->cap = Capture{};
-  if (invalid) {
+  if (invalid || dead) {
     S().objects.erase(g);
     delete g;
     *out = nullptr;
-    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    return dead ? dead : CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
   }
   *out = reinterpret_cast<CUgraph>(g);
   return CUDA_SUCCESS;
@@ -1137,7 +1176,7 @@ CUresult is_capturing(CUstream hs, CUstreamCaptureStatus* st, bool ptsz) {
   if (!st) return CUDA_ERROR_INVALID_VALUE;
   Stream* s = resolve_stream(hs, ptsz);
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
-  if (S().sticky) return S().sticky;
+  if (S().sticky) return S().sticky;  // a capture-state query never surfaces a pending fault
   if (CUresult r = check_legacy_implicit(s, false))
     return r;  // asking about the legacy stream is itself implicit
   *st = s->cap.status;
@@ -1151,7 +1190,7 @@ CUresult capture_info(CUstream hs, CUstreamCaptureStatus* st, cuuint64_t* id, CU
   if (!st) return CUDA_ERROR_INVALID_VALUE;
   Stream* s = resolve_stream(hs, ptsz);
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
-  if (S().sticky) return S().sticky;
+  if (S().sticky) return S().sticky;  // as cuStreamIsCapturing: never surfaces a pending fault
   if (CUresult r = check_legacy_implicit(s, false)) return r;
   *st = s->cap.status;
   const bool active = capturing(s);
@@ -1170,7 +1209,7 @@ CUresult graph_launch(CUgraphExec he, CUstream hs, bool ptsz) {
   Stream* s = resolve_stream(hs, ptsz);
   if (!ge || !s) return CUDA_ERROR_INVALID_HANDLE;
   Graph* rec = nullptr;
-  if (CUresult r = route_async(s, &rec)) return r;
+  if (CUresult r = route_async(s, &rec, true)) return r;
   if (rec) {  // launching a graph into a capture: the nodes become part of the new graph
     for (const Node& n : ge->nodes) rec->nodes.push_back(std::make_unique<Node>(n));
     return CUDA_SUCCESS;
@@ -1492,7 +1531,7 @@ SIM_API CUresult cuCtxSynchronize(void) {
   S().stats.synchronizes++;
   if (CUresult r = require_init()) return r;
   if (CUresult r = check_unsafe_call()) return r;
-  if (S().sticky) return S().sticky;
+  if (CUresult r = sticky_error()) return r;
   CUresult result = surface_all();
   if (result == CUDA_SUCCESS) S().unsynchronized_launches = 0;
   return result;
@@ -1511,7 +1550,7 @@ SIM_API CUresult cuStreamCreate(CUstream* ph, unsigned int flags) {
   std::lock_guard<std::mutex> lk(S().mu);
   if (CUresult r = require_init()) return r;
   if (!ph || (flags & ~static_cast<unsigned>(CU_STREAM_NON_BLOCKING))) return CUDA_ERROR_INVALID_VALUE;
-  if (S().sticky) return S().sticky;
+  if (CUresult r = sticky_error()) return r;
   auto* s = new Stream;
   s->flags = flags;
   S().streams.insert(s);
@@ -1529,6 +1568,7 @@ SIM_API CUresult cuStreamDestroy_v2(CUstream h) {
   if (CUresult r = require_init()) return r;
   Stream* s = lookup<Stream>(h, Kind::Stream);
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (CUresult r = next_call_error()) return r;
   // A fault queued on the stream still happens on the device: keep it for device-wide waits.
   if (s->fault && (!S().orphan || s->fault.seq < S().orphan.seq)) S().orphan = s->fault;
   if (s->cap.graph && !s->cap.joined) {  // the origin of a capture: the capture goes with it
@@ -1585,7 +1625,7 @@ SIM_API CUresult cuEventCreate(CUevent* ph, unsigned int flags) {
   std::lock_guard<std::mutex> lk(S().mu);
   if (CUresult r = require_init()) return r;
   if (!ph) return CUDA_ERROR_INVALID_VALUE;
-  if (S().sticky) return S().sticky;
+  if (CUresult r = sticky_error()) return r;
   auto* e = new Event;
   e->flags = flags;
   S().objects[e] = Kind::Event;
@@ -1615,7 +1655,7 @@ SIM_API CUresult cuEventSynchronize(CUevent he) {
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
   if (CUresult r = check_unsafe_call()) return r;
   if (e->captured) return CUDA_ERROR_CAPTURED_EVENT;
-  if (S().sticky) return S().sticky;
+  if (CUresult r = sticky_error()) return r;
   return e->fault ? make_sticky(e->fault) : CUDA_SUCCESS;
 }
 
@@ -1625,7 +1665,7 @@ SIM_API CUresult cuEventQuery(CUevent he) {
   Event* e = lookup<Event>(he, Kind::Event);
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
   if (e->captured) return CUDA_ERROR_CAPTURED_EVENT;
-  if (S().sticky) return S().sticky;
+  if (CUresult r = sticky_error()) return r;
   return e->fault ? make_sticky(e->fault) : CUDA_SUCCESS;
 }
 
@@ -1654,7 +1694,7 @@ SIM_API CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
   std::lock_guard<std::mutex> lk(S().mu);
   if (CUresult r = require_init()) return r;
   if (CUresult r = check_unsafe_call()) return r;
-  if (S().sticky) return S().sticky;
+  if (CUresult r = sticky_error()) return r;
   if (!dptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   const size_t rounded = (bytes + 255) / 256 * 256;  // device allocations are 256-byte aligned
   void* p = std::aligned_alloc(256, rounded);
@@ -1668,7 +1708,7 @@ SIM_API CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
 SIM_API CUresult cuMemFree_v2(CUdeviceptr dptr) {
   std::lock_guard<std::mutex> lk(S().mu);
   if (CUresult r = require_init()) return r;
-  if (S().sticky) return S().sticky;
+  if (CUresult r = sticky_error()) return r;
   auto it = S().allocs.find(static_cast<uintptr_t>(dptr));
   if (it == S().allocs.end() || it->second.host) return CUDA_ERROR_INVALID_VALUE;
   S().allocs.erase(it);
@@ -1680,7 +1720,7 @@ SIM_API CUresult cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {
   std::lock_guard<std::mutex> lk(S().mu);
   if (CUresult r = require_init()) return r;
   if (CUresult r = check_unsafe_call()) return r;  // pinning memory is unsafe during a capture
-  if (S().sticky) return S().sticky;
+  if (CUresult r = sticky_error()) return r;
   if (!pp || bytes == 0 || (flags & ~0x7u)) return CUDA_ERROR_INVALID_VALUE;
   void* p = std::calloc(1, bytes);
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -1696,7 +1736,7 @@ SIM_API CUresult cuMemAllocHost_v2(void** pp, size_t bytes) {
 SIM_API CUresult cuMemFreeHost(void* p) {
   std::lock_guard<std::mutex> lk(S().mu);
   if (CUresult r = require_init()) return r;
-  if (S().sticky) return S().sticky;
+  if (CUresult r = sticky_error()) return r;
   auto it = S().allocs.find(reinterpret_cast<uintptr_t>(p));
   if (it == S().allocs.end() || !it->second.host) return CUDA_ERROR_INVALID_VALUE;
   S().allocs.erase(it);
@@ -1941,7 +1981,7 @@ SIM_API CUresult cuGraphInstantiateWithFlags(CUgraphExec* pe, CUgraph hg, unsign
   if (!pe) return CUDA_ERROR_INVALID_VALUE;
   Graph* g = lookup<Graph>(hg, Kind::Graph);
   if (!g) return CUDA_ERROR_INVALID_HANDLE;
-  if (S().sticky) return S().sticky;
+  if (CUresult r = sticky_error()) return r;
   auto* e = new GraphExec;
   for (const auto& n : g->nodes) e->nodes.push_back(*n);
   S().objects[e] = Kind::GraphExec;
@@ -1996,7 +2036,7 @@ SIM_API CUresult cuLibraryLoadData(CUlibrary* lib, const void* code, CUjit_optio
   std::lock_guard<std::mutex> lk(S().mu);
   if (CUresult r = require_init()) return r;
   if (!lib || !code) return CUDA_ERROR_INVALID_VALUE;
-  if (S().sticky) return S().sticky;
+  if (CUresult r = sticky_error()) return r;
   auto* l = new Library;
   l->ptr_params = parse_image(code);
   S().objects[l] = Kind::Library;
@@ -2008,6 +2048,7 @@ SIM_API CUresult cuLibraryUnload(CUlibrary hl) {
   std::lock_guard<std::mutex> lk(S().mu);
   Library* l = lookup<Library>(hl, Kind::Library);
   if (!l) return CUDA_ERROR_INVALID_HANDLE;
+  if (CUresult r = next_call_error()) return r;
   for (auto& kv : l->kernels) {
     if (kv.second->func) {
       S().objects.erase(kv.second->func);
@@ -2060,7 +2101,7 @@ SIM_API CUresult cuModuleLoadData(CUmodule* mod, const void* image) {
   std::lock_guard<std::mutex> lk(S().mu);
   if (CUresult r = require_init()) return r;
   if (!mod || !image) return CUDA_ERROR_INVALID_VALUE;
-  if (S().sticky) return S().sticky;
+  if (CUresult r = sticky_error()) return r;
   auto* m = new Module;
   m->ptr_params = parse_image(image);
   S().objects[m] = Kind::Module;
@@ -2089,6 +2130,7 @@ SIM_API CUresult cuModuleUnload(CUmodule hm) {
   std::lock_guard<std::mutex> lk(S().mu);
   Module* m = lookup<Module>(hm, Kind::Module);
   if (!m) return CUDA_ERROR_INVALID_HANDLE;
+  if (CUresult r = next_call_error()) return r;
   for (auto& kv : m->funcs) {
     S().objects.erase(kv.second);
     delete kv.second;

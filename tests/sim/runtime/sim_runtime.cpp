@@ -3,10 +3,10 @@
 //
 // It keeps no device state of its own: every operation goes to the (simulated or, in principle, real) driver
 // through entry points fetched with cuGetProcAddress (see common/driver_loader.h). What it adds is what the
-// real runtime adds: the nvcc host-registration ABI (host stub -> mangled name -> CUkernel, created lazily
-// with cuLibraryLoadData
-// + cuLibraryGetKernel), the <<<>>> call-configuration stack, the per-thread "last error" and the runtime
-// error names and strings.
+// real runtime adds: the nvcc host-registration ABI (host stub -> mangled name -> CUkernel: every registered
+// fatbin loaded with cuLibraryLoadData when the first kernel is needed, each kernel fetched with
+// cuLibraryGetKernel on its first use), the <<<>>> call-configuration stack, the per-thread "last error" and
+// the runtime error names and strings.
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -271,6 +271,21 @@ std::vector<LaunchConfig>& config_stack() {
   return *stack;
 }
 
+// Loads every registered fatbin that has no library yet. Called (under reg_mu) when a kernel is first
+// needed: the real runtime loads its modules up front and leaves the per-kernel loading to the driver's
+// launch, so a kernel first launched after a device fault still reaches cuLaunchKernel (which returns the
+// sticky error) rather than failing in a library load. Fatbins registered later (a library dlopen'ed after
+// that) are loaded at the first use of one of their kernels.
+CUresult load_libraries() {
+  for (auto& kv : kernels()) {
+    FatBinary* fb = kv.second.fatbin;
+    if (fb->library) continue;
+    if (CUresult r = g_drv.LibraryLoadData(&fb->library, fb->image, nullptr, nullptr, 0, nullptr, nullptr, 0))
+      return r;
+  }
+  return CUDA_SUCCESS;
+}
+
 // Host stub -> CUkernel, creating the library and kernel in the driver the first time.
 cudaError_t kernel_for_stub(const void* stub, CUkernel* out) {
   std::lock_guard<std::mutex> lk(reg_mu());
@@ -280,9 +295,7 @@ cudaError_t kernel_for_stub(const void* stub, CUkernel* out) {
   if (!k.kernel) {
     ENSURE();
     if (!k.fatbin->library) {
-      if (CUresult r = g_drv.LibraryLoadData(&k.fatbin->library, k.fatbin->image, nullptr, nullptr, 0,
-                                             nullptr, nullptr, 0))
-        return ret(r);
+      if (CUresult r = load_libraries()) return ret(r);
     }
     if (CUresult r = g_drv.LibraryGetKernel(&k.kernel, k.fatbin->library, k.name.c_str())) return ret(r);
   }
