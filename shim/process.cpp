@@ -263,6 +263,7 @@ std::atomic<bool> g_first_launch_seen{false};
 void check_context_at_exit() {
   Engine* engine = g_engine.load(std::memory_order_acquire);
   if (!engine || engine->has_first_error() || !engine->in_owner_process()) return;
+  if (!engine->has_unfinished_launches()) return;  // everything was waited for: no extra CUDA call
   auto query = helper<Helper::cuStreamQuery>();
   if (!query) return;
   int saved_errno = errno;

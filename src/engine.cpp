@@ -604,6 +604,10 @@ void Engine::watch_error(const char* api, ErrorCode result, const void* stream, 
   observe_error(api, result, stream, per_thread_default_stream);
 }
 
+bool Engine::has_unfinished_launches() const {
+  return !suspects(nullptr, 0).empty();
+}
+
 void Engine::check_at_exit(const char* api, ErrorCode result) {
   if (!may_have_surfaced(result) || first_error_taken_.load(std::memory_order_acquire)) return;
   if (!in_owner_process()) return;
@@ -883,10 +887,9 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
     JsonWriter json;
     begin_error_record(json, "first_error", text, result, api ? api : "(unknown call)");
     json.field("how", *how ? how : surfaced_how.c_str())
-        .field("certainty", culprit_record && culprit_exact ? "exact" : "suspects")
-        .field("meaning", error_meaning_name(meaning));
+        .field("certainty", culprit_record && culprit_exact ? "exact" : "suspects");
     static const char* const kFoundBy[] = {"launch", "blocking", "breadcrumbs", "host"};
-    json.field("method", kFoundBy[static_cast<int>(found_by)]);
+    json.field("method", kFoundBy[static_cast<int>(found_by)]).field("meaning", error_meaning_name(meaning));
     json.key("launch");
     if (culprit_record) {
       launch_json(json, *culprit_record, culprit_capture, culprit_site, true);
@@ -1198,11 +1201,19 @@ void Engine::log_call_site(const LaunchRecord& record, const Capture* capture, c
   }
   if (capture->native.truncated) logger_->log(level, "{}  ... (more frames)", indent);
   if (python.status == PythonStatus::Captured) {
+    // The frames passed over between the innermost and the program's own (PythonStack.skipped) show as a gap.
+    auto gap = [&] {
+      logger_->log(level, "{}  py   ... {} frame{} of library or generated code ...", indent,
+                   static_cast<int>(python.skipped), python.skipped == 1 ? "" : "s");
+    };
     for (uint8_t i = 0; i < python.count; ++i) {
+      if (python.skipped && i == python.skipped_at) gap();
       const PythonFrame& frame = python.frames[i];
       logger_->log(level, "{}  py#{} {}:{} in {}", indent, i, printable(frame.file), frame.line,
                    printable(frame.function));
     }
+    if (python.skipped && python.skipped_at >= python.count) gap();
+    if (python.truncated) logger_->log(level, "{}  py   ... (more frames)", indent);
   }
 }
 
@@ -1308,6 +1319,15 @@ void Engine::launch_json(JsonWriter& json, const LaunchRecord& record, const Cap
           .end_object();
     }
     json.end_array();
+    // The gap in `python` (frames of libraries and generated code passed over) and whether frames were left.
+    json.field("python_frames_skipped", static_cast<int>(capture->python.skipped));
+    json.key("python_frames_skipped_at");
+    if (capture->python.skipped) {
+      json.value(static_cast<int>(capture->python.skipped_at));
+    } else {
+      json.null();
+    }
+    json.field("python_frames_truncated", capture->python.truncated);
   } else {
     json.null();
   }

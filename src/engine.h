@@ -188,6 +188,9 @@ class Engine {
   // sticky error no call of the program saw is still the process's first error ("surfaced only at exit").
   // Nothing when a first error was seen, when `result` is the call's own, or in a forked child.
   void check_at_exit(const char* api, ErrorCode result);
+  // Whether any launch is not known to have completed (the check at exit is made only then: a program that
+  // synchronized its work sees no extra CUDA call).
+  bool has_unfinished_launches() const;
 
   // Device-side breadcrumbs (shim/breadcrumbs.h, docs/localize.md): after each launch the shim
   // enqueues, on the launch's stream, a write of the launch's number into that stream's slot of pinned,

@@ -248,7 +248,7 @@ TEST(Breadcrumbs, GraphDebugModeNamesTheFailedNodeOfABlockedReplay) {
       << earlier.err;
   EXPECT_FALSE(contains(earlier.err, "not exact")) << earlier.err;
   ProcessResult without = run({"--block", "cuGraphLaunch"}, {kApp, "blocked-then-capture"}, fault);
-  EXPECT_TRUE(contains(without.err, "not exact: these earlier launches on its stream were not synchronized"))
+  EXPECT_TRUE(contains(without.err, "not exact: these launches had not completed and may have faulted instead"))
       << without.err;
 }
 
