@@ -9,7 +9,7 @@
 #                 of these cases are)
 #   localize      --localize: the verdict names the faulting kernel and the marker's file:line (python: the
 #                 `python:` line; native: `launched at`); whether it needed a second run is printed
-#   block-kernel  --block "$ATTRIBUTION_BLOCK_NAME" --report R (skipped when unset): exact, the faulting kernel
+#   block-kernel  --block "$ATTRIBUTION_BLOCK_NAME" --report R (skipped when unset): the faulting kernel is the launch
 #   block-all     --block all --report R: exact, the faulting kernel
 # In every mode an exact first_error naming another kernel is a failure (WRONG EXACT), and so is a missing one.
 # First the program runs once without the wrapper (not checked: its output and status, for comparison).

@@ -19,7 +19,7 @@ What each mode requires (docs/report.md for the fields):
   breadcrumbs  exact, the faulting kernel; python: launch.python_callsite is <source>:<marker line>; native:
                launch.callsite is, where it names a line of <source> (no call site, or one in another file,
                e.g. a Thrust/CUB header: WARN)
-  block-kernel exact, the faulting kernel (the line is printed, a mismatch is a WARN)
+  block-kernel the faulting kernel is the launch, exact or not (the earlier launches were not waited for)
   block-all    the same
   localize     the verdict `localize: culprit: ...` names the faulting kernel, and (python) `python: ...file:line`
                or (native) `launched at ...file:line` is the marker's (native: WARN when in another file or absent)
@@ -32,7 +32,10 @@ import os
 import re
 import sys
 
-MODES_NEEDING_EXACT = ("breadcrumbs", "block-kernel", "block-all")
+MODES_NEEDING_EXACT = ("breadcrumbs", "block-all")
+# --block NAME without breadcrumbs: the blocked launch is named, but the launches before it were not waited for
+# and may have faulted instead, so it is exact only when nothing else was unfinished (docs/report.md).
+MODES_NEEDING_THE_LAUNCH = ("block-kernel",)
 
 
 class Outcome:
@@ -234,6 +237,9 @@ def check_report(args):
                   f"{position} of {len(candidates)}", flush=True)
         else:
             outcome.kernel = "wrong" if candidates else "none"
+        if args.mode in MODES_NEEDING_THE_LAUNCH and not (launch and kernel_matches(regex, launch)):
+            outcome.fail(f"expected the blocked faulting kernel (/{args.regex}/) as the launch, exact or not; found "
+                         f"{describe(launch)}")
         if args.mode in MODES_NEEDING_EXACT:
             outcome.fail(f"expected certainty exact naming a kernel matching /{args.regex}/, found certainty "
                          f"{first.get('certainty')!r} (method {first.get('method')}) with {len(candidates)} "
