@@ -317,7 +317,9 @@ def check_localize(args):
         print(f"verdict: {short(line, 600)}", flush=True)
     outcome.exact = "yes"
     culprit = verdict[0]
-    if regex.search(culprit):
+    # `kernel NAME, launch #N (its launch K), stream S`: the regex is matched against NAME (it may be anchored).
+    named = re.match(r"^(?:kernel|graph launch) (.*), launch #\d+", culprit)
+    if regex.search(named.group(1) if named else culprit):
         outcome.kernel = "ok"
         print("OK (localize): the culprit is the faulting kernel", flush=True)
     else:
