@@ -1,4 +1,5 @@
-// The innermost Python frames of the launching thread (see python_frames.h).
+// The Python frames of the launching thread: the innermost, and past frames of libraries and generated code
+// the program's own (see python_frames.h, and callsite.h for which are kept).
 //
 // Two ways to read them:
 // - The thread holds the GIL: the public C API (PyEval_GetFrame, PyFrame_GetCode, PyFrame_GetBack, ...),
@@ -28,8 +29,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "real.h"
+#include "sites.h"
 
 static_assert(sizeof(void*) == 8 && sizeof(long) == 8, "the CPython layouts below are for LP64");
 
@@ -645,6 +648,51 @@ void copy_code_points(const unsigned char* data, int kind, int64_t length, char*
   }
 }
 
+// ---- which frames are kept (both ways of reading) ----
+
+// The bounded walk of callsite.h: the innermost kPythonInnermostKept frames, then only a frame of the
+// program's own (the frames before it are counted as the gap), then that frame's callers. Each way of reading
+// offers every frame that CPython's own walk shows, innermost first: room() before reading it, wanted() with
+// its file, keep() once file, function and line are in slot(). The file is classified as it is copied (its
+// tail where it is too long), the text python_call_site classifies later: both choose the same frame. Costs
+// one classification (one search and one pass over the path, no allocation) per frame up to the program's
+// first, none after it. No cache per code object: without the GIL nothing keeps a code object alive between
+// two launches, and its address can be reused by another code object with another file.
+class FrameFilter {
+ public:
+  explicit FrameFilter(PythonStack* out) : out_(out) {}
+
+  // Whether the next frame may be read: false (and `truncated` set) once the stack is full or
+  // kMaxPythonFramesScanned frames were read.
+  bool room() {
+    if (out_->count == kMaxPythonFrames || scanned_ == kMaxPythonFramesScanned) {
+      out_->truncated = true;
+      return false;
+    }
+    ++scanned_;
+    return true;
+  }
+  PythonFrame& slot() { return out_->frames[out_->count]; }
+  // Whether the frame whose file is `file` (as it is copied into slot().file if kept) is kept; if not, it is
+  // counted in the gap.
+  bool wanted(std::string_view file) {
+    if (program_seen_) return true;
+    if (classify_python_file(file) == PythonFileKind::Program) {
+      program_seen_ = true;
+      return true;
+    }
+    if (out_->count < kPythonInnermostKept) return true;
+    if (out_->skipped++ == 0) out_->skipped_at = out_->count;
+    return false;
+  }
+  void keep() { ++out_->count; }
+
+ private:
+  PythonStack* out_;
+  size_t scanned_ = 0;
+  bool program_seen_ = false;
+};
+
 // ---- reading without the GIL ----
 
 template <typename T>
@@ -664,9 +712,17 @@ bool is_object_of(uintptr_t object, uintptr_t type, const Layout& layout) {
   return plausible(object) && load<uintptr_t>(object + layout.object_type) == type;
 }
 
-// Copies a str object's text. The UTF-8 cache of a non-ASCII str is not used: a thread holding the GIL
+// A str object's canonical data. The UTF-8 cache of a non-ASCII str is not used: a thread holding the GIL
 // can be filling it right now, and it is published without a barrier; the canonical data never changes.
-bool copy_str(const Cpython& py, uintptr_t text, char* out, size_t capacity, Keep keep) {
+struct StrData {
+  const unsigned char* data;
+  int64_t length;  // in code points
+  int kind;        // bytes per code point: 1, 2 or 4
+  bool ascii;      // then `data` is the UTF-8 text itself
+};
+
+// Finds the data of the str object at `text`. Returns false where it fails a check.
+bool read_str(const Cpython& py, uintptr_t text, StrData* out) {
   const Layout& layout = py.layout;
   if (!is_object_of(text, py.unicode_type, layout)) return false;
   uint32_t state = load<uint32_t>(text + layout.unicode_state);
@@ -674,23 +730,48 @@ bool copy_str(const Cpython& py, uintptr_t text, char* out, size_t capacity, Kee
   int kind = static_cast<int>((state >> kStateKindShift) & kStateKindMask);
   if (!(state & kStateCompact) || (layout.unicode_ready_bit && !(state & kStateReady))) return false;
   if (length < 0 || length > kMaxStringLength || (kind != 1 && kind != 2 && kind != 4)) return false;
-  if (state & kStateAscii) {
-    if (kind != 1) return false;
-    copy_text(reinterpret_cast<const char*>(text + layout.unicode_ascii_size), static_cast<size_t>(length),
-              out, capacity, keep);
-  } else {
-    copy_code_points(reinterpret_cast<const unsigned char*>(text + layout.unicode_compact_size), kind, length,
-                     out, capacity, keep);
-  }
+  bool ascii = (state & kStateAscii) != 0;
+  if (ascii && kind != 1) return false;
+  out->data = reinterpret_cast<const unsigned char*>(
+      text + (ascii ? layout.unicode_ascii_size : layout.unicode_compact_size));
+  out->length = length;
+  out->kind = kind;
+  out->ascii = ascii;
   return true;
 }
 
-// Copies a code object's file and function names into `frame`.
-bool copy_names(const Cpython& py, uintptr_t code, PythonFrame* frame) {
-  return copy_str(py, load<uintptr_t>(code + py.layout.code_filename), frame->file, kPythonFileBytes,
-                  Keep::Tail) &&
-         copy_str(py, load<uintptr_t>(code + py.layout.code_function), frame->function, kPythonFunctionBytes,
-                  Keep::Head);
+void copy_str_data(const StrData& str, char* out, size_t capacity, Keep keep) {
+  if (str.ascii) {
+    copy_text(reinterpret_cast<const char*>(str.data), static_cast<size_t>(str.length), out, capacity, keep);
+  } else {
+    copy_code_points(str.data, str.kind, str.length, out, capacity, keep);
+  }
+}
+
+// Copies a code object's function name into `frame`. Returns false where a pointer fails a check.
+bool copy_function(const Cpython& py, uintptr_t code, PythonFrame* frame) {
+  StrData str;
+  if (!read_str(py, load<uintptr_t>(code + py.layout.code_function), &str)) return false;
+  copy_str_data(str, frame->function, kPythonFunctionBytes, Keep::Head);
+  return true;
+}
+
+// Offers the frame of `code`, its file, to `filter`; copies the file into `frame` when it is kept. The text
+// the filter classifies is the one kept: an ASCII file name that fits is classified in place and copied only
+// if kept (most file names, and no copy for the frames passed over); another is copied first (encoded to
+// UTF-8, or its tail kept) and classified as copied. Returns false where a pointer fails a check.
+bool offer_file(const Cpython& py, uintptr_t code, PythonFrame* frame, FrameFilter* filter, bool* wanted) {
+  StrData str;
+  if (!read_str(py, load<uintptr_t>(code + py.layout.code_filename), &str)) return false;
+  if (str.ascii && str.length < static_cast<int64_t>(kPythonFileBytes)) {
+    std::string_view file(reinterpret_cast<const char*>(str.data), static_cast<size_t>(str.length));
+    *wanted = filter->wanted(file);
+    if (*wanted) copy_text(file.data(), file.size(), frame->file, kPythonFileBytes, Keep::Tail);
+  } else {
+    copy_str_data(str, frame->file, kPythonFileBytes, Keep::Tail);
+    *wanted = filter->wanted(frame->file);
+  }
+  return true;
 }
 
 constexpr const char* kLayoutMismatch =
@@ -710,6 +791,7 @@ const char* walk_interpreter_frames(const Cpython& py, uintptr_t thread, PythonS
   } else {
     frame_address = load<uintptr_t>(thread + layout.thread_frame);
   }
+  FrameFilter filter(out);
   for (int walked = 0; frame_address; ++walked) {
     if (!plausible(frame_address) || walked > kMaxFramesWalked) return kLayoutMismatch;
     int owner = load<signed char>(frame_address + layout.frame_owner);
@@ -731,14 +813,15 @@ const char* walk_interpreter_frames(const Cpython& py, uintptr_t thread, PythonS
     int64_t units = load<int64_t>(code + layout.code_units);
     if (units <= 0 || units > (int64_t{1} << 28) || offset < -2 || offset >= 2 * units)
       return kLayoutMismatch;
-    if (out->count == kMaxPythonFrames) {
-      out->truncated = true;
-      return nullptr;
+    if (!filter.room()) return nullptr;
+    PythonFrame& frame = filter.slot();
+    bool wanted = false;
+    if (!offer_file(py, code, &frame, &filter, &wanted)) return kLayoutMismatch;
+    if (wanted) {
+      if (!copy_function(py, code, &frame)) return kLayoutMismatch;
+      frame.line = py.address_to_line(reinterpret_cast<Object*>(code), static_cast<int>(offset));
+      filter.keep();
     }
-    PythonFrame& frame = out->frames[out->count];
-    if (!copy_names(py, code, &frame)) return kLayoutMismatch;
-    frame.line = py.address_to_line(reinterpret_cast<Object*>(code), static_cast<int>(offset));
-    ++out->count;
     frame_address = previous;
   }
   return nullptr;
@@ -749,25 +832,27 @@ const char* walk_interpreter_frames(const Cpython& py, uintptr_t thread, PythonS
 const char* walk_frame_objects(const Cpython& py, uintptr_t thread, PythonStack* out) {
   const Layout& layout = py.layout;
   uintptr_t frame_address = load<uintptr_t>(thread + layout.thread_frame);
+  FrameFilter filter(out);
   for (int walked = 0; frame_address; ++walked) {
     if (!is_object_of(frame_address, py.frame_type, layout) || walked > kMaxFramesWalked)
       return kLayoutMismatch;
     uintptr_t code = load<uintptr_t>(frame_address + layout.frame_code);
     if (!is_object_of(code, py.code_type, layout)) return kLayoutMismatch;
-    if (out->count == kMaxPythonFrames) {
-      out->truncated = true;
-      return nullptr;
+    if (!filter.room()) return nullptr;
+    PythonFrame& frame = filter.slot();
+    bool wanted = false;
+    if (!offer_file(py, code, &frame, &filter, &wanted)) return kLayoutMismatch;
+    if (wanted) {
+      if (!copy_function(py, code, &frame)) return kLayoutMismatch;
+      int lineno = load<int>(frame_address + layout.frame_lineno);
+      bool traced =
+          layout.frame_trace >= 0 ? load<uintptr_t>(frame_address + layout.frame_trace) != 0 : lineno != 0;
+      frame.line = traced ? lineno
+                          : py.address_to_line(
+                                reinterpret_cast<Object*>(code),
+                                load<int>(frame_address + layout.frame_instruction) * layout.lasti_unit);
+      filter.keep();
     }
-    PythonFrame& frame = out->frames[out->count];
-    if (!copy_names(py, code, &frame)) return kLayoutMismatch;
-    int lineno = load<int>(frame_address + layout.frame_lineno);
-    bool traced =
-        layout.frame_trace >= 0 ? load<uintptr_t>(frame_address + layout.frame_trace) != 0 : lineno != 0;
-    frame.line =
-        traced ? lineno
-               : py.address_to_line(reinterpret_cast<Object*>(code),
-                                    load<int>(frame_address + layout.frame_instruction) * layout.lasti_unit);
-    ++out->count;
     frame_address = load<uintptr_t>(frame_address + layout.frame_back);
   }
   return nullptr;
@@ -813,6 +898,8 @@ void capture_with_gil(const Cpython& py, PythonStack* out) {
       out->status = PythonStatus::Unavailable;
       out->reason = failure;
       out->count = 0;
+      out->truncated = false;
+      out->skipped = out->skipped_at = 0;
     }
     return;
   }
@@ -823,19 +910,35 @@ void capture_with_gil(const Cpython& py, PythonStack* out) {
   py.error_fetch(&type, &value, &traceback);
   Object* frame = py.eval_get_frame();
   if (frame) py.increment(frame);
+  FrameFilter filter(out);
   while (frame) {
-    if (out->count == kMaxPythonFrames) {
-      out->truncated = true;
-      break;
-    }
-    PythonFrame& entry = out->frames[out->count];
+    if (!filter.room()) break;
+    PythonFrame& entry = filter.slot();
     Object* code = py.frame_get_code(frame);
-    entry.line = py.frame_get_line(frame);
-    if (entry.line < 0) entry.line = 0;
-    copy_attribute(py, code, "co_filename", entry.file, kPythonFileBytes, Keep::Tail);
-    copy_attribute(py, code, py.function_attribute, entry.function, kPythonFunctionBytes, Keep::Head);
+    // The file classified as it is kept, as offer_file does without the GIL.
+    Object* file_object = py.get_attribute(code, "co_filename");
+    ptrdiff_t size = 0;
+    const char* text = file_object ? py.as_utf8(file_object, &size) : nullptr;
+    bool wanted;
+    if (text && size >= 0 && static_cast<size_t>(size) < kPythonFileBytes) {
+      wanted = filter.wanted(std::string_view(text, static_cast<size_t>(size)));
+      if (wanted) copy_text(text, static_cast<size_t>(size), entry.file, kPythonFileBytes, Keep::Tail);
+    } else {
+      if (text && size >= 0) {
+        copy_text(text, static_cast<size_t>(size), entry.file, kPythonFileBytes, Keep::Tail);
+      } else {
+        std::memcpy(entry.file, "?", 2);
+      }
+      wanted = filter.wanted(entry.file);
+    }
+    if (file_object) py.decrement(file_object);
+    if (wanted) {
+      entry.line = py.frame_get_line(frame);
+      if (entry.line < 0) entry.line = 0;
+      copy_attribute(py, code, py.function_attribute, entry.function, kPythonFunctionBytes, Keep::Head);
+      filter.keep();
+    }
     py.decrement(code);
-    ++out->count;
     Object* back = py.frame_get_back(frame);
     py.decrement(frame);
     frame = back;
@@ -908,6 +1011,7 @@ void capture_frames(PythonStack* out) {
     out->reason = failure;
     out->count = 0;
     out->truncated = false;
+    out->skipped = out->skipped_at = 0;
   }
 }
 
@@ -918,6 +1022,7 @@ void capture_python(PythonStack* out) {
   out->count = 0;
   out->gil_held = false;
   out->truncated = false;
+  out->skipped = out->skipped_at = 0;
   out->method = nullptr;
   out->reason = nullptr;
   // No CPython in the process, and not this thread's turn to read the clock: a few ns.

@@ -21,7 +21,19 @@ struct NativeStack {
 // Python frames of the launching thread, innermost first, copied (the code objects they came from may
 // be gone by the time the record is reported). Texts longer than their buffer keep their tail (file)
 // or head (function) and are marked with "...".
+//
+// Not simply the innermost kMaxPythonFrames: the walk is bounded (kMaxPythonFramesScanned) and keeps
+// - the innermost kPythonInnermostKept frames, whatever they are;
+// - then, until a frame of the program's own is met (classify_python_file: Program, the frame
+//   python_call_site would choose), only such a frame: frames of libraries and generated code
+//   (torch.compile's launcher, Inductor's module, AOTAutograd's and Dynamo's wrappers) are passed over
+//   and counted in `skipped`;
+// - from the program's first frame on, every frame (its callers), as long as there is room.
+// So there is at most one gap, between frames[skipped_at - 1] and frames[skipped_at]; where no frame of the
+// program's own is met, the gap is after the innermost frames and nothing follows it.
 constexpr size_t kMaxPythonFrames = 8;
+constexpr size_t kPythonInnermostKept = 4;
+constexpr size_t kMaxPythonFramesScanned = 64;
 constexpr size_t kPythonFileBytes = 192;
 constexpr size_t kPythonFunctionBytes = 64;
 // No initializers on purpose: a Capture lives in every Launch on the launch path, and zeroing its
@@ -44,11 +56,16 @@ struct PythonStack {
   PythonStatus status = PythonStatus::NotCaptured;
   uint8_t count = 0;
   bool gil_held = false;         // whether the launching thread held the GIL at the launch
-  bool truncated = false;        // more frames than kMaxPythonFrames
+  bool truncated = false;        // frames left unread: no room for more, or kMaxPythonFramesScanned read
+  uint8_t skipped = 0;           // frames of libraries and generated code passed over (the gap), 0 for none
+  uint8_t skipped_at = 0;        // where the gap is: before frames[skipped_at] (== count: after the last)
   const char* method = nullptr;  // static text: how the frames were read (e.g. "public API, GIL held")
   const char* reason = nullptr;  // static text, set when status is Unavailable
   PythonFrame frames[kMaxPythonFrames];
 };
+static_assert(kPythonInnermostKept <= kMaxPythonFrames &&
+                  kMaxPythonFramesScanned - kPythonInnermostKept <= 255,
+              "PythonStack.skipped counts the frames passed over in a uint8_t");
 
 // Everything captured for one launch.
 struct Capture {

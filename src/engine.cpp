@@ -1201,11 +1201,19 @@ void Engine::log_call_site(const LaunchRecord& record, const Capture* capture, c
   }
   if (capture->native.truncated) logger_->log(level, "{}  ... (more frames)", indent);
   if (python.status == PythonStatus::Captured) {
+    // The frames passed over between the innermost and the program's own (PythonStack.skipped) show as a gap.
+    auto gap = [&] {
+      logger_->log(level, "{}  py   ... {} frame{} of library or generated code ...", indent,
+                   static_cast<int>(python.skipped), python.skipped == 1 ? "" : "s");
+    };
     for (uint8_t i = 0; i < python.count; ++i) {
+      if (python.skipped && i == python.skipped_at) gap();
       const PythonFrame& frame = python.frames[i];
       logger_->log(level, "{}  py#{} {}:{} in {}", indent, i, printable(frame.file), frame.line,
                    printable(frame.function));
     }
+    if (python.skipped && python.skipped_at >= python.count) gap();
+    if (python.truncated) logger_->log(level, "{}  py   ... (more frames)", indent);
   }
 }
 
@@ -1311,6 +1319,15 @@ void Engine::launch_json(JsonWriter& json, const LaunchRecord& record, const Cap
           .end_object();
     }
     json.end_array();
+    // The gap in `python` (frames of libraries and generated code passed over) and whether frames were left.
+    json.field("python_frames_skipped", static_cast<int>(capture->python.skipped));
+    json.key("python_frames_skipped_at");
+    if (capture->python.skipped) {
+      json.value(static_cast<int>(capture->python.skipped_at));
+    } else {
+      json.null();
+    }
+    json.field("python_frames_truncated", capture->python.truncated);
   } else {
     json.null();
   }

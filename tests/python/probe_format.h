@@ -1,4 +1,5 @@
-// Shared by the Python frame probes: a PythonStack as JSON, for the test scripts and programs to check.
+// Shared by the Python frame probes: a PythonStack as JSON, for the test scripts and programs to check, with
+// the frame python_call_site chooses (`call_site`, -1 for none).
 #pragma once
 
 #include <cstddef>
@@ -6,6 +7,7 @@
 #include <string>
 
 #include "callsite.h"
+#include "sites.h"
 
 namespace blockrun::probe {
 
@@ -55,6 +57,10 @@ inline std::string to_json(const PythonStack& stack) {
   out += stack.gil_held ? "true" : "false";
   out += ", \"truncated\": ";
   out += stack.truncated ? "true" : "false";
+  out += ", \"skipped\": " + std::to_string(stack.skipped);
+  out += ", \"skipped_at\": " + std::to_string(stack.skipped_at);
+  // The frame the report shows as the launch's Python line.
+  out += ", \"call_site\": " + std::to_string(python_call_site(stack));
   out += ", \"method\": ";
   append_json_string(out, stack.method);
   out += ", \"reason\": ";

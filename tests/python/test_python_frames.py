@@ -33,6 +33,8 @@ for library in (HELD, RELEASED):
 MODES = {"held": HELD, "released": RELEASED}
 THIS_FILE = (lambda: None).__code__.co_filename
 MAX_FRAMES = 8  # kMaxPythonFrames
+INNERMOST_KEPT = 4  # kPythonInnermostKept
+MAX_SCANNED = 64  # kMaxPythonFramesScanned
 FILE_BYTES = 192  # kPythonFileBytes, NUL included
 FUNCTION_BYTES = 64  # kPythonFunctionBytes, NUL included
 
@@ -131,6 +133,50 @@ def compiled(filename, function_source, function):
     return namespace[function]
 
 
+# torch.compile's shape, deeper than MAX_FRAMES: the program calls a compiled function, and Dynamo's frame,
+# AOTAutograd's wrappers, Inductor's generated module (in its cache, /tmp/torchinductor_<user>/) and Triton's
+# launcher (exec'd from a string) lie between that call and the launch. Outermost first; pure Python, files
+# named like theirs.
+TORCH = "/opt/conda/lib/python3.11/site-packages/torch/"
+COMPILED_LEVELS = [
+    (TORCH + "_dynamo/eval_frame.py", "_fn"),
+    (TORCH + "_functorch/aot_autograd.py", "forward"),
+    (TORCH + "_functorch/_aot_autograd/runtime_wrappers.py", "runtime_wrapper"),
+    (TORCH + "_functorch/_aot_autograd/utils.py", "call_func_at_runtime_with_args"),
+    (TORCH + "_functorch/_aot_autograd/runtime_wrappers.py", "inner_fn"),
+    (TORCH + "_inductor/output_code.py", "__call__"),
+    (TORCH + "_inductor/utils.py", "run"),
+    ("/tmp/torchinductor_root/ab/cab.py", "call"),
+    (TORCH + "_inductor/runtime/triton_heuristics.py", "run"),
+    (TORCH + "_inductor/runtime/triton_heuristics.py", "_run"),
+    ("/opt/conda/lib/python3.11/site-packages/triton/backends/nvidia/driver.py", "__call__"),
+]
+# The innermost frame: a launcher exec'd from a string, calling the probe itself (no frame of this file's
+# between it and the capture).
+CAPTURE_LAUNCHER = ("def launcher(mode):\n"
+                    "    buffer = ctypes.create_string_buffer(1 << 16)\n"
+                    "    return decode(buffer, MODES[mode].blockrun_probe_capture(buffer, len(buffer)))\n")
+BENCHMARK_LAUNCHER = "def launcher(mode):\n    return MODES[mode].blockrun_probe_benchmark(ITERATIONS)\n"
+LAUNCHER_LINE = 3  # of CAPTURE_LAUNCHER, the capture's
+
+
+def framework_chain(levels, launcher=CAPTURE_LAUNCHER, **names):
+    """Functions compiled as if from `levels` ([(file, function)], outermost first), each calling the next, the
+    innermost `launcher` (from "<string>"). Returns the outermost."""
+    namespace = {"ctypes": ctypes, "decode": decode, "MODES": MODES, **names}
+    exec(compile(launcher, "<string>", "exec"), namespace)
+    callee = namespace["launcher"]
+    for filename, name in reversed(levels):
+        scope = {"callee": callee}
+        exec(compile(f"def {name}(mode):\n    return callee(mode)\n", filename, "exec"), scope)
+        callee = scope[name]
+    return callee
+
+
+def run_compiled(mode, compiled_function):
+    return compiled_function(mode)  # MARK: program calls compiled
+
+
 def utf8_size(text):
     return len(text.encode("utf-8"))
 
@@ -153,8 +199,8 @@ class PythonFramesTest(unittest.TestCase):
         stacks = {mode: call(mode) for mode in MODES}
         for mode, stack in stacks.items():
             self.assert_captured(stack, mode)
-        self.assertEqual(stacks["held"]["frames"], stacks["released"]["frames"])
-        self.assertEqual(stacks["held"]["truncated"], stacks["released"]["truncated"])
+        for key in ("frames", "truncated", "skipped", "skipped_at", "call_site"):
+            self.assertEqual(stacks["held"][key], stacks["released"][key], key)
         return stacks["held"]
 
     def test_innermost_frames_with_and_without_the_gil(self):
@@ -165,6 +211,7 @@ class PythonFramesTest(unittest.TestCase):
                 self.assert_frame(stack["frames"][0], capture, "capture")
                 self.assert_frame(stack["frames"][1], inner, "inner")
                 self.assert_frame(stack["frames"][2], outer, "outer")
+                self.assertEqual((stack["skipped"], stack["call_site"]), (0, 0), stack)
         self.both_modes(outer)
 
     def test_python_thread(self):
@@ -241,6 +288,73 @@ class PythonFramesTest(unittest.TestCase):
         self.assertEqual(len(stack["frames"]), MAX_FRAMES, stack)
         self.assertFalse(stack["truncated"], stack)
 
+    def test_program_frame_under_deep_framework_frames(self):
+        # More than MAX_FRAMES frames of library and generated code over the program's call of a compiled function:
+        # the innermost kept as they are, the rest passed over up to the program's frame, then its callers.
+        levels = COMPILED_LEVELS
+        stack = self.both_modes(lambda mode: run_compiled(mode, framework_chain(levels)))
+        frames = stack["frames"]
+        self.assertGreater(len(levels) + 1, MAX_FRAMES)
+        self.assertEqual(frames[0], {"file": "<string>", "line": LAUNCHER_LINE, "function": "launcher"})
+        innermost = [{"file": file, "line": 2, "function": name} for file, name in reversed(levels)]
+        self.assertEqual(frames[1:INNERMOST_KEPT], innermost[:INNERMOST_KEPT - 1])
+        self.assertEqual(stack["skipped"], len(levels) + 1 - INNERMOST_KEPT)
+        self.assertEqual(stack["skipped_at"], INNERMOST_KEPT)
+        self.assert_frame(frames[INNERMOST_KEPT], run_compiled, "program calls compiled")
+        self.assertEqual(stack["call_site"], INNERMOST_KEPT, stack)  # the report's Python line
+        # Then the program's callers, all of them, as many as fit.
+        self.assertEqual(len(frames), MAX_FRAMES)
+        self.assertTrue(stack["truncated"])
+        self.assertEqual(frames[INNERMOST_KEPT + 1]["file"], THIS_FILE)
+
+    def test_program_frame_after_as_many_framework_frames_as_are_read(self):
+        # The walk reads at most MAX_SCANNED frames: the program's frame is found as the last of them, not after.
+        library = [("/usr/lib/python3/dist-packages/framework/layer.py", "layer")]
+        found = self.both_modes(lambda mode: run_compiled(mode, framework_chain(library * (MAX_SCANNED - 2))))
+        self.assertEqual((found["skipped"], found["skipped_at"]), (MAX_SCANNED - 1 - INNERMOST_KEPT, INNERMOST_KEPT))
+        self.assert_frame(found["frames"][INNERMOST_KEPT], run_compiled, "program calls compiled")
+        self.assertEqual(found["call_site"], INNERMOST_KEPT)
+        beyond = self.both_modes(lambda mode: run_compiled(mode, framework_chain(library * (MAX_SCANNED - 1))))
+        self.assertEqual(len(beyond["frames"]), INNERMOST_KEPT, beyond)
+        self.assertEqual((beyond["skipped"], beyond["skipped_at"]), (MAX_SCANNED - INNERMOST_KEPT, INNERMOST_KEPT))
+        self.assertTrue(beyond["truncated"])
+        self.assertEqual(beyond["call_site"], 0)  # none of the program's: the innermost
+
+    def test_no_program_frame_leaves_the_gap_at_the_end(self):
+        # A thread that runs the compiled function itself: threading.py's frames and the framework's, nothing of
+        # the program's. The innermost are kept, the rest counted; the stack was read to its end.
+        def run(mode):
+            result = {}
+            chain = framework_chain(COMPILED_LEVELS)
+            thread = threading.Thread(target=lambda: result.setdefault("stack", chain(mode)))
+            thread.start()
+            thread.join()
+            return result["stack"]
+
+        # The lambda is this file's, a frame of the program's own: found after the gap.
+        stack = self.both_modes(run)
+        self.assertEqual(stack["call_site"], INNERMOST_KEPT)
+        self.assertEqual(stack["frames"][INNERMOST_KEPT]["file"], THIS_FILE)
+
+        def run_bare(mode):
+            result = {}
+            # The thread's target, generated too, keeps the result (STORE runs after the capture).
+            target = framework_chain([], launcher="def launcher(mode):\n    return STORE(CHAIN(mode))\n",
+                                     STORE=lambda stack: result.setdefault("stack", stack),
+                                     CHAIN=framework_chain(COMPILED_LEVELS))
+            thread = threading.Thread(target=target, args=(mode,))
+            thread.start()
+            thread.join()
+            return result["stack"]
+
+        stack = self.both_modes(run_bare)
+        # launcher, __call__, _run, run kept; the other levels, the target and threading.py's 3 frames passed over.
+        self.assertEqual(len(stack["frames"]), INNERMOST_KEPT)
+        self.assertEqual(stack["skipped"], len(COMPILED_LEVELS) + 1 + 3 + 1 - INNERMOST_KEPT, stack)
+        self.assertEqual(stack["skipped_at"], INNERMOST_KEPT)
+        self.assertFalse(stack["truncated"])
+        self.assertEqual(stack["call_site"], 0)
+
     def test_non_ascii_function_names(self):
         for function, marker in ((größe, "größe"), (大きさ, "大きさ")):
             with self.subTest(function=marker):
@@ -312,6 +426,17 @@ def benchmark():
     results = {mode: nested(10, library) for mode, library in MODES.items()}
     version = ".".join(map(str, sys.version_info[:3]))
     print(f"python frame capture, Python {version}, {iterations} captures of 8 frames each: "
+          f"GIL held {results['held']:.0f} ns, GIL released {results['released']:.0f} ns per capture")
+    # The program's call under torch.compile's frames: 12 frames of library and generated code, 8 passed over.
+    deep = framework_chain(COMPILED_LEVELS, BENCHMARK_LAUNCHER, ITERATIONS=iterations)
+    results = {mode: run_compiled(mode, deep) for mode in MODES}
+    print(f"python frame capture, Python {version}, under {len(COMPILED_LEVELS) + 1} frames of library and "
+          f"generated code: GIL held {results['held']:.0f} ns, GIL released {results['released']:.0f} ns per capture")
+    # The bound: MAX_SCANNED frames read, none of the program's.
+    worst = framework_chain([("/usr/lib/python3/dist-packages/framework/layer.py", "layer")] * MAX_SCANNED,
+                            BENCHMARK_LAUNCHER, ITERATIONS=iterations)
+    results = {mode: run_compiled(mode, worst) for mode in MODES}
+    print(f"python frame capture, Python {version}, {MAX_SCANNED} frames read, none of the program's: "
           f"GIL held {results['held']:.0f} ns, GIL released {results['released']:.0f} ns per capture")
 
 

@@ -35,6 +35,36 @@ def call(library):
 """
 
 
+# torch.compile's whole depth in miniature: more frames than the capture keeps lie between the launch and the
+# program's call of a compiled function (Dynamo's frame, AOTAutograd's wrappers, Inductor's generated module in
+# its cache, Triton's launcher exec'd from a string). Outermost first, pure Python, files named like theirs.
+TORCH = "/opt/conda/lib/python3.11/site-packages/torch/"
+COMPILED_LEVELS = [
+    (TORCH + "_dynamo/eval_frame.py", "_fn"),
+    (TORCH + "_functorch/aot_autograd.py", "forward"),
+    (TORCH + "_functorch/_aot_autograd/runtime_wrappers.py", "runtime_wrapper"),
+    (TORCH + "_functorch/_aot_autograd/utils.py", "call_func_at_runtime_with_args"),
+    (TORCH + "_functorch/_aot_autograd/runtime_wrappers.py", "inner_fn"),
+    (TORCH + "_inductor/output_code.py", "__call__"),
+    ("/tmp/torchinductor_root/ab/cab.py", "call"),
+    (TORCH + "_inductor/runtime/triton_heuristics.py", "run"),
+    ("/opt/conda/lib/python3.11/site-packages/triton/backends/nvidia/driver.py", "__call__"),
+]
+DEEP_LAUNCHER = "def launcher(library):\n    return library.launch_fill()\n"
+
+
+def compiled_function():
+    """The chain of COMPILED_LEVELS down to DEEP_LAUNCHER (from "<string>"): its outermost function."""
+    scope = {}
+    exec(compile(DEEP_LAUNCHER, "<string>", "exec"), scope)
+    callee = scope["launcher"]
+    for filename, name in reversed(COMPILED_LEVELS):
+        scope = {"callee": callee}
+        exec(compile(f"def {name}(library):\n    return callee(library)\n", filename, "exec"), scope)
+        callee = scope[name]
+    return callee
+
+
 def simulated_environment(sim_libdir, fault):
     """This process's environment without anything of the shim's or the simulation's, on the simulated stack
     with CUDA_SIM_FAULT=`fault`."""
@@ -78,6 +108,11 @@ def through_generated(library):
     return module.call(library)  # GENERATED_CALL_LINE
 
 
+def through_compiled(library):
+    compiled = compiled_function()
+    return compiled(library)  # COMPILED_CALL_LINE
+
+
 def forward(library):
     library.launch_fill()
     return library.launch_stencil()  # FORWARD_STENCIL_LINE
@@ -103,7 +138,7 @@ def make_graph(library):
 
 
 def program(mode, path):
-    library = (ctypes.PyDLL if mode in ("gil", "package", "late-gil") else ctypes.CDLL)(path)
+    library = (ctypes.PyDLL if mode in ("gil", "package", "late-gil", "compiled-gil") else ctypes.CDLL)(path)
     if mode == "graph":
         print("end_capture returned", make_graph(library))
         for _ in range(3):
@@ -114,6 +149,9 @@ def program(mode, path):
         return
     if mode == "generated":
         print("launch returned", through_generated(library))
+        return
+    if mode.startswith("compiled"):
+        print("launch returned", through_compiled(library))
         return
     result = through_package(library) if mode == "package" else step(library)
     print("launch returned", result)
@@ -205,6 +243,57 @@ class ReportNamesThePythonLine(unittest.TestCase):
 
     def test_generated_code_under_torchinductor_cache_dir_is_not_the_line(self):
         self.generated_code_is_not_the_line("inductor-cache")
+
+    def deep_compiled_stack(self, mode):
+        """More frames of library and generated code than are kept between the launch and the program's call: the
+        Python line is the program's, the frames passed over are a gap in the report and in the log."""
+        wrapper, launch_lib, sim_libdir = ARGS
+        with tempfile.TemporaryDirectory() as directory:
+            report = os.path.join(directory, "report.jsonl")
+            environment = simulated_environment(sim_libdir, "fill:1")
+            done = subprocess.run([wrapper, "--block", "fill", "--stack", "--report", report, "--", sys.executable,
+                                   HERE, "--program", mode, launch_lib],
+                                  env=environment, capture_output=True, text=True, timeout=120)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertIn("launch returned 700", done.stdout)
+            with open(report) as lines:
+                records = [json.loads(line) for line in lines]
+            schema = os.path.join(os.path.dirname(HERE), "..", "..", "docs", "report.schema.json")
+            validator = os.path.join(os.path.dirname(HERE), "..", "report", "validate_report.py")
+            checked = subprocess.run([sys.executable, validator, schema, report, "--expect", "first_error"],
+                                     capture_output=True, text=True)
+            self.assertEqual(checked.returncode, 0, checked.stdout + checked.stderr)
+        first = [r for r in records if r["type"] == "first_error"]
+        self.assertEqual(len(first), 1, records)
+        launch_record = first[0]["launch"]
+        self.assertEqual(launch_record["python_status"],
+                         "captured, GIL held" if mode == "compiled-gil" else "captured, GIL released")
+        frames = launch_record["python"]
+        self.assertGreater(len(COMPILED_LEVELS) + 1, 8)  # deeper than kMaxPythonFrames
+        kept = 4  # kPythonInnermostKept
+        self.assertEqual(frames[0], {"file": "<string>", "line": 2, "function": "launcher"})
+        self.assertEqual(frames[1:kept], [{"file": file, "line": 2, "function": name}
+                                          for file, name in reversed(COMPILED_LEVELS[-(kept - 1):])])
+        self.assertEqual(launch_record["python_frames_skipped"], len(COMPILED_LEVELS) + 1 - kept)
+        self.assertEqual(launch_record["python_frames_skipped_at"], kept)
+        call = {"file": HERE, "line": line_of("COMPILED_CALL_LINE"), "function": "through_compiled"}
+        self.assertEqual(frames[kept], call)
+        self.assertEqual(launch_record["python_callsite"], call)
+        self.assertEqual(frames[kept + 1]["function"], "program")
+        self.assertFalse(launch_record["python_frames_truncated"])
+        self.assertIn(f"[cuda-blockrun]   python: {HERE}:{line_of('COMPILED_CALL_LINE')} in through_compiled "
+                      f"(innermost: <string>:2 in launcher)\n", done.stderr)
+        self.assertIn(f"  py#3 {COMPILED_LEVELS[-3][0]}:2 in {COMPILED_LEVELS[-3][1]}\n"
+                      f"[cuda-blockrun]     py   ... {len(COMPILED_LEVELS) + 1 - kept} frames of library or "
+                      f"generated code ...\n"
+                      f"[cuda-blockrun]     py#4 {HERE}:{line_of('COMPILED_CALL_LINE')} in through_compiled\n",
+                      done.stderr)
+
+    def test_deep_compiled_stack_gil_released(self):
+        self.deep_compiled_stack("compiled")
+
+    def test_deep_compiled_stack_gil_held(self):
+        self.deep_compiled_stack("compiled-gil")
 
     def localize_late_fault(self, mode):
         wrapper, launch_lib, sim_libdir = ARGS
