@@ -289,9 +289,10 @@ const KernelInfo* Engine::new_kernel(const void* handle,
   });
   if (info) return info;
   // Past the bound: one shared record, decided per launch from the name resolved now (documented).
-  thread_local KernelInfo overflow;
-  classify(&overflow, "(kernel table full)", false);
-  return &overflow;
+  // Never destroyed (a launch can come after the thread's destructors ran, during exit).
+  thread_local KernelInfo* overflow = new KernelInfo;
+  classify(overflow, "(kernel table full)", false);
+  return overflow;
 }
 
 StreamId Engine::stream_id(const void* handle, bool per_thread_default_stream) const {

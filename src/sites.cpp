@@ -154,8 +154,10 @@ namespace {
 bool in_module(uintptr_t address, const std::string& module) {
   if (module.empty()) return false;
   using Ranges = std::vector<std::pair<uintptr_t, uintptr_t>>;
-  static std::mutex mutex;
-  static std::map<std::string, Ranges> segments;  // one entry per module asked about (the shim's)
+  // Never destroyed: a launch can come from an atexit handler registered before the first logged launch,
+  // or from another thread while exit() runs, after static destructors (issue 17, F1).
+  static std::mutex& mutex = *new std::mutex;
+  static auto& segments = *new std::map<std::string, Ranges>;  // one entry per module asked about (the shim's)
   std::lock_guard<std::mutex> guard(mutex);
   auto known = segments.find(module);
   if (known == segments.end()) {
