@@ -5,7 +5,8 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <regex>
+
+#include "linear_regex.h"
 
 extern char** environ;
 
@@ -100,13 +101,7 @@ std::optional<ConfigError> check_value(const OptionSpec& spec, const std::string
       if (Policy::parse(value, &detail)) return std::nullopt;
       break;
     case OptionKind::Regex:
-      if (!regex_is_acceptable(value, &detail)) break;
-      try {
-        std::regex check(value, std::regex::ECMAScript);
-        return std::nullopt;
-      } catch (const std::regex_error& error) {
-        detail = error.what();
-      }
+      if (Regex::compile(value, &detail)) return std::nullopt;
       break;
     case OptionKind::Ranks:
       if (parse_ranks(value, &detail)) return std::nullopt;
@@ -229,12 +224,12 @@ bool selects_process(const Config& config, const std::string& name, const std::s
                      long rank) {
   if (!config.ranks.contains(rank)) return false;
   if (config.process.empty()) return true;
-  try {
-    std::regex pattern(config.process, std::regex::ECMAScript);
-    return std::regex_search(name, pattern) || std::regex_search(command_line, pattern);
-  } catch (const std::regex_error&) {
-    return false;  // checked at parse time; cannot happen
-  }
+  std::string problem;
+  std::optional<Regex> pattern = Regex::compile(config.process, &problem);
+  if (!pattern) return false;  // checked at parse time; cannot happen
+  // Both subjects cut to the window, as kernel names are: a search takes time in proportion to its subject.
+  return pattern->search(std::string_view(name).substr(0, kRegexSubjectWindow)) ||
+         pattern->search(std::string_view(command_line).substr(0, kRegexSubjectWindow));
 }
 
 std::string configuration_reference_markdown() {

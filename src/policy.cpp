@@ -11,6 +11,8 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "linear_regex.h"
+
 namespace blockrun {
 
 namespace {
@@ -125,14 +127,14 @@ bool well_formed_glob(std::string_view glob, std::string* problem) {
   return true;
 }
 
-bool parse_regex(const std::string& text, std::shared_ptr<const std::regex>* out, std::string* problem) {
-  if (!regex_is_acceptable(text, problem)) return false;
-  try {
-    *out = std::make_shared<const std::regex>(text, std::regex::ECMAScript | std::regex::optimize);
-  } catch (const std::regex_error& regex_error) {
-    *problem = std::string("invalid regular expression: ") + regex_error.what();
+bool parse_regex(const std::string& text, std::shared_ptr<const Regex>* out, std::string* problem) {
+  std::string detail;
+  std::optional<Regex> regex = Regex::compile(text, &detail);
+  if (!regex) {
+    *problem = "invalid regular expression: " + detail;
     return false;
   }
+  *out = std::make_shared<const Regex>(std::move(*regex));
   return true;
 }
 
@@ -167,7 +169,7 @@ struct Term {
   };
   Kind kind = Kind::All;
   std::string glob;
-  std::shared_ptr<const std::regex> regex;
+  std::shared_ptr<const Regex> regex;
   uint64_t low = 0, high = 0;
   LaunchFamily family = LaunchFamily::Runtime;
   const void* stream = nullptr;
@@ -182,11 +184,9 @@ struct Term {
 
   bool name_matches(std::string_view name) const {
     if (kind == Kind::KernelRegex) {
-      // libstdc++'s regex matcher recurses per character: a megabyte-long templated name could exhaust the
-      // stack. Regular expressions see the first kRegexWindow characters of a name (docs/policy.md).
-      constexpr size_t kRegexWindow = 8192;
-      std::string_view window = name.substr(0, kRegexWindow);
-      return std::regex_search(window.begin(), window.end(), *regex);
+      // A search takes time in proportion to the subject (linear_regex.h): regular expressions see the first
+      // kRegexSubjectWindow bytes of a name (docs/policy.md).
+      return regex->search(name.substr(0, kRegexSubjectWindow));
     }
     return glob_match(glob, name);
   }
@@ -474,82 +474,6 @@ std::vector<std::string> split_top_level(std::string_view text, std::string_view
   std::vector<std::string> out;
   for (Piece& piece : split_with_offsets(text, 0, separators)) out.push_back(std::move(piece.text));
   return out;
-}
-
-bool regex_is_acceptable(std::string_view pattern, std::string* problem) {
-  if (pattern.size() > 1024) {
-    *problem = "regular expressions are limited to 1024 bytes";
-    return false;
-  }
-  size_t digits = 0;
-  for (char c : pattern) {
-    digits = std::isdigit(static_cast<unsigned char>(c)) ? digits + 1 : 0;
-    if (digits > 6) {
-      *problem = "numbers in regular expressions are limited to 6 digits";
-      return false;
-    }
-  }
-  // std::regex backtracks: a repetition of a repetition ("a**", "(a*)*", "(a+)+b") takes exponential time on
-  // a long name or command line, which would hang the program at start-up or at a launch. Refused.
-  struct Group {
-    bool repeats = false;  // the group holds a quantifier
-  };
-  std::vector<Group> groups(1);
-  bool after_quantifier = false;  // the previous token was a quantifier (a `?` after it makes it lazy)
-  bool lazy_allowed = false;
-  auto quantifier_at = [&](size_t i) { return pattern[i] == '*' || pattern[i] == '+' || pattern[i] == '{'; };
-  for (size_t i = 0; i < pattern.size(); ++i) {
-    char c = pattern[i];
-    if (c == '\\') {  // an escaped character is a literal
-      ++i;
-      after_quantifier = false;
-      continue;
-    }
-    if (c == '[') {  // a character class: its contents are literals
-      size_t end = i + 1;
-      if (end < pattern.size() && pattern[end] == '^') ++end;
-      if (end < pattern.size() && pattern[end] == ']') ++end;
-      while (end < pattern.size() && pattern[end] != ']') end += pattern[end] == '\\' ? 2 : 1;
-      i = end;
-      after_quantifier = false;
-      continue;
-    }
-    bool quantifier = quantifier_at(i) || c == '?';
-    if (quantifier) {
-      if (c == '?' && after_quantifier && lazy_allowed) {
-        lazy_allowed = false;  // `*?`: lazy, one per quantifier
-        continue;
-      }
-      if (after_quantifier && c != '?') {
-        *problem =
-            "a repetition of a repetition (like a** or a+*) is refused: it takes exponential time to match";
-        return false;
-      }
-      if (c == '{') {
-        size_t close = pattern.find('}', i);
-        if (close != std::string_view::npos) i = close;
-      }
-      groups.back().repeats = true;
-      after_quantifier = true;
-      lazy_allowed = true;
-      continue;
-    }
-    after_quantifier = false;
-    if (c == '(') {
-      groups.push_back(Group{});
-    } else if (c == ')' && groups.size() > 1) {
-      bool inner = groups.back().repeats;
-      groups.pop_back();
-      if (inner && i + 1 < pattern.size() && quantifier_at(i + 1)) {
-        *problem =
-            "a repeated group that itself repeats (like (a*)* or (a+)+) is refused: it takes exponential "
-            "time to match";
-        return false;
-      }
-      groups.back().repeats = groups.back().repeats || inner;
-    }
-  }
-  return true;
 }
 
 const char* launch_family_name(LaunchFamily family) {

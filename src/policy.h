@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -108,10 +107,9 @@ class Policy {
   bool names_nccl_ = false;  // some rule names NCCL kernels explicitly: the NCCL default steps aside
 };
 
-// Whether `pattern` may be given to std::regex: libstdc++ parses the numbers of back-references and
-// {n,m} into a long without an overflow check (undefined behaviour, found by the fuzzer) and compiles
-// recursively, so numbers are limited to 6 digits and patterns to 1024 bytes. Sets *problem when not.
-bool regex_is_acceptable(std::string_view pattern, std::string* problem);
+// How much of a subject a regular expression sees: the first bytes of a kernel's name, of the process's name
+// and of its command line. A search costs at most (window + 1) x Regex::kMaxInstructions steps (linear_regex.h).
+constexpr size_t kRegexSubjectWindow = 8192;
 
 // Whether a kernel is one of NCCL's (by name): blocking a collective can deadlock the job.
 bool is_nccl_kernel(const KernelName& name);

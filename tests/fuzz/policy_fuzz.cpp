@@ -9,18 +9,24 @@
 #include "names.h"
 #include "policy.h"
 
+// The input is a policy, then optionally a NUL byte and the kernel's (mangled or plain) name that the policy
+// decides: its rules' globs and regular expressions meet names the fuzzer chose, not one fixed name (a
+// pattern that took exponential time on some name would time out here).
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  std::string text(reinterpret_cast<const char*>(data), size);
+  std::string input(reinterpret_cast<const char*>(data), size);
+  size_t split = input.find('\0');
+  std::string text = input.substr(0, split);
+  std::string subject = split == std::string::npos ? "_Z7stencilPfPKfix" : input.substr(split + 1);
   std::string error;
   if (std::optional<blockrun::Policy> policy = blockrun::Policy::parse(text, &error)) {
-    static const blockrun::KernelName kernel = blockrun::make_kernel_name("_Z7stencilPfPKfix");
+    const blockrun::KernelName kernel = blockrun::make_kernel_name(subject.c_str());
     blockrun::LaunchFacts facts;
     facts.kernel = &kernel;
     facts.sequence = size;
     facts.kernel_ordinal = size / 2;
     policy->decide(facts);
     facts.kernel = nullptr;
-    facts.library_api = "cublasSgemm_v2";
+    facts.library_api = subject.c_str();
     facts.library_unit = true;
     policy->decide(facts);
     policy->describe();

@@ -83,14 +83,46 @@ TEST(Hardening, AThreadCallingExitWhileOthersLaunchKeepsItsStatus) {
   Directory directory;
   for (int run = 0; run < 10; ++run) {
     std::string report = directory / ("r" + std::to_string(run) + ".jsonl");
-    ProcessResult r = run_preloaded(
-        {kProbeApp, "thread-calls-exit"},
-        {{"CUDA_BLOCKRUN_REPORT", report}, {"CUDA_BLOCKRUN_LOG_LAUNCHES", "1"}, {"CUDA_BLOCKRUN_LOG", "/dev/null"}});
+    ProcessResult r = run_preloaded({kProbeApp, "thread-calls-exit"}, {{"CUDA_BLOCKRUN_REPORT", report},
+                                                                       {"CUDA_BLOCKRUN_LOG_LAUNCHES", "1"},
+                                                                       {"CUDA_BLOCKRUN_LOG", "/dev/null"}});
     EXPECT_EQ(r.status, 6) << r.err;
     std::vector<std::string> types = record_types(report);
     EXPECT_EQ(count(types, "fatal_signal"), 0) << read_file(report).substr(0, 2000);
     EXPECT_EQ(count(types, "summary"), 1);
   }
+}
+
+// ---- F2: regular expressions from the environment, before main() and at a launch ----
+
+TEST(Hardening, RegularExpressionsThatBacktrackedNeitherHangNorCrash) {
+  // Each took from seconds to minutes before main(), or overflowed the stack, with std::regex.
+  const std::string xs(28, 'x');
+  const std::string long_argument(100000, 'a');
+  std::string options;
+  for (int i = 1; i <= 2000; ++i) options += "--opt" + std::to_string(10000 + i).substr(1) + "=value ";
+  const std::vector<std::pair<std::string, std::string>> cases = {{"(x|x)*y", xs},
+                                                                  {".*.*.*z", std::string(400, 'a')},
+                                                                  {".*z", long_argument},
+                                                                  {"(a|b)*z", long_argument},
+                                                                  {"true .*--opt0001", options}};
+  for (const auto& [pattern, argument] : cases) {
+    ProcessResult r =
+        run_preloaded({"/bin/echo", argument.substr(0, 10)}, {{"CUDA_BLOCKRUN_PROCESS", pattern}});
+    EXPECT_EQ(r.status, 0) << pattern << ": " << r.err;
+    ProcessResult with_argument =
+        run_preloaded({"/bin/sh", "-c", "exit 0", argument}, {{"CUDA_BLOCKRUN_PROCESS", pattern}});
+    EXPECT_EQ(with_argument.status, 0) << pattern << ": " << with_argument.err;
+  }
+  // At a launch: a kernel of 26 x's decided by regex=(x|x)*y (35 s before), one of 300 a's by .*.*.*z.
+  ProcessResult named = run_preloaded({kProbeApp, "name", std::string(26, 'x'), "3"},
+                                      {{"CUDA_BLOCKRUN_BLOCK", "regex=(x|x)*y"}});
+  EXPECT_EQ(named.status, 0) << named.err;
+  EXPECT_EQ(named.out, "done\n");
+  ProcessResult matched = run_preloaded({kProbeApp, "name", std::string(300, 'a') + "z", "2"},
+                                        {{"CUDA_BLOCKRUN_BLOCK", "regex=.*.*.*z"}});
+  EXPECT_EQ(matched.status, 0) << matched.err;
+  EXPECT_TRUE(contains(matched.err, "summary: 2 launches, 2 blocked")) << matched.err;
 }
 
 }  // namespace
