@@ -15,7 +15,7 @@
 #include <mutex>
 #include <vector>
 
-#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/sinks/null_sink.h>
 #include <spdlog/spdlog.h>
 
 #include "blocking.h"
@@ -34,7 +34,8 @@ enum class State { Unset, Inert, Active };
 
 std::atomic<State> g_state{State::Unset};
 std::once_flag g_configure_once;
-Config* g_config = nullptr;  // never freed: CUDA calls can come after static destructors
+Config* g_config = nullptr;              // never freed: CUDA calls can come after static destructors
+OutputFile* g_standard_error = nullptr;  // the log's default, a duplicate made at load; never freed either
 // Serializes creating the engine. A pointer, so that a forked child gets a fresh one: another thread of the
 // parent may have held it at the fork, and that thread does not exist in the child.
 std::mutex* g_engine_creation = new std::mutex;
@@ -48,6 +49,7 @@ std::atomic<bool> g_fork_handler{false};
 void start_clean_after_fork() {
   g_engine_creation = new std::mutex;  // the parent's may be locked forever here
   g_engine.store(nullptr, std::memory_order_release);
+  forget_fatal_signal_reports_after_fork();
   reset_blocking_after_fork();
 }
 
@@ -110,6 +112,10 @@ void configure() {
     g_state.store(State::Inert);
     return;
   }
+  if (switched_off(process_environment())) {
+    g_state.store(State::Inert);
+    return;
+  }
   ConfigResult parsed = parse_config_from_environment();
   if (!parsed.errors.empty()) {
     for (const ConfigError& error : parsed.errors)
@@ -124,22 +130,36 @@ void configure() {
     return;
   }
   g_config = new Config(std::move(parsed.config));
+  // Standard error as it is now, before main(): the program may close it and open a file of its own there
+  // before its first CUDA call, when the engine and its log are made (issue 17, F6).
+  g_standard_error = OutputFile::standard_error().release();
   if (!g_fork_handler.exchange(true)) pthread_atfork(nullptr, nullptr, start_clean_after_fork);
   g_state.store(State::Active);
 }
 
-std::shared_ptr<spdlog::logger> make_logger(const Config& config, int* log_fd) {
+std::shared_ptr<spdlog::logger> make_logger(const Config& config, OutputFile** log_file) {
   std::shared_ptr<spdlog::sinks::sink> sink;
   std::string problem;
-  *log_fd = STDERR_FILENO;
+  *log_file = nullptr;
   if (!config.log.empty()) {
     std::string path = expand_path(config.log, static_cast<long>(getpid()),
                                    rank_from_environment(process_environment()), host_name());
     auto file = open_log_file(path, config.private_files, &problem);
-    if (file) *log_fd = file->fd();
+    if (file) *log_file = file->file();
     sink = file;
   }
-  if (!sink) sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+  if (!sink) {
+    // A duplicate of standard error, at a descriptor of the shim's own: a program that closes its stderr and
+    // opens a file of its own there never gets the shim's lines in it (issue 17, F6).
+    if (g_standard_error) {
+      auto file =
+          std::make_shared<LogFileSink>(std::shared_ptr<OutputFile>(g_standard_error, [](OutputFile*) {}));
+      *log_file = file->file();
+      sink = file;
+    } else {
+      sink = std::make_shared<spdlog::sinks::null_sink_mt>();  // standard error is closed: the log is silent
+    }
+  }
   // Not registered with spdlog's registry: the registry is a static that dies at exit, and CUDA
   // calls (and so log lines) can come later than that.
   auto logger = std::make_shared<spdlog::logger>("cuda-blockrun", std::move(sink));
@@ -279,21 +299,26 @@ void check_context_at_exit() {
 void create_engine() {
   int saved_errno = errno;
   try {
-    int log_fd = STDERR_FILENO;
-    auto engine = std::make_unique<Engine>(*g_config, make_logger(*g_config, &log_fd), describe_error);
+    OutputFile* log_file = nullptr;
+    auto engine = std::make_unique<Engine>(*g_config, make_logger(*g_config, &log_file), describe_error);
     std::unique_ptr<ReportFile> report;
     ProcessInfo info = process_info();
     if (!g_config->report.empty()) {
       std::string path = expand_path(g_config->report, info.pid, info.rank, info.host);
       std::string problem;
       report = ReportFile::open(path, g_config->private_files, &problem);
+      if (report && log_file && report->file()->same_file(*log_file)) {
+        // Log lines in the report would make it invalid JSON lines (issue 17, F16).
+        report.reset();
+        problem = cannot_open("report", path, "it is the log file", "no report is written");
+      }
       if (!report) engine->report_shim_problem(problem);
     }
     if (g_config->callsites != "none") warm_up_capture();
     engine->start(std::move(info), std::move(report), capture_launch_site, capture_python);
     Engine* created = engine.release();
     g_engine.store(created, std::memory_order_release);
-    install_fatal_signal_reports(created, log_fd, created->report_fd());
+    install_fatal_signal_reports(created, log_file, created->report_file());
     // The driver's error log listener is registered from the first driver launch, not here: the engine is
     // often created inside the runtime's initialization, where the shim makes no CUDA call it can avoid.
   } catch (...) {

@@ -27,8 +27,8 @@ Watched g_watched[] = {{SIGSEGV, "SIGSEGV", {}}, {SIGBUS, "SIGBUS", {}},   {SIGF
                        {SIGILL, "SIGILL", {}},   {SIGABRT, "SIGABRT", {}}, {SIGTERM, "SIGTERM", {}, true}};
 
 std::atomic<Engine*> g_signal_engine{nullptr};
-std::atomic<int> g_log_fd{-1};
-std::atomic<int> g_report_fd{-1};
+std::atomic<OutputFile*> g_log_file{nullptr};
+std::atomic<OutputFile*> g_report_file{nullptr};
 std::atomic<bool> g_reported{false};
 std::atomic<bool> g_installed{false};
 
@@ -70,16 +70,8 @@ struct Text {
     while (count < min_digits && count < 24) digits[count++] = '0';
     while (count > 0 && size < sizeof(text) - 1) text[size++] = digits[--count];
   }
-  void write_to(int fd) const {
-    if (fd < 0) return;
-    const char* data = text;
-    size_t left = size;
-    while (left > 0) {
-      ssize_t written = write(fd, data, left);
-      if (written <= 0) return;
-      data += written;
-      left -= static_cast<size_t>(written);
-    }
+  void write_to(OutputFile* file) const {
+    if (file) file->write_record(text, size);
   }
 };
 using Line = Text<512>;
@@ -126,7 +118,7 @@ void report_signal(const Watched& watched, const siginfo_t* info) {
   log.add(" blocked; ");
   log.add(first_error ? "the first CUDA error is reported above" : "no CUDA error had been seen");
   log.add("\n");
-  log.write_to(g_log_fd.load(std::memory_order_relaxed));
+  log.write_to(g_log_file.load(std::memory_order_acquire));
 
   // With breadcrumbs: what each stream was still running (a rank stuck in a collective shows it here).
   Engine::InFlight in_flight[kInFlightShown];
@@ -151,7 +143,7 @@ void report_signal(const Watched& watched, const siginfo_t* info) {
     line.add(", stream ");
     add_stream(line, in_flight[i].stream);
     line.add("\n");
-    line.write_to(g_log_fd.load(std::memory_order_relaxed));
+    line.write_to(g_log_file.load(std::memory_order_acquire));
   }
 
   timespec now{};
@@ -205,7 +197,7 @@ void report_signal(const Watched& watched, const siginfo_t* info) {
     record.add("]");
   }
   record.add("}\n");
-  record.write_to(g_report_fd.load(std::memory_order_relaxed));
+  record.write_to(g_report_file.load(std::memory_order_acquire));
 }
 
 void on_fatal_signal(int number, siginfo_t* info, void* context) {
@@ -215,7 +207,8 @@ void on_fatal_signal(int number, siginfo_t* info, void* context) {
     if (candidate.number == number) watched = &candidate;
   }
   if (!watched) return;
-  if (!g_reported.exchange(true)) {
+  // No engine: no CUDA call was made in this process (a forked child before its first), nothing to tell.
+  if (g_signal_engine.load(std::memory_order_acquire) && !g_reported.exchange(true)) {
     // Another thread may still be writing the first error's record (a watchdog that saw the same error
     // aborts meanwhile): it comes first, and the process must not die before it is out.
     if (Engine* engine = g_signal_engine.load(std::memory_order_acquire))
@@ -243,10 +236,20 @@ void on_fatal_signal(int number, siginfo_t* info, void* context) {
 
 }  // namespace
 
-void install_fatal_signal_reports(Engine* engine, int log_fd, int report_fd) {
+void forget_fatal_signal_reports_after_fork() {
+  // The parent's engine and files are not the child's: a child that dies before its first CUDA call (a
+  // DataLoader worker) writes nothing into the parent's log and report (issue 17, F3). Its own engine, if it
+  // makes one, installs them again.
+  g_signal_engine.store(nullptr, std::memory_order_release);
+  g_log_file.store(nullptr, std::memory_order_release);
+  g_report_file.store(nullptr, std::memory_order_release);
+  g_reported.store(false);
+}
+
+void install_fatal_signal_reports(Engine* engine, OutputFile* log_file, OutputFile* report_file) {
+  g_log_file.store(log_file, std::memory_order_release);
+  g_report_file.store(report_file, std::memory_order_release);
   g_signal_engine.store(engine, std::memory_order_release);
-  g_log_fd.store(log_fd, std::memory_order_relaxed);
-  g_report_fd.store(report_fd, std::memory_order_relaxed);
   g_reported.store(false);
   if (g_installed.exchange(true)) return;  // a forked child's new engine: the handlers are there already
   for (Watched& watched : g_watched) {

@@ -3,10 +3,12 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 
 #include "linear_regex.h"
+#include "names.h"
 
 extern char** environ;
 
@@ -70,10 +72,12 @@ const std::vector<OptionSpec>& option_specs() {
 }
 
 std::string ConfigError::message() const {
+  // Control bytes escaped: the message goes to a terminal, where ESC and BEL sequences from the environment
+  // would set its title or clear its screen (issue 17, F17).
   std::string text = "invalid " + variable + "='" + value + "'";
   if (!detail.empty()) text += ": " + detail;
   text += "; accepted: " + accepted;
-  return text;
+  return printable(text, 8192);
 }
 
 std::optional<ConfigError> check_value(const OptionSpec& spec, const std::string& value) {
@@ -124,6 +128,13 @@ ConfigResult parse_config(const EnvLookup& lookup, const std::vector<std::string
     }
     assign(result.config, spec, text);
   }
+  // The log's lines in the report would make it invalid JSON lines (issue 17, F16); the same file reached by
+  // two different paths is refused when it is opened.
+  if (!result.config.report.empty() && result.config.report == result.config.log) {
+    result.errors.push_back(ConfigError{"CUDA_BLOCKRUN_REPORT", result.config.report,
+                                        "a path other than CUDA_BLOCKRUN_LOG's",
+                                        "it is the log file's path"});
+  }
   for (const std::string& variable : variables) {
     bool known = false;
     for (const OptionSpec& spec : option_specs()) known = known || variable == spec.variable;
@@ -136,6 +147,11 @@ ConfigResult parse_config(const EnvLookup& lookup, const std::vector<std::string
                                         "unknown variable"});
   }
   return result;
+}
+
+bool switched_off(const EnvLookup& lookup) {
+  std::optional<std::string> value = lookup(kPrefix);
+  return value && parse_switch(*value) == false;
 }
 
 ConfigResult parse_config_from_environment() {
@@ -154,6 +170,14 @@ ConfigResult parse_config_from_environment() {
       variables);
 }
 
+std::string host_for_path(const std::string& host) {
+  std::string out;
+  for (char c : host)
+    out += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' ? c : '_';
+  if (out.empty() || out == "." || out == "..") out = "_" + out;
+  return out;
+}
+
 std::string expand_path(const std::string& pattern, long pid, long rank, const std::string& host) {
   std::string out;
   for (size_t i = 0; i < pattern.size(); ++i) {
@@ -164,7 +188,7 @@ std::string expand_path(const std::string& pattern, long pid, long rank, const s
       else if (next == 'r')
         out += std::to_string(rank);
       else if (next == 'h')
-        out += host;
+        out += host_for_path(host);
       else if (next == '%')
         out += '%';
       else

@@ -78,11 +78,19 @@ ConfigResult parse_config(const EnvLookup& lookup, const std::vector<std::string
 // The same, from the real process environment (`environ`).
 ConfigResult parse_config_from_environment();
 
+// Whether CUDA_BLOCKRUN switches the tool off (0, false, no, off): then nothing else is read, so that a stale
+// or misspelt variable in a job's environment cannot stop its processes (issue 17, F14).
+bool switched_off(const EnvLookup& lookup);
+
 // Parses one value of an option; used by the parser and by the wrapper for its flags.
 std::optional<ConfigError> check_value(const OptionSpec& spec, const std::string& value);
 
-// Expands %p (process id), %r (rank), %h (host name) and %% in a log path.
+// Expands %p (process id), %r (rank), %h (host name, host_for_path) and %% in a log path.
 std::string expand_path(const std::string& pattern, long pid, long rank = 0, const std::string& host = "");
+// The host name as one file-name component: every byte but letters, digits, '.', '-' and '_' becomes '_',
+// and ".", ".." and "" get a leading '_', so that a host name (a container's is anyone's to set) cannot move
+// a file out of its directory (issue 17, F13).
+std::string host_for_path(const std::string& host);
 
 // This process's rank, from the first of RANK, LOCAL_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID
 // that is set to a number; 0 where none is.

@@ -247,7 +247,7 @@ class Engine {
   };
   size_t in_flight_now(InFlight* out, size_t max) const;
   // The report's file descriptor, or -1: the fatal-signal path writes its last record with write(2) alone.
-  int report_fd() const { return report_ ? report_->fd() : -1; }
+  OutputFile* report_file() const { return report_ ? report_->file() : nullptr; }
 
   // A short text for a record (`kernel stencil(float*, int), launch #51, stream 0x0, grid ...`).
   std::string describe(const LaunchRecord& record) const;

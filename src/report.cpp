@@ -185,18 +185,19 @@ JsonWriter& JsonWriter::null() {
 
 std::unique_ptr<ReportFile> ReportFile::open(const std::string& path, bool private_file,
                                              std::string* problem) {
-  int fd = open_output_file(path, "report", "no report is written", private_file, problem);
-  return fd < 0 ? nullptr : std::unique_ptr<ReportFile>(new ReportFile(fd, path));
-}
-
-ReportFile::~ReportFile() {
-  if (fd_ >= 0) close(fd_);
+  std::string reason;
+  std::unique_ptr<OutputFile> file = OutputFile::open(path, private_file, &reason);
+  if (!file) {
+    *problem = cannot_open("report", path, reason, "no report is written");
+    return nullptr;
+  }
+  return std::unique_ptr<ReportFile>(new ReportFile(std::move(file), path));
 }
 
 void ReportFile::write_record(const std::string& record) {
   std::string line = record;
   line += '\n';
-  write_fully(fd_, line.data(), line.size());  // one write(2): the record is whole on disk or absent
+  file_->write_record(line.data(), line.size());
 }
 
 }  // namespace blockrun

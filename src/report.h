@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "output_file.h"
+
 namespace blockrun {
 
 // The schema's version, written in every `start` record. Fields are only ever added.
@@ -54,21 +56,20 @@ class JsonWriter {
 // `text` as a JSON string literal, quotes included.
 std::string json_string(std::string_view text, size_t max_bytes = JsonWriter::kMaxString);
 
-// The report file: created with mode 0644, never through a symbolic link (O_NOFOLLOW), not inherited
-// by executed programs (O_CLOEXEC), appended to.
+// The report file, one JSON record a line, through an OutputFile (output_file.h: created with mode 0644,
+// never through a symbolic link, a regular file of the user's own, appended to, each record whole or absent).
 class ReportFile {
  public:
   // nullptr and a sentence in *problem when the file cannot be used.
   static std::unique_ptr<ReportFile> open(const std::string& path, bool private_file, std::string* problem);
-  ~ReportFile();
-  // Writes `record` and a newline with one write(2) (retried on a partial write).
+  // Writes `record` and a newline as one record.
   void write_record(const std::string& record);
   const std::string& path() const { return path_; }
-  int fd() const { return fd_; }
+  OutputFile* file() const { return file_.get(); }
 
  private:
-  ReportFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
-  int fd_;
+  ReportFile(std::unique_ptr<OutputFile> file, std::string path) : file_(std::move(file)), path_(std::move(path)) {}
+  std::unique_ptr<OutputFile> file_;
   std::string path_;
 };
 

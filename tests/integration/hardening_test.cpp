@@ -2,8 +2,12 @@
 // attacker did it (tests/programs/probe_app.cpp), on the simulated stack. Each test failed before its fix.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
 
 #include <string>
 #include <vector>
@@ -123,6 +127,199 @@ TEST(Hardening, RegularExpressionsThatBacktrackedNeitherHangNorCrash) {
                                         {{"CUDA_BLOCKRUN_BLOCK", "regex=.*.*.*z"}});
   EXPECT_EQ(matched.status, 0) << matched.err;
   EXPECT_TRUE(contains(matched.err, "summary: 2 launches, 2 blocked")) << matched.err;
+}
+
+// ---- F3: a forked child that dies before any CUDA call ----
+
+TEST(Hardening, AChildThatDiesWithoutCudaWritesNothingOfTheParents) {
+  for (const char* scenario : {"fork-crash", "fork-abort"}) {
+    Directory directory;
+    ProcessResult r = run_preloaded(
+        {kProbeApp, scenario},
+        {{"CUDA_BLOCKRUN_REPORT", directory / "r.%p.jsonl"}, {"CUDA_BLOCKRUN_LOG", directory / "log.%p"}});
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(contains(r.out, "child ended by signal")) << r.out;
+    ProcessResult listing = run_process({"/bin/sh", "-c", "ls " + directory.path}, {});
+    EXPECT_EQ(std::count(listing.out.begin(), listing.out.end(), '\n'), 2)
+        << listing.out;  // the parent's two
+    ProcessResult reports = run_process({"/bin/sh", "-c", "cat " + directory.path + "/r.*.jsonl"}, {});
+    EXPECT_FALSE(contains(reports.out, "fatal_signal")) << reports.out;
+    ProcessResult logs = run_process({"/bin/sh", "-c", "cat " + directory.path + "/log.*"}, {});
+    EXPECT_FALSE(contains(logs.out, "fatal signal")) << logs.out;
+    EXPECT_TRUE(contains(logs.out, "summary: 6 launches, 0 blocked; no CUDA errors")) << logs.out;
+  }
+}
+
+// ---- F5, F7, F12, F16: what is planted at the path, or given twice ----
+
+TEST(Hardening, AFifoAtTheLogOrReportPathIsRefusedWithoutHanging) {
+  Directory directory;
+  ASSERT_EQ(mkfifo((directory / "fifo.jsonl").c_str(), 0600), 0);
+  ProcessResult report =
+      run_preloaded({kProbeApp, "loop", "3"}, {{"CUDA_BLOCKRUN_REPORT", directory / "fifo.jsonl"}});
+  EXPECT_EQ(report.status, 0) << report.err;
+  EXPECT_TRUE(contains(report.err, "cannot open the report file '" + directory / "fifo.jsonl" +
+                                       "' (it is a FIFO (named pipe) that nobody reads, not a regular file); "
+                                       "no report is written"))
+      << report.err;
+  ProcessResult log =
+      run_preloaded({kProbeApp, "loop", "3"}, {{"CUDA_BLOCKRUN_LOG", directory / "fifo.jsonl"}});
+  EXPECT_EQ(log.status, 0) << log.err;
+  EXPECT_TRUE(contains(log.err, "not a regular file); logging to standard error")) << log.err;
+  EXPECT_TRUE(contains(log.err, "summary: 3 launches")) << log.err;
+}
+
+TEST(Hardening, AnExistingFileOthersCanReadIsRefusedForPrivateFiles) {
+  Directory directory;
+  std::string path = directory / "pre.jsonl";
+  std::ofstream(path) << "x\n";
+  ASSERT_EQ(chmod(path.c_str(), 0666), 0);
+  ProcessResult r = run_preloaded({kProbeApp, "loop", "3"},
+                                  {{"CUDA_BLOCKRUN_PRIVATE_FILES", "1"}, {"CUDA_BLOCKRUN_REPORT", path}});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "(other users may read or write it (mode 0666) and private files were asked for; "
+                       "remove it or make it private (chmod 600)); no report is written"))
+      << r.err;
+  EXPECT_EQ(read_file(path), "x\n");
+  if (geteuid() == 0) {  // a file planted by another user
+    ASSERT_EQ(chown(path.c_str(), 65534, 65534), 0);
+    ProcessResult planted = run_preloaded({kProbeApp, "loop", "3"}, {{"CUDA_BLOCKRUN_REPORT", path}});
+    EXPECT_TRUE(contains(planted.err,
+                         "(it belongs to another user (uid 65534), not to this one (uid 0)); no "
+                         "report is written"))
+        << planted.err;
+    EXPECT_EQ(read_file(path), "x\n");
+  }
+}
+
+TEST(Hardening, ASymbolicLinkEarlierInThePathIsNeverFollowed) {
+  Directory directory;
+  ASSERT_EQ(mkdir((directory / "real").c_str(), 0700), 0);
+  ASSERT_EQ(symlink((directory / "real").c_str(), (directory / "link").c_str()), 0);
+  ProcessResult r =
+      run_preloaded({kProbeApp, "loop", "3"}, {{"CUDA_BLOCKRUN_REPORT", directory / "link" + "/r.jsonl"}});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "(its directory " + directory / "link" +
+                                  " is a symbolic link, which the shim never follows; without links it is "))
+      << r.err;
+  struct stat info {};
+  EXPECT_NE(stat((directory / "real/r.jsonl").c_str(), &info), 0);
+  // Relative paths too, and the same file without the link is used.
+  ProcessResult direct =
+      run_preloaded({"/bin/sh", "-c", "cd " + directory.path + " && exec " + kProbeApp + " loop 3"},
+                    {{"CUDA_BLOCKRUN_REPORT", "real/r.jsonl"}});
+  EXPECT_EQ(direct.status, 0) << direct.err;
+  EXPECT_EQ(record_types(directory / "real/r.jsonl"), (std::vector<std::string>{"start", "summary"}));
+}
+
+TEST(Hardening, TheLogAndTheReportOnOnePathAreRefused) {
+  Directory directory;
+  ProcessResult same = run_wrapped({"--log", directory / "same.jsonl", "--report", directory / "same.jsonl"},
+                                   {kProbeApp, "loop", "3"}, {});
+  EXPECT_EQ(same.status, 2) << same.err;
+  EXPECT_TRUE(
+      contains(same.err, "CUDA_BLOCKRUN_REPORT='" + directory / "same.jsonl" +
+                             "': it is the log file's path; accepted: a path other than CUDA_BLOCKRUN_LOG's"))
+      << same.err;
+  // The same file by two paths: found when it is opened.
+  ProcessResult aliased =
+      run_wrapped({"--log", directory / "same.jsonl", "--report", directory.path + "/./same.jsonl"},
+                  {kProbeApp, "loop", "3"}, {});
+  EXPECT_EQ(aliased.status, 0) << aliased.err;
+  std::string log = read_file(directory / "same.jsonl");
+  EXPECT_TRUE(contains(log, "(it is the log file); no report is written")) << log;
+  EXPECT_FALSE(contains(log, "{\"type\"")) << log;
+}
+
+// ---- F6: the program's own descriptors ----
+
+TEST(Hardening, TheShimsFilesNeverTakeTheProgramsDescriptors) {
+  Directory directory;
+  // (a) stdout closed: the report must not take descriptor 1 and receive the program's output.
+  std::string report = directory / "closed-stdout.jsonl";
+  ProcessResult closed = run_preloaded({"/bin/sh", "-c", "exec \"$0\" loop 3 >&-", kProbeApp},
+                                       {{"CUDA_BLOCKRUN_REPORT", report}});
+  EXPECT_EQ(valid_report_problems(report), "");
+  EXPECT_EQ(record_types(report), (std::vector<std::string>{"start", "summary"}));
+  // (b) no policy, stderr closed and the program's data file at descriptor 2: the data file is the program's.
+  std::string data = directory / "data.txt";
+  ProcessResult closefd2 = run_preloaded({kProbeApp, "closefd2", data}, {});
+  EXPECT_EQ(closefd2.status, 0);
+  EXPECT_EQ(closefd2.out, "data file fd 2\ndone\n");
+  EXPECT_EQ(read_file(data), "program data\n");
+  EXPECT_TRUE(contains(closefd2.err, "summary: 6 launches, 0 blocked; no CUDA errors")) << closefd2.err;
+  // (c) every descriptor >= 3 closed mid-run and a file of the program's opened at the report's number: the
+  // program's file stays its own, and the report goes on (the path is opened again).
+  std::string data3 = directory / "data3.txt";
+  std::string report3 = directory / "midway.jsonl";
+  ProcessResult midway = run_preloaded({kProbeApp, "closeall-midway", data3},
+                                       {{"CUDA_BLOCKRUN_REPORT", report3}, {"CUDA_SIM_FAULT", "stencil"}});
+  EXPECT_EQ(midway.status, 0) << midway.err;
+  EXPECT_EQ(read_file(data3), "program data\n");
+  EXPECT_EQ(record_types(report3), (std::vector<std::string>{"start", "first_error", "summary"}));
+}
+
+// ---- F10: a file-size limit and a full disk ----
+
+TEST(Hardening, AFileSizeLimitNeverKillsTheProgramAndRecordsStayWhole) {
+  Directory directory;
+  std::string report = directory / "fs.jsonl", log = directory / "fs.log";
+  ProcessResult r = run_preloaded(
+      {kProbeApp, "fsize", "65536"},
+      {{"CUDA_BLOCKRUN_REPORT", report}, {"CUDA_BLOCKRUN_LOG_LAUNCHES", "1"}, {"CUDA_BLOCKRUN_LOG", log}});
+  EXPECT_EQ(r.status, 0) << r.err;  // 153 (SIGXFSZ) before
+  EXPECT_EQ(r.out, "done\n");
+  for (const std::string& path : {report, log}) {
+    std::string text = read_file(path);
+    EXPECT_LE(text.size(), 65536u);
+    EXPECT_GT(text.size(), 60000u) << path;
+    EXPECT_EQ(text.back(), '\n') << path;  // no record cut
+  }
+  for (const std::string& type : record_types(report)) EXPECT_NE(type, "not JSON");
+}
+
+TEST(Hardening, AFullDiskLeavesNoRecordCut) {
+  Directory directory;
+  std::string small = directory / "small";
+  ASSERT_EQ(mkdir(small.c_str(), 0700), 0);
+  if (mount("tmpfs", small.c_str(), "tmpfs", 0, "size=100k") != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs here";
+  std::string report = small + "/full.jsonl";
+  ProcessResult r = run_preloaded({kProbeApp, "loop", "2000"}, {{"CUDA_BLOCKRUN_REPORT", report},
+                                                                {"CUDA_BLOCKRUN_LOG_LAUNCHES", "1"},
+                                                                {"CUDA_BLOCKRUN_LOG", "/dev/null"}});
+  std::string text = read_file(report);
+  umount(small.c_str());
+  EXPECT_EQ(r.status, 0) << r.err;
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(text.back(), '\n');
+}
+
+// ---- F14: switched off means off ----
+
+TEST(Hardening, SwitchedOffTheShimReadsNothingElse) {
+  for (const auto& [variable, value] : std::vector<std::pair<std::string, std::string>>{
+           {"CUDA_BLOCKRUN_BLOCK", "#-5"},
+           {"CUDA_BLOCKRUN_RING", "1"},
+           {"CUDA_BLOCKRUN_FOO", "1"},
+           {"CUDA_BLOCKRUN_PROCESS", "(a+)+\\1"}}) {
+    ProcessResult r = run_preloaded({kProbeApp, "loop", "3"}, {{"CUDA_BLOCKRUN", "0"}, {variable, value}});
+    EXPECT_EQ(r.status, 0) << variable << ": " << r.err;
+    EXPECT_EQ(r.out, "done\n");
+    EXPECT_EQ(r.err, "");
+    // Switched on, the same variable is refused before main().
+    EXPECT_EQ(run_preloaded({kProbeApp, "loop", "3"}, {{variable, value}}).status, 2) << variable;
+  }
+}
+
+// ---- F17: configuration errors reach a terminal ----
+
+TEST(Hardening, ConfigurationErrorsEscapeControlBytes) {
+  ProcessResult r = run_preloaded({"/bin/true"}, {{"CUDA_BLOCKRUN_BLOCK", "a\x1b]0;pwned\x07\x1b[2J"}});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "invalid CUDA_BLOCKRUN_BLOCK='a\\x1b]0;pwned\\x07\\x1b[2J'")) << r.err;
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos);
 }
 
 }  // namespace

@@ -159,6 +159,12 @@ TEST(ConfigProcess, RankComesFromTheFirstLauncherVariableSet) {
 TEST(ConfigProcess, PathsExpandPidRankAndHost) {
   EXPECT_EQ(expand_path("/tmp/%h.%r.%p.log", 42, 3, "node7"), "/tmp/node7.3.42.log");
   EXPECT_EQ(expand_path("%q", 1, 0, "h"), "%q");
+  // Issue 17, F13: a host name cannot move the file out of its directory.
+  EXPECT_EQ(expand_path("/dir/reports/%h.jsonl", 1, 0, "../../escaped"), "/dir/reports/.._.._escaped.jsonl");
+  EXPECT_EQ(expand_path("/d/%h/r", 1, 0, ".."), "/d/_../r");
+  EXPECT_EQ(expand_path("/d/%h", 1, 0, ""), "/d/_");
+  EXPECT_EQ(expand_path("/d/%h", 1, 0, "gpu-07.cluster_a"), "/d/gpu-07.cluster_a");
+  EXPECT_EQ(expand_path("/d/%h", 1, 0, "a b\n\x1b"), "/d/a_b__");
 }
 
 TEST(ConfigProcess, InvalidRegexAndRanksAreRefused) {
