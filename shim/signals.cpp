@@ -40,15 +40,49 @@ struct Text {
   void add(const char* part) {
     while (*part && size < sizeof(text) - 1) text[size++] = *part++;
   }
-  // A JSON string's contents: quotes and backslashes escaped, control characters dropped, at most `limit`
-  // bytes of `part` (a kernel's demangled name can run to kilobytes).
+  // A JSON string's contents, valid UTF-8 whatever `part` holds (issue 17, F11): quotes and backslashes
+  // escaped, control characters dropped, a byte that does not start a well-formed UTF-8 sequence written as
+  // U+FFFD, at most `limit` bytes of `part` (a kernel's demangled name can run to kilobytes), cut between
+  // characters.
   void add_json(const char* part, size_t limit) {
-    for (size_t used = 0; *part && used < limit && size < sizeof(text) - 2; ++part, ++used) {
-      char c = *part;
-      if (static_cast<unsigned char>(c) < 0x20) continue;
+    const auto* bytes = reinterpret_cast<const unsigned char*>(part);
+    size_t length = 0;
+    while (length < limit && bytes[length]) ++length;
+    for (size_t at = 0; at < length;) {
+      unsigned char c = bytes[at];
+      size_t sequence = utf8_sequence(bytes + at, length - at);
+      if (sequence == 0) {  // not UTF-8: the replacement character, 3 bytes
+        if (size + 3 > sizeof(text) - 2) return;
+        text[size++] = '\xef';
+        text[size++] = '\xbf';
+        text[size++] = '\xbd';
+        ++at;
+        continue;
+      }
+      if (c < 0x20) {
+        ++at;
+        continue;
+      }
+      size_t needed = sequence + (c == '"' || c == '\\');
+      if (size + needed > sizeof(text) - 2) return;  // no room for the whole character
       if (c == '"' || c == '\\') text[size++] = '\\';
-      text[size++] = c;
+      for (size_t i = 0; i < sequence; ++i) text[size++] = static_cast<char>(bytes[at + i]);
+      at += sequence;
     }
+  }
+  // The length of the well-formed UTF-8 sequence at `bytes` (at most `left` bytes), or 0.
+  static size_t utf8_sequence(const unsigned char* bytes, size_t left) {
+    unsigned char c = bytes[0];
+    if (c < 0x80) return 1;
+    size_t length = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    if (length == 0 || length > left) return 0;
+    for (size_t i = 1; i < length; ++i)
+      if ((bytes[i] & 0xc0) != 0x80) return 0;
+    // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8.
+    if ((c == 0xe0 && bytes[1] < 0xa0) || (c == 0xed && bytes[1] > 0x9f) || (c == 0xf0 && bytes[1] < 0x90) ||
+        (c == 0xf4 && bytes[1] > 0x8f))
+      return 0;
+    return length;
   }
   void add_hex(uint64_t number) {
     char digits[16];
@@ -96,6 +130,11 @@ void add_stream(Text<kBytes>& out, const StreamId& stream) {
 bool has_program_handler(const struct sigaction& action) {
   if (action.sa_flags & SA_SIGINFO) return action.sa_sigaction != nullptr;
   return action.sa_handler != SIG_DFL && action.sa_handler != SIG_IGN;
+}
+
+// Whether the program ignores the signal (SIG_IGN): one sent to it then changes nothing (issue 17, F15).
+bool ignored(const struct sigaction& action) {
+  return !(action.sa_flags & SA_SIGINFO) && action.sa_handler == SIG_IGN;
 }
 
 void report_signal(const Watched& watched, const siginfo_t* info) {
@@ -207,6 +246,14 @@ void on_fatal_signal(int number, siginfo_t* info, void* context) {
     if (candidate.number == number) watched = &candidate;
   }
   if (!watched) return;
+  // A signal the program ignores, sent to it, is no death: nothing to tell, nothing to hand on. (A fault
+  // the program ignores still kills it: the kernel forces the default action when its instruction runs
+  // again.)
+  bool sent = info && info->si_code <= 0;
+  if (sent && ignored(watched->previous)) {
+    errno = saved_errno;
+    return;
+  }
   // No engine: no CUDA call was made in this process (a forked child before its first), nothing to tell.
   if (g_signal_engine.load(std::memory_order_acquire) && !g_reported.exchange(true)) {
     // Another thread may still be writing the first error's record (a watchdog that saw the same error
@@ -253,12 +300,12 @@ void install_fatal_signal_reports(Engine* engine, OutputFile* log_file, OutputFi
   g_reported.store(false);
   if (g_installed.exchange(true)) return;  // a forked child's new engine: the handlers are there already
   for (Watched& watched : g_watched) {
-    if (watched.only_if_default) {
-      struct sigaction current {};
-      if (sigaction(watched.number, nullptr, &current) != 0 || (current.sa_flags & SA_SIGINFO) ||
-          current.sa_handler != SIG_DFL)
-        continue;  // the program handles or ignores it: not a death to record
-    }
+    struct sigaction current {};
+    if (sigaction(watched.number, nullptr, &current) != 0) continue;
+    // Ignored: left so (an ignored disposition is inherited across exec, a handler is not).
+    if (ignored(current)) continue;
+    if (watched.only_if_default && ((current.sa_flags & SA_SIGINFO) || current.sa_handler != SIG_DFL))
+      continue;  // the program handles it: not a death to record
     struct sigaction action {};
     action.sa_sigaction = on_fatal_signal;
     action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;

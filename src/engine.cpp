@@ -1,6 +1,8 @@
 // The engine: launch records, policy decisions, per-stream suspects, the first error and the log.
 #include "engine.h"
 
+#include <signal.h>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
@@ -598,9 +600,10 @@ void Engine::observe_error(const char* api, ErrorCode result, const void* stream
   surfaced(api, result, stream_id(stream, per_thread_default_stream), nullptr);
 }
 
-void Engine::watch_error(const char* api, ErrorCode result, const void* stream, bool per_thread_default_stream) {
-  // Out of memory, an invalid value: the program's own business (PyTorch's allocator frees its cache and tries
-  // again), and never a kernel's fault.
+void Engine::watch_error(const char* api, ErrorCode result, const void* stream,
+                         bool per_thread_default_stream) {
+  // Out of memory, an invalid value: the program's own business (PyTorch's allocator frees its cache and
+  // tries again), and never a kernel's fault.
   if (!may_have_surfaced(result)) return;
   observe_error(api, result, stream, per_thread_default_stream);
 }
@@ -655,7 +658,8 @@ void Engine::surfaced(const char* api, ErrorCode result, StreamId stream, const 
   Surfacing where{refused_launch, at_exit};
   // A call's own error (an invalid value, a copy in the wrong direction) is no kernel's: breadcrumbs are not
   // asked, and the host's view lists what was in flight on its stream, never exactly.
-  if (meaning != ErrorMeaning::Own && stream_breadcrumbs_ && breadcrumb_slots_.load(std::memory_order_acquire)) {
+  if (meaning != ErrorMeaning::Own && stream_breadcrumbs_ &&
+      breadcrumb_slots_.load(std::memory_order_acquire)) {
     BreadcrumbView view = read_breadcrumbs();
     // One stream stopped short of a launch: the fault was that launch's, however long ago it ran. Exact only
     // for a known asynchronous error: an unknown code may not be a kernel's at all.
@@ -828,10 +832,27 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
   if (!take_first_error()) return;
   first_error_writer_.store(static_cast<long>(syscall(SYS_gettid)), std::memory_order_release);
   first_error_writing_.store(true, std::memory_order_release);
-  struct Written {
-    std::atomic<bool>& writing;
-    ~Written() { writing.store(false, std::memory_order_release); }
-  } written{first_error_writing_};
+  // Termination signals sent meanwhile wait on this thread until the record is out (issue 17, F4): in a
+  // single-threaded program the fatal-signal handler would run here, in the middle of it, and the process
+  // die without its first_error record (writing it takes 20-100 ms, symbolizing). Where another thread can
+  // take the signal, its handler waits for the record (wait_for_first_error_record).
+  class Written {
+   public:
+    explicit Written(std::atomic<bool>& writing) : writing_(writing) {
+      sigset_t termination;
+      sigemptyset(&termination);
+      for (int number : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) sigaddset(&termination, number);
+      pthread_sigmask(SIG_BLOCK, &termination, &saved_);
+    }
+    ~Written() {
+      writing_.store(false, std::memory_order_release);
+      pthread_sigmask(SIG_SETMASK, &saved_, nullptr);  // a signal held back is delivered now
+    }
+
+   private:
+    std::atomic<bool>& writing_;
+    sigset_t saved_;
+  } written(first_error_writing_);
   ErrorText text = describe_error_(result);
   std::vector<std::string> driver_logs = recent_driver_logs();
   std::lock_guard<std::mutex> guard(report_mutex_);
@@ -869,15 +890,16 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
   Site culprit_site = culprit_record ? site_of(*culprit_record, culprit_capture, whole_stack) : Site{};
   // A launch the context refused: where the error surfaced, with its own call site.
   const LaunchRecord* refused_record = where.refused_launch ? &where.refused_launch->record : nullptr;
-  const Capture* refused_capture = refused_record && refused_record->captured ? &where.refused_launch->capture
-                                                                               : nullptr;
+  const Capture* refused_capture =
+      refused_record && refused_record->captured ? &where.refused_launch->capture : nullptr;
   Site refused_site = refused_record ? site_of(*refused_record, refused_capture, whole_stack) : Site{};
   ErrorMeaning meaning = error_meaning(result);
   std::string surfaced_how = where.at_exit ? "surfaced only at exit: no call of the program returned it"
                              : refused_record
-                                 ? fmt::format("surfaced at the launch of {}, which the context refused (it "
-                                               "never ran)",
-                                               launch_name(*refused_record))
+                                 ? fmt::format(
+                                       "surfaced at the launch of {}, which the context refused (it "
+                                       "never ran)",
+                                       launch_name(*refused_record))
                                  : std::string("surfaced at a later call");
   std::vector<Site> suspect_sites;
   for (const ReportedLaunch& suspect : suspects_found)
@@ -934,13 +956,15 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
   if (*how) {
     returned_by += fmt::format(" ({})", how);
   } else if (where.at_exit) {
-    returned_by = fmt::format("seen only at exit, by the shim's own check ({}): no call of the program returned it",
-                              api ? api : "(unknown call)");
+    returned_by =
+        fmt::format("seen only at exit, by the shim's own check ({}): no call of the program returned it",
+                    api ? api : "(unknown call)");
   }
   logger_->error("first error: {} ({}), {}", text.name, text.text, returned_by);
   if (refused_record) {
-    logger_->error("  surfaced at {}: the context refused it (it never ran); the fault is an earlier kernel's",
-                   describe(*refused_record));
+    logger_->error(
+        "  surfaced at {}: the context refused it (it never ran); the fault is an earlier kernel's",
+        describe(*refused_record));
     log_site(*refused_record, refused_capture, refused_site, "    ", true);
   }
   // The log keeps the driver's explanations; its "Returning 700 (...) from cuX" lines repeat the error above

@@ -1,6 +1,7 @@
 // Issue 17, reliability round two: each defect found by trying to break the shim, as the careless user or the
 // attacker did it (tests/programs/probe_app.cpp), on the simulated stack. Each test failed before its fix.
 #include <fcntl.h>
+#include <signal.h>
 #include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -296,14 +297,57 @@ TEST(Hardening, AFullDiskLeavesNoRecordCut) {
   EXPECT_EQ(text.back(), '\n');
 }
 
+// ---- F4, F8, F11, F15: signals ----
+
+TEST(Hardening, ASignalWhileTheFirstErrorIsWrittenWaitsForItsRecord) {
+  Directory directory;
+  std::string report = directory / "r.jsonl";
+  // The "libdw" sends SIGTERM as it is loaded, in the middle of the first error's record.
+  ProcessResult r = run_preloaded({kApp, "steps"}, {{"CUDA_SIM_FAULT", "stencil:1"},
+                                                    {"CUDA_BLOCKRUN_BLOCK", "all"},
+                                                    {"CUDA_BLOCKRUN_REPORT", report},
+                                                    {"CUDA_BLOCKRUN_LIBDW", CUDA_BLOCKRUN_SIGTERM_ON_LOAD}});
+  EXPECT_EQ(r.status, 128 + SIGTERM) << r.err;
+  EXPECT_EQ(record_types(report), (std::vector<std::string>{"start", "first_error", "fatal_signal"}));
+  EXPECT_TRUE(contains(read_file(report), "\"signal\":\"SIGTERM\"")) << read_file(report);
+  EXPECT_TRUE(contains(r.err, "first error: cudaErrorIllegalAddress")) << r.err;
+  EXPECT_EQ(valid_report_problems(report), "");  // SIGTERM is in the schema (F8)
+}
+
+TEST(Hardening, TheSignalHandlersRecordIsValidUtf8) {
+  Directory directory;
+  std::string accents;
+  for (int i = 0; i < 200; ++i) accents += "\xc3\xa9";
+  for (const std::string& name : {"a" + accents, std::string("k\xff\xfe_bad"), "b" + accents + "\xe2\x82"}) {
+    std::string report = directory / ("r" + std::to_string(name.size()) + ".jsonl");
+    ProcessResult r = run_preloaded(
+        {kProbeApp, "name-fault-abort", name},
+        {{"CUDA_BLOCKRUN_BREADCRUMBS", "1"}, {"CUDA_SIM_FAULT", "*"}, {"CUDA_BLOCKRUN_REPORT", report}});
+    EXPECT_EQ(r.status, 128 + SIGABRT) << r.err;
+    std::vector<std::string> types = record_types(report);
+    EXPECT_EQ(count(types, "fatal_signal"), 1) << read_file(report);
+    EXPECT_EQ(valid_report_problems(report), "") << read_file(report);
+  }
+}
+
+TEST(Hardening, ASignalTheProgramIgnoresIsNoDeath) {
+  Directory directory;
+  std::string report = directory / "r.jsonl";
+  ProcessResult r = run_preloaded({kProbeApp, "segv-ignored"}, {{"CUDA_BLOCKRUN_REPORT", report}});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "survived SIGSEGV\ndone\n");
+  EXPECT_FALSE(contains(r.err, "fatal signal")) << r.err;
+  EXPECT_EQ(record_types(report), (std::vector<std::string>{"start", "summary"}));
+}
+
 // ---- F14: switched off means off ----
 
 TEST(Hardening, SwitchedOffTheShimReadsNothingElse) {
-  for (const auto& [variable, value] : std::vector<std::pair<std::string, std::string>>{
-           {"CUDA_BLOCKRUN_BLOCK", "#-5"},
-           {"CUDA_BLOCKRUN_RING", "1"},
-           {"CUDA_BLOCKRUN_FOO", "1"},
-           {"CUDA_BLOCKRUN_PROCESS", "(a+)+\\1"}}) {
+  for (const auto& [variable, value] :
+       std::vector<std::pair<std::string, std::string>>{{"CUDA_BLOCKRUN_BLOCK", "#-5"},
+                                                        {"CUDA_BLOCKRUN_RING", "1"},
+                                                        {"CUDA_BLOCKRUN_FOO", "1"},
+                                                        {"CUDA_BLOCKRUN_PROCESS", "(a+)+\\1"}}) {
     ProcessResult r = run_preloaded({kProbeApp, "loop", "3"}, {{"CUDA_BLOCKRUN", "0"}, {variable, value}});
     EXPECT_EQ(r.status, 0) << variable << ": " << r.err;
     EXPECT_EQ(r.out, "done\n");
