@@ -18,19 +18,8 @@ namespace blockrun {
 
 namespace {
 
-// Opens `path` without following a symbolic link in any of its components: -1 and errno ELOOP where one
-// is. Async-signal-safe.
-int open_without_symlinks(const char* path, int flags, mode_t mode) {
-#ifdef SYS_openat2
-  open_how how{};
-  how.flags = static_cast<uint64_t>(flags);
-  how.mode = (flags & O_CREAT) ? mode : 0;
-  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  long fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
-  // Linux before 5.6 has no openat2 (ENOSYS), and some sandboxes refuse system calls they do not know
-  // (EPERM): then one component at a time.
-  if (fd >= 0 || (errno != ENOSYS && errno != EPERM && errno != E2BIG)) return static_cast<int>(fd);
-#endif
+// One component at a time from / (or the working directory), each directory opened with O_NOFOLLOW.
+int open_walking_components(const char* path, int flags, mode_t mode) {
   char copy[PATH_MAX];
   size_t length = std::strlen(path);
   if (length == 0 || length >= sizeof copy) {
@@ -70,6 +59,32 @@ int open_without_symlinks(const char* path, int flags, mode_t mode) {
     directory = next;
     component = slash + 1;
   }
+}
+
+}  // namespace
+
+int open_refusing_symlinks(const char* path, int flags, mode_t mode, bool walk_components) {
+#ifdef SYS_openat2
+  if (!walk_components) {
+    open_how how{};
+    how.flags = static_cast<uint64_t>(flags);
+    how.mode = (flags & O_CREAT) ? mode : 0;
+    how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    long fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+    // Linux before 5.6 has no openat2 (ENOSYS), and some sandboxes refuse system calls they do not know
+    // (EPERM): then one component at a time.
+    if (fd >= 0 || (errno != ENOSYS && errno != EPERM && errno != E2BIG)) return static_cast<int>(fd);
+  }
+#else
+  (void)walk_components;
+#endif
+  return open_walking_components(path, flags, mode);
+}
+
+namespace {
+
+int open_without_symlinks(const char* path, int flags, mode_t mode) {
+  return open_refusing_symlinks(path, flags, mode, false);
 }
 
 // For the message: which component of `path` is a symbolic link, and where it leads.

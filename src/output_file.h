@@ -57,4 +57,9 @@ class OutputFile {
 // The lowest descriptor number the shim's files are moved to (or above), below RLIMIT_NOFILE.
 int high_descriptor_floor();
 
+// open(2) of `path` without following a symbolic link in any component: -1 and errno ELOOP where one is.
+// With openat2's RESOLVE_NO_SYMLINKS, or one component at a time with O_NOFOLLOW where the kernel lacks it
+// (or `walk_components`: the tests take that way too). Async-signal-safe.
+int open_refusing_symlinks(const char* path, int flags, mode_t mode, bool walk_components);
+
 }  // namespace blockrun

@@ -357,6 +357,46 @@ TEST(Hardening, SwitchedOffTheShimReadsNothingElse) {
   }
 }
 
+// ---- F9, F18: the wrapper ----
+
+TEST(Hardening, AnInstallPathTheLoaderWouldSplitIsRefused) {
+  for (const std::string& prefix : {"my tools", "a:b"}) {
+    Directory directory;
+    std::string root = directory / prefix;
+    for (const std::string& sub : {root, root + "/bin", root + "/lib"})
+      ASSERT_EQ(mkdir(sub.c_str(), 0700), 0);
+    ASSERT_EQ(run_process({"/bin/cp", kWrapper, root + "/bin/"}, {}).status, 0);
+    ASSERT_EQ(run_process({"/bin/cp", kShim, root + "/lib/"}, {}).status, 0);
+    ProcessResult r =
+        run_process({root + "/bin/cuda-blockrun", "--block", "all", "--", kProbeApp, "loop", "3"},
+                    {{"LD_LIBRARY_PATH", kSimLib}});
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_TRUE(contains(r.err, "holds a space or a colon, where the loader splits LD_PRELOAD")) << r.err;
+    EXPECT_EQ(r.out, "");  // not run unobserved
+  }
+}
+
+TEST(Hardening, TheWrapperTakesNoOptionAsAValueAndNoJunkAsANumber) {
+  ProcessResult dashes = run_wrapped({"--block"}, {kProbeApp, "loop", "3"}, {});
+  EXPECT_EQ(dashes.status, 2);
+  EXPECT_TRUE(contains(dashes.err, "option --block needs a value")) << dashes.err;
+  EXPECT_TRUE(contains(dashes.err, "not '--'; for a value that starts with --, write --block=VALUE"))
+      << dashes.err;
+  EXPECT_EQ(dashes.out, "");
+  ProcessResult flag = run_process({kWrapper, "--log", "--stack", "--", kProbeApp, "loop", "3"}, {});
+  EXPECT_EQ(flag.status, 2);
+  EXPECT_TRUE(contains(flag.err, "option --log needs a value")) << flag.err;
+  for (const std::string& description :
+       {"stencil #zzz", "stencil ordinal=-1", "stencil #99999999999999999999"}) {
+    ProcessResult explain = run_process({kWrapper, "--block", "stencil#13", "--explain", description}, {});
+    EXPECT_EQ(explain.status, 2) << description << ": " << explain.out;
+    EXPECT_TRUE(contains(explain.err, "needs a whole number")) << explain.err;
+  }
+  ProcessResult good =
+      run_process({kWrapper, "--block", "stencil#13", "--explain", "stencil ordinal=13"}, {});
+  EXPECT_EQ(good.status, 0) << good.err;
+}
+
 // ---- F17: configuration errors reach a terminal ----
 
 TEST(Hardening, ConfigurationErrorsEscapeControlBytes) {

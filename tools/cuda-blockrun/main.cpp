@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cctype>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -187,7 +188,19 @@ int explain_launch(const std::map<std::string, std::string>& settings, const std
   facts.thread = 1;
   for (const std::string& term : blockrun::split_top_level(description, " \t")) {
     if (term.empty()) continue;
-    auto number_after = [&](size_t prefix) { return std::strtoull(term.c_str() + prefix, nullptr, 0); };
+    // A whole number, decimal or 0x hexadecimal, nothing else (issue 17, F18: '#zzz' and 'ordinal=-1' were
+    // read as 0 and 2^64-1).
+    auto number_after = [&](size_t prefix) -> uint64_t {
+      const std::string digits = term.substr(prefix);
+      bool hex = digits.rfind("0x", 0) == 0 || digits.rfind("0X", 0) == 0;
+      const std::string body = hex ? digits.substr(2) : digits;
+      errno = 0;
+      char* end = nullptr;
+      unsigned long long value = std::strtoull(body.c_str(), &end, hex ? 16 : 10);
+      if (body.empty() || !std::isxdigit(static_cast<unsigned char>(body[0])) || *end || errno == ERANGE)
+        usage_error("--explain: '" + term + "' needs a whole number after '" + term.substr(0, prefix) + "'");
+      return value;
+    };
     if (term[0] == '#') {
       facts.sequence = number_after(1);
     } else if (term.rfind("ordinal=", 0) == 0) {
@@ -535,8 +548,12 @@ int main(int argc, char** argv) {
       value = *inline_value;
     } else if (spec->kind == blockrun::OptionKind::Switch) {
       value = "1";
-    } else if (index + 1 < argc) {
+    } else if (index + 1 < argc && std::strncmp(argv[index + 1], "--", 2) != 0) {
       value = argv[++index];
+    } else if (index + 1 < argc) {
+      // `--block -- ./app` took `--` as the policy and ran the program unblocked (issue 17, F18).
+      usage_error(std::string("option ") + spec->flag + " needs a value (" + spec->accepted + "), not '" +
+                  argv[index + 1] + "'; for a value that starts with --, write " + spec->flag + "=VALUE");
     } else {
       usage_error(std::string("option ") + spec->flag + " needs a value (" + spec->accepted + ")");
     }
@@ -591,6 +608,14 @@ int main(int argc, char** argv) {
                 " (expected in ../lib/); is cuda-blockrun installed completely?");
   }
 
+  // The loader splits LD_PRELOAD at spaces and colons: a shim under such a path would be "ignored" and the
+  // program run unobserved (issue 17, F9).
+  if (shim->find_first_of(" :") != std::string::npos) {
+    usage_error(
+        "the shim's path '" + *shim +
+        "' holds a space or a colon, where the loader splits LD_PRELOAD: the program would run without "
+        "it; install cuda-blockrun under a path without them");
+  }
   for (const auto& [variable, value] : settings) setenv(variable.c_str(), value.c_str(), 1);
   const char* preload = std::getenv("LD_PRELOAD");
   std::string preload_value = *shim;
