@@ -12,19 +12,9 @@ namespace {
 using ByteSet = Regex::ByteSet;
 
 struct Node {
-  enum class Kind {
-    Empty,
-    Byte,
-    Set,
-    Concat,
-    Alternate,
-    Repeat,
-    LineStart,
-    LineEnd,
-    WordBoundary,
-    NotWordBoundary
-  };
+  enum class Kind { Empty, Byte, Set, Concat, Alternate, Repeat, Assertion };
   Kind kind = Kind::Empty;
+  Regex::Op assertion = Regex::Op::Match;  // Assertion: LineStart, LineEnd, WordBoundary or NotWordBoundary
   unsigned char byte = 0;
   ByteSet set;
   int min = 0, max = 0;  // Repeat: max -1 for no bound
@@ -132,9 +122,11 @@ class Parser {
     char c = peek();
     if (c == '^' || c == '$' || (c == '\\' && (peek(1) == 'b' || peek(1) == 'B'))) {
       Node node;
-      if (c == '^') node.kind = Node::Kind::LineStart;
-      if (c == '$') node.kind = Node::Kind::LineEnd;
-      if (c == '\\') node.kind = peek(1) == 'b' ? Node::Kind::WordBoundary : Node::Kind::NotWordBoundary;
+      node.kind = Node::Kind::Assertion;
+      node.assertion = c == '^'         ? Regex::Op::LineStart
+                       : c == '$'       ? Regex::Op::LineEnd
+                       : peek(1) == 'b' ? Regex::Op::WordBoundary
+                                        : Regex::Op::NotWordBoundary;
       at_ += c == '\\' ? 2 : 1;
       if (starts_quantifier()) return fail("an anchor (^, $, \\b, \\B) cannot be repeated");
       return node;
@@ -458,17 +450,8 @@ class RegexCompiler {
         out_->sets_.push_back(node.set);
         add({Op::Set, 0, static_cast<uint32_t>(out_->sets_.size() - 1)});
         return;
-      case Node::Kind::LineStart:
-        add({Op::LineStart});
-        return;
-      case Node::Kind::LineEnd:
-        add({Op::LineEnd});
-        return;
-      case Node::Kind::WordBoundary:
-        add({Op::WordBoundary});
-        return;
-      case Node::Kind::NotWordBoundary:
-        add({Op::NotWordBoundary});
+      case Node::Kind::Assertion:
+        add({node.assertion});
         return;
       case Node::Kind::Concat:
         for (const Node& child : node.children) emit(child);
