@@ -83,10 +83,6 @@ int open_refusing_symlinks(const char* path, int flags, mode_t mode, bool walk_c
 
 namespace {
 
-int open_without_symlinks(const char* path, int flags, mode_t mode) {
-  return open_refusing_symlinks(path, flags, mode, false);
-}
-
 // For the message: which component of `path` is a symbolic link, and where it leads.
 std::string describe_symlink(const std::string& path) {
   for (size_t end = path.find('/', 1);; end = path.find('/', end + 1)) {
@@ -149,8 +145,8 @@ std::unique_ptr<OutputFile> OutputFile::open(const std::string& given, bool priv
     char cwd[PATH_MAX];
     if (getcwd(cwd, sizeof cwd)) path = std::string(cwd) + "/" + path;
   }
-  int fd = open_without_symlinks(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK | O_CLOEXEC,
-                                 private_file ? 0600 : 0644);
+  int fd = open_refusing_symlinks(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK | O_CLOEXEC,
+                                  private_file ? 0600 : 0644, false);
   if (fd < 0) {
     int error = errno;
     *problem = error == ELOOP ? describe_symlink(path)
@@ -220,7 +216,7 @@ bool OutputFile::still_ours(int fd) const {
 
 int OutputFile::open_again() const {
   if (!path_[0]) return -1;
-  int fd = open_without_symlinks(path_, O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC, 0);
+  int fd = open_refusing_symlinks(path_, O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC, 0, false);
   if (fd < 0) return -1;
   if (!still_ours(fd)) {
     close(fd);

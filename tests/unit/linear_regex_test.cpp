@@ -12,6 +12,15 @@
 namespace blockrun {
 namespace {
 
+// The sanitizer builds run std::regex and the search ten times slower: fewer rounds, shorter subjects.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr int kRandomPatterns = 2000;
+constexpr size_t kLongSubject = 20000;
+#else
+constexpr int kRandomPatterns = 20000;
+constexpr size_t kLongSubject = 100000;
+#endif
+
 bool search(const std::string& pattern, const std::string& subject) {
   std::string problem;
   std::optional<Regex> regex = Regex::compile(pattern, &problem);
@@ -72,7 +81,7 @@ TEST(Regex, RefusesWithTheReason) {
 // characters, or overflowed the stack on 30 KB; here each takes one pass over a subject far longer than the
 // shim's window (kRegexSubjectWindow), whatever it is.
 TEST(Regex, PatternsThatBacktrackTakeOnePass) {
-  std::string xs(100000, 'x');
+  std::string xs(kLongSubject, 'x');
   for (const char* pattern :
        {"(x|x)*y", ".*.*.*z", ".*z", "a*z", "(a|b)*z", "(a|aa)*c", "(a*)*b", "((x+)+)+y"}) {
     EXPECT_FALSE(search(pattern, xs)) << pattern;
@@ -97,7 +106,7 @@ TEST(Regex, AgreesWithStdRegexOnRandomPatterns) {
   const std::string alphabet = std::string("ab_ 1-\n.A\x01\b\t]");
   std::mt19937 random(17);
   int compared = 0, accepted = 0, both_accept = 0;
-  for (int round = 0; round < 20000; ++round) {
+  for (int round = 0; round < kRandomPatterns; ++round) {
     std::string pattern;
     int quantifiers = 0;
     for (int length = 1 + random() % 7; length > 0; --length) {
@@ -127,8 +136,8 @@ TEST(Regex, AgreesWithStdRegexOnRandomPatterns) {
           << "pattern '" << pattern << "', subject '" << subject << "'";
     }
   }
-  EXPECT_GT(both_accept, 10000);  // the generator writes mostly patterns both accept
-  EXPECT_GT(compared, 80000);
+  EXPECT_GT(both_accept, kRandomPatterns / 2);  // the generator writes mostly patterns both accept
+  EXPECT_GT(compared, kRandomPatterns * 4);
 }
 
 }  // namespace
