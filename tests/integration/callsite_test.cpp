@@ -67,7 +67,7 @@ std::string callsite_of(const std::string& record) {
 }
 
 void expect_valid_report(const ReportRun& run, std::vector<std::string> expected_types) {
-  std::vector<std::string> argv = {"/usr/bin/python3", kValidator, kSchema, run.path};
+  std::vector<std::string> argv = {CUDA_BLOCKRUN_VALIDATOR_PYTHON, kValidator, kSchema, run.path};
   for (const std::string& type : expected_types) argv.insert(argv.end(), {"--expect", type});
   ProcessResult check = run_process(argv, {});
   EXPECT_EQ(check.status, 0) << check.out << check.err;

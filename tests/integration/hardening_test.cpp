@@ -69,7 +69,7 @@ std::vector<std::string> record_types(const std::string& path) {
 }
 
 std::string valid_report_problems(const std::string& path) {
-  ProcessResult check = run_process({"/usr/bin/python3", kValidator, kSchema, path}, {});
+  ProcessResult check = run_process({CUDA_BLOCKRUN_VALIDATOR_PYTHON, kValidator, kSchema, path}, {});
   return check.status == 0 ? "" : check.out + check.err;
 }
 
