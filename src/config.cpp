@@ -16,7 +16,7 @@ namespace blockrun {
 
 namespace {
 
-constexpr const char* kPrefix = "CUDA_BLOCKRUN";
+constexpr const char* kPrefix = variable::enabled;  // every variable starts with it
 
 std::optional<bool> parse_switch(const std::string& value) {
   static const char* const kTrue[] = {"1", "true", "yes", "on"};
@@ -37,26 +37,82 @@ std::optional<size_t> parse_count(const std::string& value) {
   return count;
 }
 
-// Stores a checked value into the Config field the option names.
-void assign(Config& config, const OptionSpec& spec, const std::string& value) {
-#define CUDA_BLOCKRUN_ASSIGN_Switch(field) config.field = *parse_switch(value);
-#define CUDA_BLOCKRUN_ASSIGN_Text(field) config.field = value;
-#define CUDA_BLOCKRUN_ASSIGN_Path(field) config.field = value;
-#define CUDA_BLOCKRUN_ASSIGN_Choice(field) config.field = value;
-#define CUDA_BLOCKRUN_ASSIGN_Policy(field) \
-  std::string ignored;                     \
-  config.field = *Policy::parse(value, &ignored);
-#define CUDA_BLOCKRUN_ASSIGN_Regex(field) config.field = value;
-#define CUDA_BLOCKRUN_ASSIGN_Count(field) config.field = *parse_count(value);
-#define CUDA_BLOCKRUN_ASSIGN_Ranks(field) \
-  std::string ignored;                    \
-  config.field = *parse_ranks(value, &ignored);
-#define CUDA_BLOCKRUN_OPTION(member, kind, variable, flag, default_value, accepted, description) \
-  if (std::strcmp(spec.field, #member) == 0) {                                                   \
-    CUDA_BLOCKRUN_ASSIGN_##kind(member) return;                                                  \
+// The parsers of each kind: the value into `out`, or the error naming the variable, value and accepted forms.
+using Parsed = std::optional<ConfigError>;
+
+ConfigError refused(const OptionSpec& spec, const std::string& value, const std::string& detail = "") {
+  return ConfigError{spec.variable, value, spec.accepted, detail};
+}
+
+Parsed parse_Switch(const OptionSpec& spec, const std::string& value, bool* out) {
+  std::optional<bool> parsed = parse_switch(value);
+  if (!parsed) return refused(spec, value);
+  *out = *parsed;
+  return std::nullopt;
+}
+
+Parsed parse_Text(const OptionSpec&, const std::string& value, std::string* out) {
+  *out = value;
+  return std::nullopt;
+}
+
+Parsed parse_Path(const OptionSpec& spec, const std::string& value, std::string* out) {
+  if (value.find('\0') != std::string::npos) return refused(spec, value);
+  *out = value;
+  return std::nullopt;
+}
+
+Parsed parse_Choice(const OptionSpec& spec, const std::string& value, std::string* out) {
+  std::string_view accepted = spec.accepted;
+  for (size_t start = 0; start <= accepted.size();) {
+    size_t end = accepted.find(" | ", start);
+    if (end == std::string_view::npos) end = accepted.size();
+    if (!value.empty() && accepted.substr(start, end - start) == value) {
+      *out = value;
+      return std::nullopt;
+    }
+    start = end + 3;
   }
+  return refused(spec, value);
+}
+
+Parsed parse_Policy(const OptionSpec& spec, const std::string& value, Policy* out) {
+  std::string detail;
+  std::optional<Policy> policy = Policy::parse(value, &detail);
+  if (!policy) return refused(spec, value, detail);
+  *out = std::move(*policy);
+  return std::nullopt;
+}
+
+Parsed parse_Regex(const OptionSpec& spec, const std::string& value, std::string* out) {
+  std::string detail;
+  if (!Regex::compile(value, &detail)) return refused(spec, value, detail);
+  *out = value;
+  return std::nullopt;
+}
+
+Parsed parse_Ranks(const OptionSpec& spec, const std::string& value, RankSet* out) {
+  std::string detail;
+  std::optional<RankSet> ranks = parse_ranks(value, &detail);
+  if (!ranks) return refused(spec, value, detail);
+  *out = std::move(*ranks);
+  return std::nullopt;
+}
+
+Parsed parse_Count(const OptionSpec& spec, const std::string& value, size_t* out) {
+  std::optional<size_t> count = parse_count(value);
+  if (!count) return refused(spec, value);
+  *out = *count;
+  return std::nullopt;
+}
+
+// Parses `value` for the option `spec` names into its field of `config` (each value parsed once).
+Parsed set_option(Config& config, const OptionSpec& spec, const std::string& value) {
+#define CUDA_BLOCKRUN_OPTION(member, kind, variable, flag, default_value, accepted, description) \
+  if (std::strcmp(spec.field, #member) == 0) return parse_##kind(spec, value, &config.member);
 #include "options.def"
 #undef CUDA_BLOCKRUN_OPTION
+  return refused(spec, value, "not an option of options.def");
 }
 
 }  // namespace
@@ -80,59 +136,34 @@ std::string ConfigError::message() const {
   return printable(text, 8192);
 }
 
+Config::Config() {
+  for (const OptionSpec& spec : option_specs()) set_option(*this, spec, spec.default_value);  // valid: tested
+}
+
 std::optional<ConfigError> check_value(const OptionSpec& spec, const std::string& value) {
-  std::string detail;
-  switch (spec.kind) {
-    case OptionKind::Switch:
-      if (parse_switch(value)) return std::nullopt;
-      break;
-    case OptionKind::Text:
-      return std::nullopt;
-    case OptionKind::Path:
-      if (value.find('\0') == std::string::npos) return std::nullopt;
-      break;
-    case OptionKind::Choice: {
-      std::string accepted = spec.accepted;
-      for (size_t start = 0; start <= accepted.size();) {
-        size_t end = accepted.find(" | ", start);
-        if (end == std::string::npos) end = accepted.size();
-        if (accepted.compare(start, end - start, value) == 0 && !value.empty()) return std::nullopt;
-        start = end + 3;
-      }
-      break;
-    }
-    case OptionKind::Policy:
-      if (Policy::parse(value, &detail)) return std::nullopt;
-      break;
-    case OptionKind::Regex:
-      if (Regex::compile(value, &detail)) return std::nullopt;
-      break;
-    case OptionKind::Ranks:
-      if (parse_ranks(value, &detail)) return std::nullopt;
-      break;
-    case OptionKind::Count:
-      if (parse_count(value)) return std::nullopt;
-      break;
+#define CUDA_BLOCKRUN_OPTION(member, kind, variable, flag, default_value, accepted, description) \
+  if (std::strcmp(spec.field, #member) == 0) {                                                   \
+    OptionValue<OptionKind::kind>::type scratch{};                                               \
+    return parse_##kind(spec, value, &scratch);                                                  \
   }
-  return ConfigError{spec.variable, value, spec.accepted, detail};
+#include "options.def"
+#undef CUDA_BLOCKRUN_OPTION
+  return refused(spec, value, "not an option of options.def");
 }
 
 ConfigResult parse_config(const EnvLookup& lookup, const std::vector<std::string>& variables) {
   ConfigResult result;
   for (const OptionSpec& spec : option_specs()) {
     std::optional<std::string> value = lookup(spec.variable);
-    std::string text = value ? *value : spec.default_value;
-    if (std::optional<ConfigError> error = check_value(spec, text)) {
+    if (!value) continue;  // the default, from Config()
+    if (std::optional<ConfigError> error = set_option(result.config, spec, *value))
       result.errors.push_back(*error);
-      continue;
-    }
-    assign(result.config, spec, text);
   }
   // The log's lines in the report would make it invalid JSON lines (issue 17, F16); the same file reached by
   // two different paths is refused when it is opened.
   if (!result.config.report.empty() && result.config.report == result.config.log) {
-    result.errors.push_back(ConfigError{"CUDA_BLOCKRUN_REPORT", result.config.report,
-                                        "a path other than CUDA_BLOCKRUN_LOG's",
+    result.errors.push_back(ConfigError{variable::report, result.config.report,
+                                        std::string("a path other than ") + variable::log + "'s",
                                         "it is the log file's path"});
   }
   for (const std::string& variable : variables) {
@@ -150,7 +181,7 @@ ConfigResult parse_config(const EnvLookup& lookup, const std::vector<std::string
 }
 
 bool switched_off(const EnvLookup& lookup) {
-  std::optional<std::string> value = lookup(kPrefix);
+  std::optional<std::string> value = lookup(variable::enabled);
   return value && parse_switch(*value) == false;
 }
 

@@ -34,24 +34,60 @@ struct RankSet {
   bool contains(long rank) const;
 };
 
-struct Config {
-  bool enabled = true;
-  class Policy block;
-  std::string process;  // regular expression on the process name or command line; empty: any
-  RankSet ranks;
-  std::string log;  // raw path as given (with %p unexpanded)
-  bool private_files = false;
-  bool log_launches = false;
-  bool summary = true;
-  bool gpu_time = false;
-  bool breadcrumbs = false;        // device-side breadcrumbs after each launch (shim/breadcrumbs.h)
-  bool graph_breadcrumbs = false;  // breadcrumb nodes in captured graphs (the debug mode for graphs)
-  size_t ring = 1024;              // launches kept per stream with breadcrumbs
-  std::string report;              // raw path as given (with %p unexpanded); empty: no report
-  std::string callsites = "auto";  // auto | all | none
-  bool stack = false;
-  std::string libdw;  // empty: find libdw.so.1; "off"; or a path
+// The C++ type each kind of option is held in.
+template <OptionKind>
+struct OptionValue;
+template <>
+struct OptionValue<OptionKind::Switch> {
+  using type = bool;
 };
+template <>
+struct OptionValue<OptionKind::Text> {
+  using type = std::string;
+};
+template <>
+struct OptionValue<OptionKind::Path> {
+  using type = std::string;
+};  // as given: %p, %r, %h unexpanded
+template <>
+struct OptionValue<OptionKind::Choice> {
+  using type = std::string;
+};
+template <>
+struct OptionValue<OptionKind::Policy> {
+  using type = class Policy;
+};
+template <>
+struct OptionValue<OptionKind::Regex> {
+  using type = std::string;
+};  // compiled where it is used
+template <>
+struct OptionValue<OptionKind::Ranks> {
+  using type = RankSet;
+};
+template <>
+struct OptionValue<OptionKind::Count> {
+  using type = size_t;
+};
+
+// The configuration: one field per row of options.def, of its kind's type, named as the row's `field`.
+struct Config {
+#define CUDA_BLOCKRUN_OPTION(field, kind, variable, flag, default_value, accepted, description) \
+  OptionValue<OptionKind::kind>::type field{};
+#include "options.def"
+#undef CUDA_BLOCKRUN_OPTION
+  // Every option at its default, parsed from options.def's text.
+  Config();
+};
+
+// Each option's environment variable by its field's name (variable::block is "CUDA_BLOCKRUN_BLOCK"), so
+// that code naming one cannot misspell it.
+namespace variable {
+#define CUDA_BLOCKRUN_OPTION(field, kind, variable_name, flag, default_value, accepted, description) \
+  constexpr const char* field = variable_name;
+#include "options.def"
+#undef CUDA_BLOCKRUN_OPTION
+}  // namespace variable
 
 // A configuration value that cannot be used: names the variable, the value and what is accepted.
 struct ConfigError {

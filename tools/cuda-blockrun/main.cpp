@@ -170,9 +170,9 @@ std::string driver_version() {
 // after=.
 int explain_launch(const std::map<std::string, std::string>& settings, const std::string& description) {
   std::string policy_text = "none";
-  if (auto found = settings.find("CUDA_BLOCKRUN_BLOCK"); found != settings.end()) {
+  if (auto found = settings.find(blockrun::variable::block); found != settings.end()) {
     policy_text = found->second;
-  } else if (const char* variable = std::getenv("CUDA_BLOCKRUN_BLOCK")) {
+  } else if (const char* variable = std::getenv(blockrun::variable::block)) {
     policy_text = variable;
   }
   std::string error;
@@ -344,12 +344,12 @@ int run_once(char** program_argv, const std::string& block, const std::string& r
     return kUsageError;
   }
   if (child == 0) {
-    setenv("CUDA_BLOCKRUN_BLOCK", block.c_str(), 1);
-    setenv("CUDA_BLOCKRUN_REPORT", report_pattern.c_str(), 1);
+    setenv(blockrun::variable::block, block.c_str(), 1);
+    setenv(blockrun::variable::report, report_pattern.c_str(), 1);
     // Breadcrumbs unless the user turned them off (--breadcrumbs=0): in run 1 they name the culprit exactly;
     // in run 2 they show that the launches before the blocked one completed, so its failure is exact.
-    setenv("CUDA_BLOCKRUN_BREADCRUMBS", "1", 0);
-    if (graph_breadcrumbs) setenv("CUDA_BLOCKRUN_GRAPH_BREADCRUMBS", "1", 0);
+    setenv(blockrun::variable::breadcrumbs, "1", 0);
+    if (graph_breadcrumbs) setenv(blockrun::variable::graph_breadcrumbs, "1", 0);
     execvp(program_argv[0], program_argv);
     std::fprintf(stderr, "cuda-blockrun: cannot run '%s': %s\n", program_argv[0], std::strerror(errno));
     _exit(127);
@@ -570,7 +570,7 @@ int main(int argc, char** argv) {
   if (explain) return explain_launch(settings, *explain);
   if (index >= argc) usage_error("no program given");
   if (localize) {
-    for (const char* variable : {"CUDA_BLOCKRUN_BLOCK", "CUDA_BLOCKRUN_REPORT"}) {
+    for (const char* variable : {blockrun::variable::block, blockrun::variable::report}) {
       if (settings.count(variable) || std::getenv(variable))
         usage_error(std::string("--localize chooses what to block and writes its own reports: it cannot be "
                                 "combined with ") +
@@ -581,7 +581,8 @@ int main(int argc, char** argv) {
   // Check the whole configuration (environment and flags together) as the shim will see it.
   std::vector<std::string> variables;
   for (char** entry = environ; entry && *entry; ++entry) {
-    if (std::strncmp(*entry, "CUDA_BLOCKRUN", 13) != 0) continue;
+    if (std::strncmp(*entry, blockrun::variable::enabled, std::strlen(blockrun::variable::enabled)) != 0)
+      continue;
     const char* equals = std::strchr(*entry, '=');
     if (equals) variables.emplace_back(*entry, equals - *entry);
   }
@@ -625,7 +626,7 @@ int main(int argc, char** argv) {
     // Breadcrumbs unless the user set CUDA_BLOCKRUN_BREADCRUMBS (flag or environment) to off.
     // (The flags are in the environment by now.)
     return localize_culprit(argv + index,
-                            !std::getenv("CUDA_BLOCKRUN_BREADCRUMBS") || checked.config.breadcrumbs);
+                            !std::getenv(blockrun::variable::breadcrumbs) || checked.config.breadcrumbs);
   }
 
   execvp(program.c_str(), argv + index);
