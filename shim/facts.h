@@ -8,7 +8,8 @@ namespace blockrun::shim {
 
 // ---- kernel launches ----
 
-struct LaunchFacts {
+// What a launch call's parameters say (not the policy's LaunchFacts, which the engine derives from them).
+struct LaunchParameters {
   const void* handle = nullptr;  // host stub or kernel handle: what names the kernel
   const char* (*name_of)(const void* handle) = nullptr;
   cudaStream_t stream = nullptr;
@@ -23,49 +24,51 @@ inline Dim3 to_dim3(dim3 d) {
   return Dim3{d.x, d.y, d.z};
 }
 
-inline LaunchFacts launch_facts(const void* func, dim3 grid, dim3 block, void**, size_t shared_memory,
-                                cudaStream_t stream) {
-  return LaunchFacts{func, name_of_host_stub, stream, to_dim3(grid), to_dim3(block), shared_memory};
+inline LaunchParameters launch_parameters(const void* func, dim3 grid, dim3 block, void**,
+                                          size_t shared_memory, cudaStream_t stream) {
+  return LaunchParameters{func, name_of_host_stub, stream, to_dim3(grid), to_dim3(block), shared_memory};
 }
 
-inline LaunchFacts launch_facts(cudaKernel_t kernel, dim3 grid, dim3 block, void**, size_t shared_memory,
-                                cudaStream_t stream) {
-  return LaunchFacts{kernel, name_of_kernel_handle, stream, to_dim3(grid), to_dim3(block), shared_memory};
+inline LaunchParameters launch_parameters(cudaKernel_t kernel, dim3 grid, dim3 block, void**,
+                                          size_t shared_memory, cudaStream_t stream) {
+  return LaunchParameters{kernel,        name_of_kernel_handle, stream,
+                          to_dim3(grid), to_dim3(block),        shared_memory};
 }
 
 // Driver launches: the CUfunction is a real function (Triton, CuPy) or a CUkernel cast to one (CUDA 13
 // runtime launches); name_of_function tries both.
 const char* name_of_function(const void* function);
 
-inline LaunchFacts launch_facts(CUfunction f, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
-                                unsigned int block_x, unsigned int block_y, unsigned int block_z,
-                                unsigned int shared_memory, CUstream stream, void**, void** = nullptr) {
-  return LaunchFacts{f,
-                     name_of_function,
-                     stream,
-                     Dim3{grid_x, grid_y, grid_z},
-                     Dim3{block_x, block_y, block_z},
-                     shared_memory};
+inline LaunchParameters launch_parameters(CUfunction f, unsigned int grid_x, unsigned int grid_y,
+                                          unsigned int grid_z, unsigned int block_x, unsigned int block_y,
+                                          unsigned int block_z, unsigned int shared_memory, CUstream stream,
+                                          void**, void** = nullptr) {
+  return LaunchParameters{f,
+                          name_of_function,
+                          stream,
+                          Dim3{grid_x, grid_y, grid_z},
+                          Dim3{block_x, block_y, block_z},
+                          shared_memory};
 }
 
-inline LaunchFacts launch_facts(const CUlaunchConfig* config, CUfunction f, void**, void**) {
-  if (!config) return LaunchFacts{f, name_of_function};
-  return LaunchFacts{f,
-                     name_of_function,
-                     config->hStream,
-                     Dim3{config->gridDimX, config->gridDimY, config->gridDimZ},
-                     Dim3{config->blockDimX, config->blockDimY, config->blockDimZ},
-                     config->sharedMemBytes};
+inline LaunchParameters launch_parameters(const CUlaunchConfig* config, CUfunction f, void**, void**) {
+  if (!config) return LaunchParameters{f, name_of_function};
+  return LaunchParameters{f,
+                          name_of_function,
+                          config->hStream,
+                          Dim3{config->gridDimX, config->gridDimY, config->gridDimZ},
+                          Dim3{config->blockDimX, config->blockDimY, config->blockDimZ},
+                          config->sharedMemBytes};
 }
 
-inline LaunchFacts launch_facts(const cudaLaunchConfig_t* config, const void* func, void**) {
-  if (!config) return LaunchFacts{func, name_of_host_stub};
-  return LaunchFacts{func,
-                     name_of_host_stub,
-                     config->stream,
-                     to_dim3(config->gridDim),
-                     to_dim3(config->blockDim),
-                     config->dynamicSmemBytes};
+inline LaunchParameters launch_parameters(const cudaLaunchConfig_t* config, const void* func, void**) {
+  if (!config) return LaunchParameters{func, name_of_host_stub};
+  return LaunchParameters{func,
+                          name_of_host_stub,
+                          config->stream,
+                          to_dim3(config->gridDim),
+                          to_dim3(config->blockDim),
+                          config->dynamicSmemBytes};
 }
 
 // ---- synchronizing calls ----

@@ -32,10 +32,10 @@ ErrorCode code_of(cublasStatus_t result) {
 // Every number of the attribution table (src/cuda_errors.def) is the CUDA headers' own.
 namespace check_error_table {
 constexpr int none = -1;
-#define CUDA_BLOCKRUN_ERROR(meaning, number, runtime_name, driver_name)                                 \
-  static_assert(static_cast<int>(runtime_name) == number || static_cast<int>(runtime_name) == none,  \
-                #runtime_name " is not " #number " in the CUDA headers");                              \
-  static_assert(static_cast<int>(driver_name) == number || static_cast<int>(driver_name) == none,    \
+#define CUDA_BLOCKRUN_ERROR(meaning, number, runtime_name, driver_name)                             \
+  static_assert(static_cast<int>(runtime_name) == number || static_cast<int>(runtime_name) == none, \
+                #runtime_name " is not " #number " in the CUDA headers");                           \
+  static_assert(static_cast<int>(driver_name) == number || static_cast<int>(driver_name) == none,   \
                 #driver_name " is not " #number " in the CUDA headers");
 #define CUDA_BLOCKRUN_CUBLAS_STATUS(meaning, number, name) \
   static_assert(static_cast<int>(name) == number, #name " is not " #number " in the cuBLAS headers");
@@ -124,18 +124,18 @@ void note_capture(LaunchRequest* request, CUstream stream) {
   if (request->in_capture) request->capture_id = capture_id(stream);
 }
 
-LaunchRequest kernel_request(Engine& engine, const LaunchFacts& facts, LaunchFamily family, const char* api,
-                             bool per_thread) {
+LaunchRequest kernel_request(Engine& engine, const LaunchParameters& parameters, LaunchFamily family,
+                             const char* api, bool per_thread) {
   LaunchRequest request;
   request.family = family;
   request.api = api;
-  request.kernel = engine.kernel(facts.handle, [&] { return facts.name_of(facts.handle); });
-  request.stream = facts.stream;
+  request.kernel = engine.kernel(parameters.handle, [&] { return parameters.name_of(parameters.handle); });
+  request.stream = parameters.stream;
   request.per_thread_default_stream = per_thread;
-  request.grid = facts.grid;
-  request.block = facts.block;
-  request.shared_memory = facts.shared_memory;
-  note_capture(&request, driver_stream(facts.stream, per_thread));
+  request.grid = parameters.grid;
+  request.block = parameters.block;
+  request.shared_memory = parameters.shared_memory;
+  note_capture(&request, driver_stream(parameters.stream, per_thread));
   return request;
 }
 
@@ -164,13 +164,13 @@ cudaError_t handle_runtime_launch(Engine& engine, Function real_function, Args..
   context.driver_recorded = saved.driver_recorded;
   context.runtime_caller = saved.runtime_caller;
 
-  LaunchFacts facts = launch_facts(args...);
+  LaunchParameters parameters = launch_parameters(args...);
   if (!recorded) {
     ErrnoKeeper keep_errno;
     ReentryGuard guard;
     try {
       LaunchRequest request =
-          kernel_request(engine, facts, LaunchFamily::Runtime, Traits::name, Traits::per_thread);
+          kernel_request(engine, parameters, LaunchFamily::Runtime, Traits::name, Traits::per_thread);
       request.caller = caller;
       engine.begin_launch(request, &launch);
       recorded = true;
@@ -178,7 +178,7 @@ cudaError_t handle_runtime_launch(Engine& engine, Function real_function, Args..
     }
   }
   if (!recorded) return result;
-  return finish_launch(engine, launch, result, Family::Runtime, facts.stream, Traits::per_thread);
+  return finish_launch(engine, launch, result, Family::Runtime, parameters.stream, Traits::per_thread);
 }
 
 // Driver launches: every launch of the process passes here, however the caller found the function.
@@ -187,7 +187,7 @@ CUresult handle_driver_launch(Engine& engine, Function real_function, Args... ar
   using Traits = HookTraits<id>;
   ThreadContext& context = thread_context();
   uintptr_t own_caller = context.entry_caller;
-  LaunchFacts facts = launch_facts(args...);
+  LaunchParameters parameters = launch_parameters(args...);
   at_first_launch();
   prepare_breadcrumbs(engine);
   bool inside_runtime_launch = context.runtime_api && context.runtime_launch && !context.driver_recorded;
@@ -202,8 +202,8 @@ CUresult handle_driver_launch(Engine& engine, Function real_function, Args... ar
                             : inside_runtime_launch   ? LaunchFamily::Runtime
                                                       : LaunchFamily::Driver;
       LaunchRequest request =
-          kernel_request(engine, facts, family, inside_runtime_launch ? context.runtime_api : Traits::name,
-                         Traits::per_thread);
+          kernel_request(engine, parameters, family,
+                         inside_runtime_launch ? context.runtime_api : Traits::name, Traits::per_thread);
       request.driver_api = inside_runtime_launch ? Traits::name : nullptr;
       request.caller = inside_runtime_launch       ? context.runtime_caller
                        : context.library_depth > 0 ? context.library_caller
@@ -217,7 +217,7 @@ CUresult handle_driver_launch(Engine& engine, Function real_function, Args... ar
       recorded = true;
       if (launch.block()) {
         if (engine.config().gpu_time) {
-          start_block_timing(&launch.timing, facts.stream, Traits::per_thread);
+          start_block_timing(&launch.timing, parameters.stream, Traits::per_thread);
         } else {
           launch.timing.start_ns = steady_now_ns();
         }
@@ -229,15 +229,15 @@ CUresult handle_driver_launch(Engine& engine, Function real_function, Args... ar
   if (recorded && result == CUDA_SUCCESS) {
     ErrnoKeeper keep_errno;
     ReentryGuard guard;
-    if (launch.block()) end_block_timing(launch.timing, facts.stream, Traits::per_thread);
-    drop_breadcrumb(engine, launch, facts.stream, Traits::per_thread);
+    if (launch.block()) end_block_timing(launch.timing, parameters.stream, Traits::per_thread);
+    drop_breadcrumb(engine, launch, parameters.stream, Traits::per_thread);
   }
   if (recorded && inside_runtime_launch) {
     context.driver_recorded = true;  // the runtime wrapper blocks and finishes it
     return result;
   }
   if (!recorded) return result;
-  return finish_launch(engine, launch, result, Family::Driver, facts.stream, Traits::per_thread);
+  return finish_launch(engine, launch, result, Family::Driver, parameters.stream, Traits::per_thread);
 }
 
 template <Hook id, typename Function, typename... Args>
@@ -267,8 +267,9 @@ auto handle_sync(Engine& engine, Function real_function, Args... args) {
   return result;
 }
 
-// Call and Watch rows: the result is observed when it is an error (a Watch row's only when it may be an earlier
-// kernel's, surfacing here); a driver call inside a hooked runtime call is the runtime wrapper's to report.
+// Call and Watch rows: the result is observed when it is an error (a Watch row's only when it may be an
+// earlier kernel's, surfacing here); a driver call inside a hooked runtime call is the runtime wrapper's to
+// report.
 template <Hook id, typename Function, typename... Args>
 auto handle_call(Engine& engine, Function real_function, Args... args) {
   using Traits = HookTraits<id>;
