@@ -35,7 +35,7 @@ enum class State { Unset, Inert, Active };
 std::atomic<State> g_state{State::Unset};
 std::once_flag g_configure_once;
 Config* g_config = nullptr;              // never freed: CUDA calls can come after static destructors
-OutputFile* g_standard_error = nullptr;  // the log's default, a duplicate made at load; never freed either
+OutputFile* g_standard_error = nullptr;  // the log's default, standard error as it was at load; never freed
 // Serializes creating the engine. A pointer, so that a forked child gets a fresh one: another thread of the
 // parent may have held it at the fork, and that thread does not exist in the child.
 std::mutex* g_engine_creation = new std::mutex;
@@ -149,8 +149,8 @@ std::shared_ptr<spdlog::logger> make_logger(const Config& config, OutputFile** l
     sink = file;
   }
   if (!sink) {
-    // A duplicate of standard error, at a descriptor of the shim's own: a program that closes its stderr and
-    // opens a file of its own there never gets the shim's lines in it (issue 17, F6).
+    // Standard error as it was when the shim was loaded: a program that closes its stderr and opens a file of
+    // its own there never gets the shim's lines in it (issue 17, F6).
     if (g_standard_error) {
       auto file =
           std::make_shared<LogFileSink>(std::shared_ptr<OutputFile>(g_standard_error, [](OutputFile*) {}));

@@ -195,10 +195,9 @@ std::unique_ptr<OutputFile> OutputFile::open(const std::string& given, bool priv
 std::unique_ptr<OutputFile> OutputFile::standard_error() {
   struct stat info {};
   if (fstat(STDERR_FILENO, &info) != 0) return nullptr;
-  int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, high_descriptor_floor());
-  if (fd < 0) return nullptr;
   std::unique_ptr<OutputFile> file(new OutputFile);
-  file->fd_.store(fd);
+  file->fd_.store(STDERR_FILENO);
+  file->owned_ = false;
   file->device_ = info.st_dev;
   file->inode_ = info.st_ino;
   return file;
@@ -206,7 +205,7 @@ std::unique_ptr<OutputFile> OutputFile::standard_error() {
 
 OutputFile::~OutputFile() {
   int fd = fd_.load();
-  if (fd >= 0 && still_ours(fd)) close(fd);
+  if (owned_ && fd >= 0 && still_ours(fd)) close(fd);
 }
 
 bool OutputFile::still_ours(int fd) const {
@@ -233,6 +232,8 @@ bool OutputFile::write_record(const char* data, size_t size) {
   if (fd < 0) return false;
   if (!still_ours(fd)) {
     // The program closed it, and perhaps opened a file of its own at that number: never write there.
+    // Standard error comes back where the program puts the same file there again (it silenced it a while).
+    if (!owned_) return false;
     int again = open_again();
     if (again < 0) {
       lost_.store(true, std::memory_order_relaxed);

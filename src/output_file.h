@@ -29,7 +29,10 @@ class OutputFile {
   // Opens (creating with mode 0644, 0600 if `private_file`) `path` for appending. nullptr where it cannot be
   // used, and *problem says why, in words for the user ("it is a FIFO, not a regular file").
   static std::unique_ptr<OutputFile> open(const std::string& path, bool private_file, std::string* problem);
-  // A duplicate of standard error, made now: the log's default. nullptr where standard error is closed.
+  // Standard error as it is now (the log's default; made when the shim is loaded): written to only while
+  // descriptor 2 is still that file, so that a program that closed it and opened a file of its own there gets
+  // none of the shim's lines. Never duplicated (a duplicate would keep a pipe open after the program closed
+  // it) nor closed. nullptr where standard error is closed.
   static std::unique_ptr<OutputFile> standard_error();
   ~OutputFile();
   OutputFile(const OutputFile&) = delete;
@@ -52,6 +55,7 @@ class OutputFile {
   ino_t inode_ = 0;
   char path_[4096] = {};  // to open it again where the program took its descriptor; "" for standard error
   std::atomic<bool> lost_{false};  // no longer ours and not found again: nothing more is written
+  bool owned_ = true;              // opened here (closed with it); false for standard error
 };
 
 // The lowest descriptor number the shim's files are moved to (or above), below RLIMIT_NOFILE.
