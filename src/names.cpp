@@ -24,10 +24,10 @@ std::string base_name(std::string_view name) {
   int depth = 0;
   for (size_t i = name.size(); i-- > 0;) {
     char c = name[i];
-    if (c == ')' || c == '>' || c == ']') {
+    if (closes_nesting(c)) {
       if (depth == 0 && c == ')') end = i;  // candidate: closing paren of the parameter list
       ++depth;
-    } else if (c == '(' || c == '<' || c == '[') {
+    } else if (opens_nesting(c)) {
       --depth;
       if (depth == 0 && c == '(' && end != name.size()) {
         // `(anonymous namespace)` is part of a name, not a parameter list.
@@ -44,8 +44,8 @@ std::string base_name(std::string_view name) {
   size_t start = 0;
   for (size_t i = 0; i < name.size(); ++i) {
     char c = name[i];
-    if (c == '(' || c == '<' || c == '[') ++depth;
-    if ((c == ')' || c == '>' || c == ']') && depth > 0) --depth;
+    if (opens_nesting(c)) ++depth;
+    if (closes_nesting(c) && depth > 0) --depth;
     if (c == ' ' && depth == 0) start = i + 1;
   }
   return std::string(name.substr(start));

@@ -8,6 +8,15 @@
 
 namespace blockrun {
 
+// The brackets that nest in C++ names and in the policy's terms: (), <>, [] and {}. One definition for every
+// scanner that skips what is inside them (a parameter list, template arguments, `{lambda()#1}`).
+constexpr bool opens_nesting(char c) {
+  return c == '(' || c == '<' || c == '[' || c == '{';
+}
+constexpr bool closes_nesting(char c) {
+  return c == ')' || c == '>' || c == ']' || c == '}';
+}
+
 // Demangles an Itanium C++ name; returns the input unchanged where it is not one (C kernels,
 // cuBLAS's plain names, Triton's names).
 std::string demangle(const char* mangled);

@@ -12,6 +12,7 @@
 #include <cstdlib>
 
 #include "linear_regex.h"
+#include "names.h"
 
 namespace blockrun {
 
@@ -55,8 +56,8 @@ std::vector<Piece> split_with_offsets(std::string_view text, size_t base, std::s
   size_t start = 0;
   for (size_t i = 0; i <= text.size(); ++i) {
     char c = i < text.size() ? text[i] : separators[0];
-    if (c == '(' || c == '<' || c == '[' || c == '{') ++depth;
-    if ((c == ')' || c == '>' || c == ']' || c == '}') && depth > 0) --depth;
+    if (opens_nesting(c)) ++depth;
+    if (closes_nesting(c) && depth > 0) --depth;
     if ((separators.find(c) != std::string_view::npos && depth == 0) || i == text.size()) {
       std::string_view raw = text.substr(start, i - start);
       size_t lead = 0;
@@ -405,8 +406,8 @@ bool parse_term(const Piece& piece, Term* term, Decision* decision, bool* is_act
     int depth = 0;
     for (size_t i = 0; i < text.size(); ++i) {
       char c = text[i];
-      if (c == '(' || c == '<' || c == '[' || c == '{') ++depth;
-      if ((c == ')' || c == '>' || c == ']' || c == '}') && depth > 0) --depth;
+      if (opens_nesting(c)) ++depth;
+      if (closes_nesting(c) && depth > 0) --depth;
       if (c == '#' && depth == 0) hash = i;
     }
     std::string glob = text;

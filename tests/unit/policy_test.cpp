@@ -257,6 +257,10 @@ TEST(Names, BaseNameDropsParametersAndReturnType) {
   EXPECT_EQ(base_name("(anonymous namespace)::kern(int)"), "(anonymous namespace)::kern");
   EXPECT_EQ(base_name("f(void (*)(int))"), "f");
   EXPECT_EQ(base_name("sm90_xmma_gemm_f32f32"), "sm90_xmma_gemm_f32f32");
+  // A lambda's braces nest as the policy's terms do (one definition: opens_nesting): the blank inside them
+  // is not the one before the name.
+  EXPECT_EQ(base_name("void at::native::{lambda(int) const#1}::operator()(int)"),
+            "at::native::{lambda(int) const#1}::operator()");
   EXPECT_EQ(base_name("void k<(int)1>(int)"), "k<(int)1>");
 }
 
