@@ -859,28 +859,22 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
   const LaunchRecord* culprit_record = culprit ? &culprit->record : nullptr;
   const Capture* culprit_capture = culprit && culprit->record.captured ? &culprit->capture : nullptr;
 
-  // The kernels to block in a second run, so that each suspect is synchronized on its own.
-  std::vector<std::string> names;
-  auto add_name = [&](const LaunchRecord& record) {
-    // A graph launch by its API name, as the policy knows graph launches (every one: there is no per-graph
-    // ordinal).
-    std::string name = record.kernel        ? record.kernel->name.base
-                       : record.library_api ? record.library_api
-                       : record.graph       ? "cuGraphLaunch"
-                                            : "";
-    if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
-  };
-  // With breadcrumbs the launches are known, not only their kernels: each one's own launch (NAME#N).
+  // The launches to block in a second run, so that each suspect is synchronized on its own: with breadcrumbs
+  // the launches are known, not only their kernels (NAME#N); a graph launch by its API name, as the policy
+  // knows graph launches (every one: there is no per-graph ordinal).
   bool by_breadcrumbs = found_by == FoundBy::Breadcrumbs;
+  std::vector<PinTarget> targets;
   auto add = [&](const LaunchRecord& record) {
-    if (!by_breadcrumbs || !record.kernel) return add_name(record);
-    names.push_back(fmt::format("{}#{}", record.kernel->name.base, record.kernel_ordinal));
+    if (record.kernel) {
+      targets.push_back({record.kernel->name.base, by_breadcrumbs ? record.kernel_ordinal : 0});
+    } else {
+      targets.push_back({record.library_api ? record.library_api : record.graph ? "cuGraphLaunch" : "", 0});
+    }
   };
   if (culprit_record) add(*culprit_record);
   for (const ReportedLaunch& suspect : suspects_found) add(suspect.record);
   bool lost = breadcrumbs && !breadcrumbs->lost.empty();
-  if (lost) names.clear();  // a launch no longer known: only blocking everything pins it
-  std::string pin_rule = lost ? "all" : fmt::format("{}", fmt::join(names, ","));
+  std::string pin_rule = blockrun::pin_rule(targets, lost);
   // A rule is useful where the culprit is not exact, or was found without its full call site (breadcrumbs).
   bool want_pin_rule = !suspects_found.empty() || lost || (culprit_record && by_breadcrumbs);
 

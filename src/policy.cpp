@@ -8,6 +8,7 @@
 //           | action: 'block' | 'block-device' | 'log' | 'return' | 'abort' | 'exit=' STATUS
 #include "policy.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 
@@ -475,6 +476,19 @@ std::vector<std::string> split_top_level(std::string_view text, std::string_view
   std::vector<std::string> out;
   for (Piece& piece : split_with_offsets(text, 0, separators)) out.push_back(std::move(piece.text));
   return out;
+}
+
+std::string pin_rule(const std::vector<PinTarget>& targets, bool lost) {
+  if (lost) return "all";
+  std::vector<std::string> terms;
+  for (const PinTarget& target : targets) {
+    if (target.name.empty()) continue;
+    std::string term = target.ordinal ? target.name + "#" + std::to_string(target.ordinal) : target.name;
+    if (std::find(terms.begin(), terms.end(), term) == terms.end()) terms.push_back(term);
+  }
+  std::string rule;
+  for (const std::string& term : terms) rule += (rule.empty() ? "" : ",") + term;
+  return rule;
 }
 
 const char* launch_family_name(LaunchFamily family) {

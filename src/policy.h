@@ -107,8 +107,20 @@ class Policy {
   bool names_nccl_ = false;  // some rule names NCCL kernels explicitly: the NCCL default steps aside
 };
 
+// The rule that pins a first error in a second run ("to pin it: run again with --block RULE"): each target
+// blocked on its own, so that it fails at its own synchronize. A target is a kernel's base name, a library
+// call's or cuGraphLaunch's API name; with its per-kernel launch number (`ordinal`, NAME#N) where that one
+// launch is known, else (0) every launch of it. Duplicates are written once; `lost` (a launch no longer
+// known) gives "all", which alone pins it.
+struct PinTarget {
+  std::string name;
+  uint64_t ordinal = 0;
+};
+std::string pin_rule(const std::vector<PinTarget>& targets, bool lost);
+
 // How much of a subject a regular expression sees: the first bytes of a kernel's name, of the process's name
-// and of its command line. A search costs at most (window + 1) x Regex::kMaxInstructions steps (linear_regex.h).
+// and of its command line. A search costs at most (window + 1) x Regex::kMaxInstructions steps
+// (linear_regex.h).
 constexpr size_t kRegexSubjectWindow = 8192;
 
 // Whether a kernel is one of NCCL's (by name): blocking a collective can deadlock the job.

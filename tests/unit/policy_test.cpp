@@ -324,3 +324,27 @@ TEST(Nccl, TheCollectiveComesFromTheKernelName) {
 
 }  // namespace
 }  // namespace blockrun
+
+namespace blockrun {
+namespace {
+
+// The pin rule the first error's report suggests, as the policy parser reads it back.
+TEST(PolicyPinRule, BlocksEachTargetOnItsOwn) {
+  EXPECT_EQ(pin_rule({{"stencil", 13}, {"fill", 0}, {"stencil", 13}, {"cublasSgemm_v2", 0}}, false),
+            "stencil#13,fill,cublasSgemm_v2");
+  EXPECT_EQ(pin_rule({{"stencil", 13}}, true), "all");
+  EXPECT_EQ(pin_rule({{"", 0}, {"cuGraphLaunch", 0}}, false), "cuGraphLaunch");
+  std::string error;
+  std::optional<Policy> policy = Policy::parse(pin_rule({{"stencil", 13}, {"fill", 0}}, false), &error);
+  ASSERT_TRUE(policy) << error;
+  KernelName stencil = make_kernel_name("_Z7stencilPfPKfix");
+  LaunchFacts facts;
+  facts.kernel = &stencil;
+  facts.kernel_ordinal = 13;
+  EXPECT_TRUE(policy->decide(facts).blocks());
+  facts.kernel_ordinal = 12;
+  EXPECT_FALSE(policy->decide(facts).blocks());
+}
+
+}  // namespace
+}  // namespace blockrun
