@@ -4,7 +4,9 @@
 // stream, and an empty kernel waited for by a synchronize or by polling the stream (what a blocked launch
 // does). For the breadcrumbs of issue 8: launches on a stream each followed by a 64-bit stream write into
 // pinned host-mapped memory, or by an event record, against launches alone (throughput, synchronized at the
-// end). Prints "BENCH api_<call> <nanoseconds per call> ns" lines (bench/harness.py reads that format too).
+// end). The event calls the shim follows (a record, a wait, a query and a synchronize of a completed event):
+// run it under the wrapper too for what the shim adds to each. Prints "BENCH api_<call> <nanoseconds per
+// call> ns" lines (bench/harness.py reads that format too).
 //   api_cost [calls=200000]
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -61,6 +63,21 @@ int main(int argc, char** argv) {
   time_call("cudaStreamSynchronize_idle", calls, [&] { cudaStreamSynchronize(stream); });
   time_call("cuStreamSynchronize_idle", calls, [&] { cuStreamSynchronize(stream); });
   time_call("cuStreamQuery_idle", calls, [&] { cuStreamQuery(stream); });
+  // The event calls the shim follows for the order they give streams (shim/hooks.def, Event rows): a record
+  // on an idle stream, another stream's wait on it, and a query and a synchronize of the completed event.
+  {
+    cudaEvent_t marker = nullptr;
+    cudaStream_t other = nullptr;
+    if (cudaEventCreateWithFlags(&marker, cudaEventDisableTiming) != cudaSuccess) return 1;
+    if (cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking) != cudaSuccess) return 1;
+    time_call("cudaEventRecord_idle", calls, [&] { cudaEventRecord(marker, stream); });
+    time_call("cudaStreamWaitEvent", calls, [&] { cudaStreamWaitEvent(other, marker, 0); });
+    cudaStreamSynchronize(other);
+    time_call("cudaEventQuery_done", calls, [&] { cudaEventQuery(marker); });
+    time_call("cudaEventSynchronize_done", calls, [&] { cudaEventSynchronize(marker); });
+    cudaStreamDestroy(other);
+    cudaEventDestroy(marker);
+  }
   time_call("launch_then_cudaStreamSynchronize", calls / 10, [&] {
     empty_kernel<<<1, 32, 0, stream>>>();
     cudaStreamSynchronize(stream);

@@ -74,22 +74,46 @@ inline LaunchParameters launch_parameters(const cudaLaunchConfig_t* config, cons
 // ---- synchronizing calls ----
 
 struct SyncScope {
-  enum Kind { Device, Stream, Unknown } kind = Device;
-  cudaStream_t stream = nullptr;
+  enum Kind { Device, Stream, Event, Unknown } kind = Unknown;
+  cudaStream_t stream = nullptr;  // Stream: nullptr is the default stream of the entry point's flavour
+  cudaEvent_t event = nullptr;
 };
 
-// Synchronous copies (cudaMemcpy, cuMemcpy*) and device synchronizes: the legacy default stream waits
-// for all blocking streams, so success means the device's work is complete.
-template <typename... Args>
-SyncScope sync_scope(Args...) {
+// What a synchronizing call's success proves complete, by its parameter list (every Sync and Query row has
+// an overload here: a new parameter list does not compile until it says).
+// Device synchronizes (cudaDeviceSynchronize, cuCtxSynchronize, cuCtxSynchronize_v2): the whole device.
+inline SyncScope sync_scope() {
+  return {SyncScope::Device};
+}
+inline SyncScope sync_scope(CUcontext) {
   return {SyncScope::Device};
 }
 // cudaStream_t and CUstream are the same type.
 inline SyncScope sync_scope(cudaStream_t stream) {
   return {SyncScope::Stream, stream};
 }
-// An event does not say which stream it was recorded on: success tells nothing the engine can use.
-inline SyncScope sync_scope(cudaEvent_t) {
+// cudaEvent_t and CUevent are the same type: the launches before its last record (the engine knows them).
+inline SyncScope sync_scope(cudaEvent_t event) {
+  return {SyncScope::Event, nullptr, event};
+}
+// Synchronous copies run on the default stream. One between the host and the device returns after that
+// stream's earlier work (a device-to-host copy once it completed; a host-to-device one waits for the stream
+// before it starts, or is synchronous from pinned memory): that stream's launches. The legacy stream also
+// waits for blocking streams, but which streams block is not known here, and non-blocking ones (PyTorch's)
+// are not waited for: no other stream is proved. A device-to-device copy returns without waiting for
+// anything (CUDA's "API synchronization behavior"), so its success proves nothing; nor does cuMemcpy's,
+// whose direction is not known from its parameters.
+inline SyncScope sync_scope(void*, const void*, size_t, cudaMemcpyKind kind) {
+  if (kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToHost) return {SyncScope::Stream};
+  return {SyncScope::Unknown};
+}
+inline SyncScope sync_scope(CUdeviceptr, const void*, size_t) {  // host to device
+  return {SyncScope::Stream};
+}
+inline SyncScope sync_scope(void*, CUdeviceptr, size_t) {  // device to host
+  return {SyncScope::Stream};
+}
+inline SyncScope sync_scope(CUdeviceptr, CUdeviceptr, size_t) {  // device to device, or cuMemcpy
   return {SyncScope::Unknown};
 }
 

@@ -244,7 +244,10 @@ template <Hook id, typename Function, typename... Args>
 auto handle_sync(Engine& engine, Function real_function, Args... args) {
   using Traits = HookTraits<id>;
   if (Traits::family == Family::Driver && thread_context().outer_depth > 0) return real_function(args...);
+  SyncScope scope = sync_scope(args...);
   uint64_t mark = engine.begin_sync();
+  // An event's record is read before the call: the call waits for at least that one.
+  EventPoint awaited = scope.kind == SyncScope::Event ? engine.event_point(scope.event) : EventPoint{};
   auto result = [&] {
     OuterCall outer;
     return real_function(args...);
@@ -255,12 +258,70 @@ auto handle_sync(Engine& engine, Function real_function, Args... args) {
     ErrorCode code = code_of(result);
     // "Not ready" (600 in both numberings) from a query is an answer, not an error.
     if (Traits::kind == Kind::Query && code.code == cudaErrorNotReady) return result;
-    SyncScope scope = sync_scope(args...);
-    if (scope.kind == SyncScope::Unknown) {
-      engine.observe_error(Traits::name, code, nullptr, false);
-    } else {
+    if (scope.kind == SyncScope::Stream || scope.kind == SyncScope::Device) {
       engine.end_sync(Traits::name, scope.kind == SyncScope::Device, scope.stream, Traits::per_thread, mark,
                       code);
+    } else if (code.ok()) {
+      engine.event_completed(awaited);
+    } else {
+      engine.observe_error(Traits::name, code, nullptr, false);
+    }
+  } catch (...) {
+  }
+  return result;
+}
+
+// What an Event row tells the engine once it succeeded (one overload per parameter list). A record into a
+// capturing stream is a graph node, not a record, and a capturing stream's wait a graph dependency.
+template <bool per_thread>
+void note_event(Engine& engine, uint64_t, const EventPoint&, CUevent* created, unsigned int) {
+  if (created) engine.forget_event(*created);  // a handle that an earlier, destroyed event had
+}
+template <bool per_thread>
+void note_event(Engine& engine, uint64_t, const EventPoint&, CUevent destroyed) {
+  engine.forget_event(destroyed);
+}
+template <bool per_thread>
+void note_event(Engine& engine, uint64_t mark, const EventPoint&, CUevent event, CUstream stream,
+                unsigned int = 0) {
+  if (is_capturing(driver_stream(stream, per_thread))) {
+    engine.forget_event(event);
+  } else {
+    engine.note_event_record(event, stream, per_thread, mark);
+  }
+}
+template <bool per_thread>
+void note_event(Engine& engine, uint64_t, const EventPoint& awaited, CUstream stream, CUevent, unsigned int) {
+  if (!is_capturing(driver_stream(stream, per_thread))) engine.note_stream_wait(stream, per_thread, awaited);
+}
+
+// The event awaited by a wait row, read before the call (engine.h, event_point); nothing for the others.
+inline EventPoint awaited_event(Engine& engine, CUstream, CUevent event, unsigned int) {
+  return engine.event_point(event);
+}
+template <typename... Args>
+EventPoint awaited_event(Engine&, Args...) {
+  return {};
+}
+
+template <Hook id, typename Function, typename... Args>
+CUresult handle_event(Engine& engine, Function real_function, Args... args) {
+  using Traits = HookTraits<id>;
+  if (thread_context().outer_depth > 0) return real_function(args...);
+  uint64_t mark = engine.begin_sync();
+  EventPoint awaited = awaited_event(engine, args...);
+  CUresult result;
+  {
+    OuterCall outer;
+    result = real_function(args...);
+  }
+  ErrnoKeeper keep_errno;
+  ReentryGuard guard;
+  try {
+    if (result == CUDA_SUCCESS) {
+      note_event<Traits::per_thread>(engine, mark, awaited, args...);
+    } else {
+      engine.watch_error(Traits::name, code_of(result), stream_argument(args...), Traits::per_thread);
     }
   } catch (...) {
   }
@@ -514,6 +575,8 @@ typename HookTraits<id>::Result intercept(Args... args) {
     return handle_sync<id>(*engine, real_function, args...);
   } else if constexpr (Traits::kind == Kind::Call || Traits::kind == Kind::Watch) {
     return handle_call<id>(*engine, real_function, args...);
+  } else if constexpr (Traits::kind == Kind::Event) {
+    return handle_event<id>(*engine, real_function, args...);
   } else if constexpr (Traits::kind == Kind::Library) {
     return handle_library<id>(*engine, real_function, args...);
   } else if constexpr (Traits::kind == Kind::GraphLaunch) {

@@ -27,6 +27,7 @@ enum class Kind {
   Query,
   Call,
   Watch,
+  Event,
   Library,
   GraphLaunch,
   GraphInstantiate,

@@ -43,6 +43,19 @@ struct StreamState {
   std::atomic<uint64_t> synced_through{0};
   std::atomic<int32_t> breadcrumb{-1};  // its slot in the breadcrumb memory, once it has one
 
+  // Waits of this stream on events recorded on other streams (cuStreamWaitEvent; PyTorch's wait_stream):
+  // once this stream is known to be past a wait (its launches through `at` or later complete), the other
+  // stream's launches through `other_through` completed too. The newest kWaits are kept, under `lock`: one
+  // forgotten only loses a proof.
+  struct Wait {
+    uint64_t at = 0;  // the first launch number after the wait returned
+    StreamState* other = nullptr;
+    uint64_t other_through = 0;
+  };
+  static constexpr size_t kWaits = 8;
+  Wait waits[kWaits];
+  uint64_t waits_written = 0;
+
   void push(const LaunchRecord& record, const Capture* capture) {
     while (lock.test_and_set(std::memory_order_acquire)) {
     }
@@ -88,6 +101,42 @@ struct StreamState {
     lock.clear(std::memory_order_release);
     return through;
   }
+  void add_wait(const Wait& wait) {
+    while (lock.test_and_set(std::memory_order_acquire)) {
+    }
+    waits[waits_written++ % kWaits] = wait;
+    lock.clear(std::memory_order_release);
+  }
+  // The waits this stream is past, given that its launches through `through` completed.
+  size_t waits_past(uint64_t through, Wait* out) {
+    size_t count = 0;
+    while (lock.test_and_set(std::memory_order_acquire)) {
+    }
+    for (const Wait& wait : waits)
+      if (wait.other && wait.at <= through) out[count++] = wait;
+    lock.clear(std::memory_order_release);
+    return count;
+  }
+};
+
+// What an event's last record stands for: the launches on its stream numbered before the record call began.
+// Guarded by its own spinlock (an event is re-recorded, and read by a wait, from any thread).
+struct EventState {
+  std::atomic_flag lock = ATOMIC_FLAG_INIT;
+  EventPoint point;
+  void set(const EventPoint& value) {
+    while (lock.test_and_set(std::memory_order_acquire)) {
+    }
+    point = value;
+    lock.clear(std::memory_order_release);
+  }
+  EventPoint get() {
+    while (lock.test_and_set(std::memory_order_acquire)) {
+    }
+    EventPoint value = point;
+    lock.clear(std::memory_order_release);
+    return value;
+  }
 };
 
 namespace {
@@ -95,6 +144,8 @@ namespace {
 constexpr size_t kKernelCapacity = 1 << 16;
 constexpr size_t kStreamCapacity = 1 << 12;
 constexpr size_t kGraphCapacity = 1 << 12;
+// Events followed for the order they give streams (64 KiB); past it, waits on new events prove nothing.
+constexpr size_t kEventCapacity = 1 << 12;
 // Distinct Python launch lines kept (breadcrumbs, captured launches): 1.1 MiB.
 constexpr size_t kPythonSiteCapacity = 1 << 12;
 constexpr size_t kCapturedFrames = 32;  // of a captured launch's stack, kept to name its capture line
@@ -144,10 +195,13 @@ void default_terminate(OnError on_error, int exit_status) {
   _exit(exit_status);
 }
 
-void atomic_max(std::atomic<uint64_t>& target, uint64_t value) {
+// Raises `target` to `value`; whether it rose.
+bool atomic_max(std::atomic<uint64_t>& target, uint64_t value) {
   uint64_t current = target.load(std::memory_order_relaxed);
-  while (current < value && !target.compare_exchange_weak(current, value, std::memory_order_acq_rel)) {
+  while (current < value) {
+    if (target.compare_exchange_weak(current, value, std::memory_order_acq_rel)) return true;
   }
+  return false;
 }
 
 // A frame of a call site in the report: {address, module, offset, function, file, line}.
@@ -215,6 +269,7 @@ Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescr
       kernels_(kKernelCapacity),
       streams_(kStreamCapacity),
       graphs_(kGraphCapacity),
+      events_(kEventCapacity),
       api_counts_(kApiCapacity) {
   if (!terminate_) terminate_ = default_terminate;
   capture_all_ = config_.callsites == "all";
@@ -608,6 +663,56 @@ void Engine::watch_error(const char* api, ErrorCode result, const void* stream,
   observe_error(api, result, stream, per_thread_default_stream);
 }
 
+void Engine::note_event_record(const void* event, const void* stream, bool per_thread_default_stream,
+                               uint64_t mark) {
+  if (!event) return;
+  StreamState* state = stream_state(stream_id(stream, per_thread_default_stream));
+  EventState* known =
+      events_.find_or_insert(reinterpret_cast<uint64_t>(event), [] { return new EventState; });
+  if (known) known->set(EventPoint{state, mark - 1});
+}
+
+void Engine::forget_event(const void* event) {
+  if (EventState* known = event ? events_.find(reinterpret_cast<uint64_t>(event)) : nullptr)
+    known->set(EventPoint{});
+}
+
+void Engine::note_stream_wait(const void* stream, bool per_thread_default_stream, const EventPoint& point) {
+  if (!point.stream) return;
+  StreamState* state = stream_state(stream_id(stream, per_thread_default_stream));
+  if (!state || state == point.stream) return;
+  // Read with a read-modify-write after the wait returned: a synchronize whose mark is higher began after
+  // it (the counter's modification order; engine.h).
+  uint64_t at = next_sequence_.fetch_add(0, std::memory_order_acq_rel);
+  state->add_wait(StreamState::Wait{at, point.stream, point.through});
+}
+
+EventPoint Engine::event_point(const void* event) {
+  EventState* known = event ? events_.find(reinterpret_cast<uint64_t>(event)) : nullptr;
+  return known ? known->get() : EventPoint{};
+}
+
+void Engine::event_completed(const EventPoint& point) {
+  if (point.stream) atomic_max(point.stream->synced_through, point.through);
+}
+
+void Engine::settle_waits() const {
+  // A stream past its wait proves the launches before the awaited record; those may put another stream past
+  // a wait of its own: repeat while anything rose (a few passes: chains of waits are short).
+  uint64_t device_synced = device_synced_through_.load(std::memory_order_acquire);
+  for (int pass = 0; pass < 4; ++pass) {
+    bool rose = false;
+    streams_.for_each([&](StreamState& state) {
+      StreamState::Wait past[StreamState::kWaits];
+      uint64_t through = std::max(device_synced, state.synced_through.load(std::memory_order_acquire));
+      size_t count = state.waits_past(through, past);
+      for (size_t i = 0; i < count; ++i)
+        rose = atomic_max(past[i].other->synced_through, past[i].other_through) || rose;
+    });
+    if (!rose) return;
+  }
+}
+
 bool Engine::has_unfinished_launches() const {
   return !suspects(nullptr, 0).empty();
 }
@@ -754,12 +859,15 @@ size_t Engine::in_flight_now(InFlight* out, size_t max) const {
 
 Engine::BreadcrumbView Engine::read_breadcrumbs() {
   BreadcrumbView view;
-  uint64_t device_synced = device_synced_through_.load(std::memory_order_acquire);
   const volatile uint64_t* slots = breadcrumb_slots_.load(std::memory_order_acquire);
+  // Written by the GPU after each launch on the stream: every launch up to it completed.
   streams_.for_each([&](StreamState& state) {
     int32_t slot = state.breadcrumb.load(std::memory_order_acquire);
-    // Written by the GPU after each launch on the stream: every launch up to it completed.
     if (slot >= 0 && slots) atomic_max(state.synced_through, slots[slot]);
+  });
+  settle_waits();
+  uint64_t device_synced = device_synced_through_.load(std::memory_order_acquire);
+  streams_.for_each([&](StreamState& state) {
     uint64_t after = std::max(device_synced, state.synced_through.load(std::memory_order_acquire));
     // The first unfinished launch was pushed out of the ring: it exists, but who it was is lost.
     if (state.evicted() > after) {
@@ -784,6 +892,7 @@ Engine::BreadcrumbView Engine::read_breadcrumbs() {
 
 std::vector<ReportedLaunch> Engine::suspects(const StreamState* only_stream,
                                              uint64_t exclude_sequence) const {
+  settle_waits();
   std::vector<ReportedLaunch> found;
   uint64_t device_synced = device_synced_through_.load(std::memory_order_acquire);
   auto visit = [&](StreamState& state) {

@@ -105,6 +105,13 @@ struct Surfacing {
 };
 
 struct StreamState;
+struct EventState;
+
+// An event's last record: the launches on `stream` through `through` were made before it (none: nullptr).
+struct EventPoint {
+  StreamState* stream = nullptr;
+  uint64_t through = 0;
+};
 
 class Engine {
  public:
@@ -177,6 +184,27 @@ class Engine {
   // `stream` null with device_wide true: the whole device was synchronized.
   void end_sync(const char* api, bool device_wide, const void* stream, bool per_thread_default_stream,
                 uint64_t mark, ErrorCode result);
+
+  // Events order streams (PyTorch's wait_stream, a warm-up on a side stream before a graph capture): an
+  // event's record stands for the launches on its stream numbered before the record call began (`mark`,
+  // begin_sync() taken before it). A stream known to be past a wait on it, or the event's own synchronize
+  // or query, proves those complete too, so that they are no suspects. Cheap (a table lookup and a store;
+  // an event past the table's room is not followed, which only loses a proof). Called only for calls that
+  // succeeded outside a stream capture (inside one, a record is a graph node: forget_event).
+  void note_event_record(const void* event, const void* stream, bool per_thread_default_stream,
+                         uint64_t mark);
+  // The event was created or destroyed (or recorded into a capture): its handle stands for no record.
+  void forget_event(const void* event);
+  // What the event's last record stands for, read before a wait on it, a synchronize or a query (a record
+  // made meanwhile by another thread can then only make the call wait for more than the engine assumes).
+  EventPoint event_point(const void* event);
+  // `stream` waited for `awaited` (event_point before cuStreamWaitEvent, which succeeded). The launches
+  // numbered from the counter's value after the wait returned come after it on `stream`; a synchronize of
+  // `stream` whose mark is higher began after it (the value is read with a read-modify-write, so the two are
+  // ordered).
+  void note_stream_wait(const void* stream, bool per_thread_default_stream, const EventPoint& awaited);
+  // After a synchronize or query of an event returned success: what `point` stands for completed.
+  void event_completed(const EventPoint& point);
 
   // Any other call that returned an error (cudaGetLastError, an async copy, a library call's status).
   void observe_error(const char* api, ErrorCode result, const void* stream, bool per_thread_default_stream);
@@ -260,6 +288,8 @@ class Engine {
   StreamState* stream_state(StreamId id);
   StreamId stream_id(const void* handle, bool per_thread_default_stream) const;
   std::vector<ReportedLaunch> suspects(const StreamState* only_stream, uint64_t exclude_sequence) const;
+  // Follows the waits of streams on events (note_stream_wait) from what is known complete.
+  void settle_waits() const;
   // What the breadcrumbs say: each stream's known-complete mark raised to its slot's value, then per stream
   // the first launch after it (oldest first), and the streams whose first such launch left the ring.
   struct BreadcrumbView {
@@ -348,6 +378,7 @@ class Engine {
   HandleTable<KernelInfo> kernels_;
   HandleTable<StreamState> streams_;
   HandleTable<GraphInfo> graphs_;
+  HandleTable<EventState> events_;
   GraphInfo overflow_graph_;
   std::map<std::string, std::unique_ptr<BlockStats>> unit_stats_;  // library calls blocked as units
 

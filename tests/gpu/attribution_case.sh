@@ -19,8 +19,8 @@
 #   kernel_mangled (and in the localize verdict's culprit line).
 # Environment:
 #   ATTRIBUTION_BLOCK_NAME   the --block rule of block-kernel (a kernel name, glob or regex=..., docs/policy.md)
-#   ATTRIBUTION_LINE_POLICY  fail (default) or warn: a wrong line is then a WARN (torch.compile's launching
-#                            frame is inductor's generated code, not the program's)
+#   ATTRIBUTION_LINE_POLICY  fail (default) or warn: a wrong line is then a WARN (for a case being written,
+#                            before its line is known; no registered case uses it)
 #   ATTRIBUTION_RUN_TIMEOUT  seconds per run (default 150; --localize gets twice as long: it may run twice)
 #   GPU_CASE_NEEDS           python cases: the modules needed (default torch), as in run_case.sh
 #   GPU_MATRIX_OUT           append the MATRIX/RESULT/LOCALIZE summary lines to this file

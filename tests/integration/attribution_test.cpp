@@ -129,6 +129,56 @@ TEST_P(Attribution, LocalizeNamesTheFaultingLaunchAndItsLineInOneRun) {
   EXPECT_TRUE(contains(r.err, "No second run needed.")) << r.err;
 }
 
+// What proves a side stream's work complete before the main stream's faulting launch (`cuda_app side-stream`):
+// with only that launch blocked (its synchronize fails), the fill on the side stream is a suspect unless
+// something proved it complete. An event waited for by the main stream proves it once the main stream got past
+// the wait (its first stencil's blocked synchronize succeeded), and so do the event's own synchronize or query
+// and a device synchronize. A wait made before the fill, a synchronous copy (the default stream only) and a
+// device-to-device copy (it waits for nothing) prove nothing of it.
+struct Ordering {
+  const char* order;
+  bool proves_fill;
+};
+
+const Ordering kOrderings[] = {
+    {"wait", true},        {"event-sync", true}, {"event-query", true}, {"device-sync", true},
+    {"wait-first", false}, {"copy-dtoh", false}, {"copy-dtod", false},  {"none", false},
+};
+
+void PrintTo(const Ordering& ordering, std::ostream* out) { *out << ordering.order; }
+
+class SideStream : public ::testing::TestWithParam<Ordering> {};
+
+TEST_P(SideStream, AnotherStreamsLaunchIsASuspectUntilSomethingProvedItComplete) {
+  const Ordering& ordering = GetParam();
+  Env fault = {{"CUDA_SIM_FAULT", "stencil:2"}};
+  std::string report = ::testing::TempDir() + "side_stream_" + ordering.order + ".jsonl";
+  std::remove(report.c_str());
+  ProcessResult r = run_wrapped({"--block", "stencil", "--breadcrumbs=0", "--report", report},
+                                {kApp, "side-stream", ordering.order}, fault);
+  EXPECT_TRUE(contains(r.out, "done")) << r.out << r.err;
+  JsonValue error = first_error_of(report);
+  ASSERT_EQ(error.text("type"), "first_error") << r.err;
+  const JsonValue* launch = error.object_member("launch");
+  ASSERT_NE(launch, nullptr) << r.err;
+  EXPECT_EQ(launch->text("kernel_base"), "stencil") << r.err;
+  EXPECT_EQ(launch->whole("kernel_launch"), "2") << r.err;
+  bool fill_suspected = false;
+  if (const JsonValue* suspects = error.array_member("suspects"))
+    for (const JsonValue& suspect : suspects->array)
+      fill_suspected = fill_suspected || suspect.text("kernel_base") == "fill";
+  EXPECT_EQ(error.text("certainty"), ordering.proves_fill ? "exact" : "suspects") << r.err;
+  EXPECT_EQ(fill_suspected, !ordering.proves_fill) << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ordering, SideStream, ::testing::ValuesIn(kOrderings),
+                         [](const ::testing::TestParamInfo<Ordering>& info) {
+                           std::string name;
+                           for (const char* c = info.param.order; *c; ++c)
+                             name += std::isalnum(static_cast<unsigned char>(*c)) ? *c : '_';
+                           return name;
+                         });
+
 INSTANTIATE_TEST_SUITE_P(Surfacing, Attribution, ::testing::ValuesIn(kScenarios),
                          [](const ::testing::TestParamInfo<Scenario>& info) {
                            std::string name;

@@ -7,7 +7,7 @@
 //            cublas | errno | unknown-stub | fork | fork-while-launching | fork-exec |
 //            segv | abort | fpe | ill | bus | own-handler |
 //            fault-then-alloc | fault-then-launch | fault-then-launch-other-stream | fault-then-copy |
-//            fault-then-event-query | fault-then-exit | fault-then-launch-many
+//            fault-then-event-query | fault-then-exit | fault-then-launch-many | side-stream <order>
 //
 // Kernels: fill, stencil, scale (mangled names as nvcc gives them). Faults are injected by the test
 // through CUDA_SIM_FAULT (e.g. stencil:13, the 13th stencil launch, launch #38 in `steps`).
@@ -25,6 +25,18 @@
 //   fault-then-launch-many         3 rounds of fill, stencil (line FAULT_LAUNCH_MANY), scale on the default
 //                                  stream, cudaGetLastError after each launch; the test makes the second
 //                                  stencil fault (CUDA_SIM_FAULT=stencil:2)
+//
+// side-stream <order>: what orders a side stream's work before the main stream's, as PyTorch's warm-up on a
+// side stream before a graph capture does: fill on stream `side`, then <order>, then stencil twice on stream
+// `main` (the test makes the second fault: CUDA_SIM_FAULT=stencil:2) and a synchronize of `main`. <order>:
+//   wait         an event recorded on side, waited for by main (cudaStreamWaitEvent; torch's wait_stream)
+//   wait-first   the same, but before the fill: it orders nothing of the fill
+//   event-sync   an event recorded on side, synchronized on the host
+//   event-query  the same, queried until it is ready
+//   device-sync  cudaDeviceSynchronize
+//   copy-dtoh    a synchronous device-to-host cudaMemcpy (the default stream only)
+//   copy-dtod    a synchronous device-to-device cudaMemcpy (returns without waiting for anything)
+//   none         nothing
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -463,6 +475,50 @@ int fault_then_launch_many() {
   return 0;
 }
 
+int side_stream(const std::string& order) {
+  cudaStream_t side = nullptr, main_stream = nullptr;
+  report("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+  report("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&main_stream, cudaStreamNonBlocking));
+  cudaEvent_t ready = nullptr;
+  report("cudaEventCreate", cudaEventCreate(&ready));
+  float* buffers[2] = {nullptr, nullptr};
+  for (float*& buffer : buffers)
+    report("cudaMalloc", cudaMalloc(reinterpret_cast<void**>(&buffer), 1024 * sizeof(float)));
+  std::vector<float> host(1024);
+  auto wait_on_side = [&] {
+    report("cudaEventRecord", cudaEventRecord(ready, side));
+    report("cudaStreamWaitEvent", cudaStreamWaitEvent(main_stream, ready, 0));
+  };
+  if (order == "wait-first") wait_on_side();
+  report("launch fill", sim::launch(fill, kGrid, kBlock, side));
+  if (order == "wait") {
+    wait_on_side();
+  } else if (order == "event-sync" || order == "event-query") {
+    report("cudaEventRecord", cudaEventRecord(ready, side));
+    if (order == "event-sync") {
+      report("cudaEventSynchronize", cudaEventSynchronize(ready));
+    } else {
+      cudaError_t result;
+      while ((result = cudaEventQuery(ready)) == cudaErrorNotReady) {
+      }
+      report("cudaEventQuery", result);
+    }
+  } else if (order == "device-sync") {
+    report("cudaDeviceSynchronize", cudaDeviceSynchronize());
+  } else if (order == "copy-dtoh") {
+    report("cudaMemcpy", cudaMemcpy(host.data(), buffers[0], 1024 * sizeof(float), cudaMemcpyDeviceToHost));
+  } else if (order == "copy-dtod") {
+    report("cudaMemcpy", cudaMemcpy(buffers[1], buffers[0], 1024 * sizeof(float), cudaMemcpyDeviceToDevice));
+  } else if (order != "none" && order != "wait-first") {
+    return -1;
+  }
+  for (int round = 1; round <= 2; ++round)
+    report("launch stencil", sim::launch(stencil, kGrid, kBlock, main_stream));  // SIDE_STREAM_STENCIL
+  report("cudaStreamSynchronize", cudaStreamSynchronize(main_stream));
+  std::printf("done\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -486,6 +542,10 @@ int main(int argc, char** argv) {
   if (scenario == "stuck-collective") return stuck_collective(SIGABRT);
   if (scenario == "stuck-collective-term") return stuck_collective(SIGTERM);
   if (scenario == "fault-then-launch-many") return fault_then_launch_many();
+  if (scenario == "side-stream" && argc > 2) {
+    int result = side_stream(argv[2]);
+    if (result >= 0) return result;
+  }
   if (scenario.rfind("fault-then-", 0) == 0) {
     const int result = fault_then(scenario.substr(11));
     if (result >= 0) return result;
