@@ -23,6 +23,25 @@
 
 namespace blockrun {
 
+namespace {
+
+// Holds a spinlock for a scope: the stream and event records guard a copy or a store of a few words with one.
+class SpinGuard {
+ public:
+  explicit SpinGuard(std::atomic_flag& flag) : flag_(flag) {
+    while (flag_.test_and_set(std::memory_order_acquire)) {
+    }
+  }
+  ~SpinGuard() { flag_.clear(std::memory_order_release); }
+  SpinGuard(const SpinGuard&) = delete;
+  SpinGuard& operator=(const SpinGuard&) = delete;
+
+ private:
+  std::atomic_flag& flag_;
+};
+
+}  // namespace
+
 // Per stream: the newest launches (the suspects when an error surfaces) and how far the stream is
 // known to have completed. The ring is guarded by a spinlock held for a copy of one record: CUDA
 // serializes launches into one stream anyway, so threads rarely meet here.
@@ -57,19 +76,16 @@ struct StreamState {
   uint64_t waits_written = 0;
 
   void push(const LaunchRecord& record, const Capture* capture) {
-    while (lock.test_and_set(std::memory_order_acquire)) {
-    }
+    SpinGuard guard(lock);
     size_t slot = written++ % capacity;
     if (written > capacity) evicted_through = ring[slot].sequence;
     ring[slot] = record;
     ring[slot].captured = captures && capture && record.captured;
     if (ring[slot].captured) captures[slot] = *capture;
-    lock.clear(std::memory_order_release);
   }
   // Records newer than `after`, in the order they were pushed.
   void collect(uint64_t after, uint64_t exclude, std::vector<ReportedLaunch>* out) {
-    while (lock.test_and_set(std::memory_order_acquire)) {
-    }
+    SpinGuard guard(lock);
     uint64_t first = written > capacity ? written - capacity : 0;
     for (uint64_t i = first; i < written; ++i) {
       const LaunchRecord& record = ring[i % capacity];
@@ -78,12 +94,10 @@ struct StreamState {
       if (record.captured) reported.capture = std::make_shared<Capture>(captures[i % capacity]);
       out->push_back(std::move(reported));
     }
-    lock.clear(std::memory_order_release);
   }
   // The launch `sequence` returned an error that enqueued nothing: it is no longer one of the unfinished.
   void refuse(uint64_t sequence) {
-    while (lock.test_and_set(std::memory_order_acquire)) {
-    }
+    SpinGuard guard(lock);
     uint64_t first = written > capacity ? written - capacity : 0;
     for (uint64_t i = written; i > first; --i) {
       LaunchRecord& record = ring[(i - 1) % capacity];
@@ -92,29 +106,21 @@ struct StreamState {
         break;
       }
     }
-    lock.clear(std::memory_order_release);
   }
   uint64_t evicted() {
-    while (lock.test_and_set(std::memory_order_acquire)) {
-    }
-    uint64_t through = evicted_through;
-    lock.clear(std::memory_order_release);
-    return through;
+    SpinGuard guard(lock);
+    return evicted_through;
   }
   void add_wait(const Wait& wait) {
-    while (lock.test_and_set(std::memory_order_acquire)) {
-    }
+    SpinGuard guard(lock);
     waits[waits_written++ % kWaits] = wait;
-    lock.clear(std::memory_order_release);
   }
   // The waits this stream is past, given that its launches through `through` completed.
   size_t waits_past(uint64_t through, Wait* out) {
+    SpinGuard guard(lock);
     size_t count = 0;
-    while (lock.test_and_set(std::memory_order_acquire)) {
-    }
     for (const Wait& wait : waits)
       if (wait.other && wait.at <= through) out[count++] = wait;
-    lock.clear(std::memory_order_release);
     return count;
   }
 };
@@ -125,17 +131,12 @@ struct EventState {
   std::atomic_flag lock = ATOMIC_FLAG_INIT;
   EventPoint point;
   void set(const EventPoint& value) {
-    while (lock.test_and_set(std::memory_order_acquire)) {
-    }
+    SpinGuard guard(lock);
     point = value;
-    lock.clear(std::memory_order_release);
   }
   EventPoint get() {
-    while (lock.test_and_set(std::memory_order_acquire)) {
-    }
-    EventPoint value = point;
-    lock.clear(std::memory_order_release);
-    return value;
+    SpinGuard guard(lock);
+    return point;
   }
 };
 

@@ -1,9 +1,9 @@
-// Never confidently wrong (issue 16), on the simulated stack as the H200 behaves: a kernel's fault surfaces at
-// the program's next call of any kind (CUDA_SIM_FAULT_SURFACES=next-call). Each scenario has one known faulting
-// launch (stencil, the line marked FAULT_LAUNCH in tests/programs/cuda_app.cpp) and a different first call to
-// see the error: the next launch (on the same stream or another), an allocation, a synchronous copy, an event
-// query, or none at all (exit). Every mode runs on every scenario; a first error that calls any launch but the
-// faulting one exact fails, and so does a missing one.
+// Never confidently wrong (issue 16), on the simulated stack as the H200 behaves: a kernel's fault surfaces
+// at the program's next call of any kind (CUDA_SIM_FAULT_SURFACES=next-call). Each scenario has one known
+// faulting launch (stencil, the line marked FAULT_LAUNCH in tests/programs/cuda_app.cpp) and a different
+// first call to see the error: the next launch (on the same stream or another), an allocation, a synchronous
+// copy, an event query, or none at all (exit). Every mode runs on every scenario; a first error that calls
+// any launch but the faulting one exact fails, and so does a missing one.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -63,7 +63,16 @@ bool is_faulting_launch(const JsonValue& launch, const Scenario& scenario) {
          static_cast<uint64_t>(launch.num("kernel_launch")) == scenario.faulting_launch;
 }
 
-void PrintTo(const Scenario& scenario, std::ostream* out) { *out << scenario.name; }
+void PrintTo(const Scenario& scenario, std::ostream* out) {
+  *out << scenario.name;
+}
+
+// A scenario's name as a test name (letters, digits and underscores).
+std::string test_name(const char* scenario) {
+  std::string name;
+  for (const char* c = scenario; *c; ++c) name += std::isalnum(static_cast<unsigned char>(*c)) ? *c : '_';
+  return name;
+}
 
 class Attribution : public ::testing::TestWithParam<Scenario> {};
 
@@ -98,7 +107,8 @@ TEST_P(Attribution, EveryModeNamesTheFaultingLaunchOrNoneExactly) {
     // Not exact: the faulting launch is the named one or among the suspects.
     bool listed = launch && is_faulting_launch(*launch, scenario);
     if (const JsonValue* suspects = error.array_member("suspects"))
-      for (const JsonValue& suspect : suspects->array) listed = listed || is_faulting_launch(suspect, scenario);
+      for (const JsonValue& suspect : suspects->array)
+        listed = listed || is_faulting_launch(suspect, scenario);
     EXPECT_TRUE(listed) << r.err;
     // A launch that only returned the error is never named.
     if (const JsonValue* refused = error.object_member("surfaced_at_launch")) {
@@ -121,7 +131,8 @@ TEST_P(Attribution, LocalizeNamesTheFaultingLaunchAndItsLineInOneRun) {
   ProcessResult r = run_wrapped({"--localize"}, {kApp, scenario.name}, env);
   const std::string source = CUDA_BLOCKRUN_SOURCE_DIR "/tests/programs/cuda_app.cpp";
   const char* marker = scenario.faulting_launch == 2 ? "FAULT_LAUNCH_MANY" : "FAULT_LAUNCH";
-  EXPECT_TRUE(contains(r.err, "localize: culprit: kernel stencil(float*, float const*, int, long long), launch #"))
+  EXPECT_TRUE(
+      contains(r.err, "localize: culprit: kernel stencil(float*, float const*, int, long long), launch #"))
       << r.err;
   EXPECT_TRUE(contains(r.err, "(its launch " + std::to_string(scenario.faulting_launch) + ")")) << r.err;
   EXPECT_TRUE(contains(r.err, "launched at " + source + ":" + std::to_string(marker_line(source, marker))))
@@ -129,12 +140,12 @@ TEST_P(Attribution, LocalizeNamesTheFaultingLaunchAndItsLineInOneRun) {
   EXPECT_TRUE(contains(r.err, "No second run needed.")) << r.err;
 }
 
-// What proves a side stream's work complete before the main stream's faulting launch (`cuda_app side-stream`):
-// with only that launch blocked (its synchronize fails), the fill on the side stream is a suspect unless
-// something proved it complete. An event waited for by the main stream proves it once the main stream got past
-// the wait (its first stencil's blocked synchronize succeeded), and so do the event's own synchronize or query
-// and a device synchronize. A wait made before the fill, a synchronous copy (the default stream only) and a
-// device-to-device copy (it waits for nothing) prove nothing of it.
+// What proves a side stream's work complete before the main stream's faulting launch (`cuda_app
+// side-stream`): with only that launch blocked (its synchronize fails), the fill on the side stream is a
+// suspect unless something proved it complete. An event waited for by the main stream proves it once the main
+// stream got past the wait (its first stencil's blocked synchronize succeeded), and so do the event's own
+// synchronize or query and a device synchronize. A wait made before the fill, a synchronous copy (the default
+// stream only) and a device-to-device copy (it waits for nothing) prove nothing of it.
 struct Ordering {
   const char* order;
   bool proves_fill;
@@ -145,7 +156,9 @@ const Ordering kOrderings[] = {
     {"wait-first", false}, {"copy-dtoh", false}, {"copy-dtod", false},  {"none", false},
 };
 
-void PrintTo(const Ordering& ordering, std::ostream* out) { *out << ordering.order; }
+void PrintTo(const Ordering& ordering, std::ostream* out) {
+  *out << ordering.order;
+}
 
 class SideStream : public ::testing::TestWithParam<Ordering> {};
 
@@ -173,18 +186,12 @@ TEST_P(SideStream, AnotherStreamsLaunchIsASuspectUntilSomethingProvedItComplete)
 
 INSTANTIATE_TEST_SUITE_P(Ordering, SideStream, ::testing::ValuesIn(kOrderings),
                          [](const ::testing::TestParamInfo<Ordering>& info) {
-                           std::string name;
-                           for (const char* c = info.param.order; *c; ++c)
-                             name += std::isalnum(static_cast<unsigned char>(*c)) ? *c : '_';
-                           return name;
+                           return test_name(info.param.order);
                          });
 
 INSTANTIATE_TEST_SUITE_P(Surfacing, Attribution, ::testing::ValuesIn(kScenarios),
                          [](const ::testing::TestParamInfo<Scenario>& info) {
-                           std::string name;
-                           for (const char* c = info.param.name; *c; ++c)
-                             name += std::isalnum(static_cast<unsigned char>(*c)) ? *c : '_';
-                           return name;
+                           return test_name(info.param.name);
                          });
 
 }  // namespace
