@@ -61,6 +61,7 @@ struct StreamState {
   std::unique_ptr<Capture[]> captures;
   std::atomic<uint64_t> synced_through{0};
   std::atomic<int32_t> breadcrumb{-1};  // its slot in the breadcrumb memory, once it has one
+  uint16_t number = 0;  // 1-based, in order of creation, for EventState's records (0: past their room)
 
   // Waits of this stream on events recorded on other streams (cuStreamWaitEvent; PyTorch's wait_stream):
   // once this stream is known to be past a wait (its launches through `at` or later complete), the other
@@ -125,19 +126,14 @@ struct StreamState {
   }
 };
 
-// What an event's last record stands for: the launches on its stream numbered before the record call began.
-// Guarded by its own spinlock (an event is re-recorded, and read by a wait, from any thread).
+// What an event's last record stands for: the launches on its stream numbered before the record call began,
+// as one word (an event is re-recorded, and read by a wait, from any thread, without a lock): the stream's
+// number (StreamState::number; 0: no record) in the top 16 bits, the launch number through which its launches
+// preceded the record in the other 48.
 struct EventState {
-  std::atomic_flag lock = ATOMIC_FLAG_INIT;
-  EventPoint point;
-  void set(const EventPoint& value) {
-    SpinGuard guard(lock);
-    point = value;
-  }
-  EventPoint get() {
-    SpinGuard guard(lock);
-    return point;
-  }
+  static constexpr int kThroughBits = 48;
+  static constexpr uint64_t kThroughMask = (uint64_t{1} << kThroughBits) - 1;
+  std::atomic<uint64_t> record{0};
 };
 
 namespace {
@@ -270,6 +266,7 @@ Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescr
       kernels_(kKernelCapacity),
       streams_(kStreamCapacity),
       graphs_(kGraphCapacity),
+      streams_by_number_(new std::atomic<StreamState*>[kStreamCapacity + 1]()),
       events_(kEventCapacity),
       api_counts_(kApiCapacity) {
   if (!terminate_) terminate_ = default_terminate;
@@ -380,6 +377,11 @@ StreamState* Engine::stream_state(StreamId id) {
   StreamState* state = streams_.find_or_insert(key, [&] {
     auto* created = new StreamState(ring_capacity_, capture_all_);
     created->id = id;
+    uint32_t number = next_stream_number_.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (number <= kStreamCapacity) {
+      created->number = static_cast<uint16_t>(number);
+      streams_by_number_[number].store(created, std::memory_order_release);
+    }
     return created;
   });
   if (state) last = LastStream{serial_, key, state};
@@ -670,12 +672,16 @@ void Engine::note_event_record(const void* event, const void* stream, bool per_t
   StreamState* state = stream_state(stream_id(stream, per_thread_default_stream));
   EventState* known =
       events_.find_or_insert(reinterpret_cast<uint64_t>(event), [] { return new EventState; });
-  if (known) known->set(EventPoint{state, mark - 1});
+  if (!known) return;
+  uint64_t through = mark - 1;
+  bool fits = state && state->number && through <= EventState::kThroughMask;
+  known->record.store(fits ? uint64_t{state->number} << EventState::kThroughBits | through : 0,
+                      std::memory_order_release);
 }
 
 void Engine::forget_event(const void* event) {
   if (EventState* known = event ? events_.find(reinterpret_cast<uint64_t>(event)) : nullptr)
-    known->set(EventPoint{});
+    known->record.store(0, std::memory_order_release);
 }
 
 void Engine::note_stream_wait(const void* stream, bool per_thread_default_stream, const EventPoint& point) {
@@ -690,7 +696,11 @@ void Engine::note_stream_wait(const void* stream, bool per_thread_default_stream
 
 EventPoint Engine::event_point(const void* event) {
   EventState* known = event ? events_.find(reinterpret_cast<uint64_t>(event)) : nullptr;
-  return known ? known->get() : EventPoint{};
+  uint64_t record = known ? known->record.load(std::memory_order_acquire) : 0;
+  uint64_t number = record >> EventState::kThroughBits;
+  if (number == 0) return {};
+  return EventPoint{streams_by_number_[number].load(std::memory_order_acquire),
+                    record & EventState::kThroughMask};
 }
 
 void Engine::event_completed(const EventPoint& point) {

@@ -302,8 +302,8 @@ class Engine {
   void first_error(const char* api, ErrorCode result, const Launch* culprit, bool culprit_exact,
                    const char* how, std::vector<ReportedLaunch> suspects, FoundBy found_by,
                    const BreadcrumbView* breadcrumbs = nullptr, Surfacing where = {});
-  // An error surfaced at a call that did not cause it (or whose cause is not known): the culprit comes from the
-  // breadcrumbs, else the suspects: what had not completed (on any stream, for a sticky error).
+  // An error surfaced at a call that did not cause it (or whose cause is not known): the culprit comes from
+  // the breadcrumbs, else the suspects: what had not completed (on any stream, for a sticky error).
   void surfaced(const char* api, ErrorCode result, StreamId stream, const Launch* refused_launch,
                 bool at_exit = false);
   // A launch that returned an error enqueued nothing: it leaves its stream's unfinished launches.
@@ -378,6 +378,9 @@ class Engine {
   HandleTable<KernelInfo> kernels_;
   HandleTable<StreamState> streams_;
   HandleTable<GraphInfo> graphs_;
+  // Streams by StreamState::number (index 0 unused), so that an event's record is one word.
+  std::unique_ptr<std::atomic<StreamState*>[]> streams_by_number_;
+  std::atomic<uint32_t> next_stream_number_{0};
   HandleTable<EventState> events_;
   GraphInfo overflow_graph_;
   std::map<std::string, std::unique_ptr<BlockStats>> unit_stats_;  // library calls blocked as units

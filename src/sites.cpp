@@ -330,12 +330,35 @@ PythonFileKind classify_python_file(std::string_view file) {
   return PythonFileKind::Program;
 }
 
-int python_call_site(const PythonStack& python) {
-  if (python.status != PythonStatus::Captured || python.count == 0) return -1;
-  for (int i = 0; i < python.count; ++i) {
+namespace {
+
+// Dynamo's frame evaluation (torch/_dynamo/eval_frame.py, wherever torch is): the caller of a function that
+// torch.compile runs in its place.
+bool is_dynamo_file(std::string_view file) {
+  return file.find("/torch/_dynamo/") != std::string_view::npos;
+}
+
+int first_program_frame(const PythonStack& python, int from) {
+  for (int i = from; i < python.count; ++i) {
     if (classify_python_file(python.frames[i].file) == PythonFileKind::Program) return i;
   }
-  return 0;
+  return -1;
+}
+
+}  // namespace
+
+int python_call_site(const PythonStack& python) {
+  if (python.status != PythonStatus::Captured || python.count == 0) return -1;
+  int found = first_program_frame(python, 0);
+  if (found < 0) return 0;
+  // A compiled function's frame is the one Dynamo runs in the function's place, with the function's file and
+  // name but its first line: the program's line is its call, the next frame of the program's own (after
+  // Dynamo's wrapper). Kept where there is none.
+  if (found + 1 < python.count && is_dynamo_file(python.frames[found + 1].file)) {
+    int caller = first_program_frame(python, found + 2);
+    if (caller >= 0) return caller;
+  }
+  return found;
 }
 
 std::string short_location(const Frame& frame) {

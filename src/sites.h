@@ -77,7 +77,9 @@ void set_torchinductor_cache_dir(std::string_view directory);
 
 // The Python frame to show as the launch's Python line: the innermost that is the program's own
 // (PythonFileKind::Program), not a library's or generated code's; the innermost frame where every frame is
-// such. -1 when there are no frames.
+// such. Where that frame's caller is Dynamo's (torch/_dynamo/: a function torch.compile runs in its place,
+// whose line is the function's first), the next frame of the program's own after it: the call of the compiled
+// function. -1 when there are no frames.
 int python_call_site(const PythonStack& python);
 
 // "file:line", else "function+0xOFF", else "module+0xOFF".

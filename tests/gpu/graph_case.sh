@@ -2,7 +2,9 @@
 # GPU case for faults inside CUDA graphs (issue 9): a program that prints `FAULT replay=<N>` and then faults in
 # the node of its captured graph whose source line carries the marker GRAPH_LOOKUP, in replay N, runs under
 # `cuda-blockrun --breadcrumbs --graph-breadcrumbs` (breadcrumb nodes in the graph, nothing blocked) and under
-# the debug mode for graphs (`--graph-breadcrumbs --block cuGraphLaunch`). Each report's first_error must name
+# the debug mode for graphs (`--breadcrumbs --graph-breadcrumbs --block cuGraphLaunch`: breadcrumbs on the streams
+# too, so that a blocked replay is exact when other streams' launches completed, as --localize's second run has
+# them). Each report's first_error must name
 # that replay, the node exactly (the lookup's kernel) with its capture line, and the line marked
 # GRAPH_CAPTURE_BEGIN as where the graph was captured; the program's own result must be the fault. Then
 # `cuda-blockrun --localize` must give the same node and capture line in its verdict (run 1: the replay, by
@@ -22,7 +24,7 @@ status=0
 for variant in breadcrumbs debug; do
   case $variant in
     breadcrumbs) options=(--breadcrumbs --graph-breadcrumbs) ;;
-    debug) options=(--graph-breadcrumbs --block cuGraphLaunch) ;;
+    debug) options=(--breadcrumbs --graph-breadcrumbs --block cuGraphLaunch) ;;
   esac
   echo "== cuda-blockrun ${options[*]} --report ... -- $*"
   output=$("$wrapper" "${options[@]}" --report "$directory/$variant.jsonl" -- "$@" 2>&1)

@@ -6,10 +6,9 @@
 # indirect load; it guards the index with a device-side assert by default (assert_indirect_indexing), and the
 # bad id (10**9 rows of 64 floats past a 1000-row table: 256 GB) is unmapped memory should the assert be off:
 # either way the kernel faults (cudaErrorAssert 710, or an illegal address 700). Inductor's generated code
-# and Triton's launcher sit between this file and the launch. The marker comment the case greps for (never a
-# hard-coded line number) is on the compiled function's own line that the kernel computes: dynamo's generated
-# code keeps the function's file and line numbers, so that is the program's innermost frame of the launch (the
-# call of the compiled function is the frame below it), measured on the H200.
+# and Triton's launcher sit between this file and the launch, and so does Dynamo's frame of `lookup` (the
+# function's file and name, its first line). The line that CALLS the compiled function carries the marker
+# comment the case greps for (never a hard-coded line number).
 #
 # The function is compiled and run once with good indices first (the same shapes, so the faulting call reuses
 # that compilation), so that compilation happens before the fault and the faulting call launches only the
@@ -55,9 +54,7 @@ def describe(error):
 
 
 def lookup(table, index):
-    # The compiled kernel's Python line: dynamo keeps this function's own file and lines for the code it
-    # generates, so the launch's program frame is here, below the call of compiled_lookup further down.
-    return table[index] * 2.0  # FAULT_LINE
+    return table[index] * 2.0
 
 
 compiled_lookup = torch.compile(lookup)  # the default backend: inductor
@@ -81,7 +78,7 @@ except Exception as error:  # noqa: BLE001 - BackendCompilerFailed, a missing co
 print(f"torch_compile_fault: compiled with {torch.__version__}; calling it with index {10**9} "
       "(1000 rows), then .sum()", flush=True)
 try:
-    result = compiled_lookup(table, bad)  # the call of the compiled function with the bad index
+    result = compiled_lookup(table, bad)  # FAULT_LINE
     total = result.sum()  # launched at once: an eager reduction after the compiled kernel
     torch.cuda.synchronize()
     print(f"torch_compile_fault: UNEXPECTED: no error (total {total.item()})", flush=True)

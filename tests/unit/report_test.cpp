@@ -136,5 +136,26 @@ TEST(CallSite, PythonLineIsTheProgramsOwnFrame) {
   EXPECT_EQ(python_call_site(PythonStack{}), -1);
 }
 
+// A function torch.compile runs: Dynamo's frame in its place carries the function's file but its first line,
+// under Dynamo's wrapper; the program's line is the call of the compiled function (the stack measured on the
+// H200 with PyTorch 2.11, innermost first).
+TEST(CallSite, PythonLineOfACompiledFunctionIsItsCall) {
+  const char* venv = "/opt/torch/.venv/lib/python3.12/site-packages/";
+  std::string launcher = std::string(venv) + "torch/_inductor/runtime/static_triton_launcher.py";
+  std::string wrapper = std::string(venv) + "torch/_dynamo/eval_frame.py";
+  std::string module = std::string(venv) + "torch/nn/modules/module.py";
+  EXPECT_EQ(python_call_site(python_stack({launcher.c_str(), "<string>", "/tmp/torchinductor_root/ab/cab.py",
+                                           "/home/me/fault.py", wrapper.c_str(), "/home/me/fault.py"})),
+            5);
+  // A compiled module: its forward under Dynamo's wrapper under nn.Module's call, then the training loop.
+  EXPECT_EQ(python_call_site(python_stack({launcher.c_str(), "/home/me/model.py", wrapper.c_str(),
+                                           module.c_str(), "/home/me/train.py"})),
+            4);
+  // No frame of the program's own beyond Dynamo's: the compiled function's frame is kept.
+  EXPECT_EQ(python_call_site(python_stack({launcher.c_str(), "/home/me/fault.py", wrapper.c_str()})), 1);
+  // A program frame called by a library (nn.Module's call of the user's forward) stays the line.
+  EXPECT_EQ(python_call_site(python_stack({"/home/me/model.py", module.c_str(), "/home/me/train.py"})), 0);
+}
+
 }  // namespace
 }  // namespace blockrun
