@@ -1,0 +1,183 @@
+// --localize: run 1 with nothing blocked and breadcrumbs on; run 2, where needed, blocking only what run 1
+// found; one verdict (docs/localize.md).
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "config.h"
+#include "json_read.h"
+#include "localize.h"
+
+extern char** environ;
+
+namespace blockrun::cli {
+
+namespace {
+
+void say(const std::string& line) {
+  std::fprintf(stderr, "[cuda-blockrun] %s\n", line.c_str());
+}
+
+// Runs the program with `block` as its policy and its reports written under `directory` (one per
+// process: %p), waits for it, and returns its status as a shell gives it (128 + N for signal N).
+// `graph_breadcrumbs`: the debug mode for graphs, unless the user set it.
+int run_once(char** program_argv, const std::string& block, const std::string& report_pattern,
+             bool graph_breadcrumbs = false) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t child = fork();
+  if (child < 0) {
+    std::fprintf(stderr, "cuda-blockrun: cannot start the program: %s\n", std::strerror(errno));
+    return kUsageError;
+  }
+  if (child == 0) {
+    setenv(blockrun::variable::block, block.c_str(), 1);
+    setenv(blockrun::variable::report, report_pattern.c_str(), 1);
+    // Breadcrumbs unless the user turned them off (--breadcrumbs=0): in run 1 they name the culprit exactly;
+    // in run 2 they show that the launches before the blocked one completed, so its failure is exact.
+    setenv(blockrun::variable::breadcrumbs, "1", 0);
+    if (graph_breadcrumbs) setenv(blockrun::variable::graph_breadcrumbs, "1", 0);
+    execvp(program_argv[0], program_argv);
+    std::fprintf(stderr, "cuda-blockrun: cannot run '%s': %s\n", program_argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  // The program's Ctrl-C is its own: the wrapper waits for it to end rather than dying first.
+  struct sigaction ignore {
+  }, old_int{}, old_quit{};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGINT, &ignore, &old_int);
+  sigaction(SIGQUIT, &ignore, &old_quit);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGQUIT, &old_quit, nullptr);
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+// The report files of one run: `directory`/`prefix`*.jsonl, with their contents.
+std::vector<std::pair<std::string, std::string>> read_reports(const std::string& directory,
+                                                              const std::string& prefix) {
+  std::vector<std::pair<std::string, std::string>> reports;
+  for (const std::filesystem::path& path : files_in(directory, prefix, ".jsonl"))
+    reports.emplace_back(path.string(), read_file(path).value_or(""));
+  return reports;
+}
+
+void say_culprit(const blockrun::JsonValue& first_error) {
+  bool first = true;
+  for (const std::string& line : blockrun::describe_culprit(first_error)) {
+    say((first ? "localize: culprit: " : "  ") + line);
+    first = false;
+  }
+}
+
+void say_suspects(const blockrun::JsonValue& first_error) {
+  say("localize: the culprit is among the launches not known to have completed, oldest first:");
+  for (const std::string& line : blockrun::describe_suspects(first_error)) say("    " + line);
+}
+
+// Run 1's finding, where run 2 could not improve on it: its culprit (found by breadcrumbs) or its suspects.
+void say_first_finding(const blockrun::JsonValue& first_error) {
+  if (blockrun::is_exact(first_error)) {
+    say_culprit(first_error);
+    say("  found in run 1 by breadcrumbs (its call site is the caller of the CUDA entry point only)");
+  } else {
+    say_suspects(first_error);
+  }
+}
+
+// Runs the program once with nothing blocked and, when its first CUDA error is not pinned to a launch, once
+// more blocking only the suspected kernels; prints one verdict. Returns the first run's status.
+// `breadcrumbs`: whether the runs have them (on unless the user turned them off).
+}  // namespace
+
+int localize_culprit(char** program_argv, bool breadcrumbs) {
+  const char* temporary = std::getenv("TMPDIR");
+  std::string directory =
+      std::string(temporary && *temporary ? temporary : "/tmp") + "/cuda-blockrun-localize.XXXXXX";
+  if (!mkdtemp(directory.data())) {
+    std::fprintf(stderr, "cuda-blockrun: cannot create a directory for the reports (%s): %s\n",
+                 directory.c_str(), std::strerror(errno));
+    return kUsageError;
+  }
+  say(std::string("localize: run 1: nothing blocked, breadcrumbs ") + (breadcrumbs ? "on" : "off") +
+      " (reports in " + directory + ")");
+  int status = run_once(program_argv, "none", directory + "/run1.%p.jsonl");
+  blockrun::RunFinding first = blockrun::find_first_error(read_reports(directory, "run1."));
+  if (first.reports == 0) {
+    say("localize: run 1 (exit status " + std::to_string(status) +
+        ") wrote no report: no process used CUDA with the shim active (the program used no CUDA, or "
+        "CUDA_BLOCKRUN=0, --process or --ranks left its processes out)");
+    return status;
+  }
+  if (!first.found) {
+    say("localize: no CUDA error in run 1 (exit status " + std::to_string(status) + "): nothing to localize");
+    return status;
+  }
+  bool exact = blockrun::is_exact(first.first_error);
+  if (!blockrun::needs_second_run(first.first_error)) {
+    say_culprit(first.first_error);
+    if (first.first_error.text("method") == "breadcrumbs") {
+      say("  found in run 1 by breadcrumbs, nothing blocked: the first launch on its stream that did not "
+          "complete; its call site is the caller of the CUDA entry point" +
+          std::string(blockrun::has_python_line(first.first_error)
+                          ? " and the Python line kept for the launch"
+                          : "") +
+          ". No second run needed.");
+    } else {
+      say("  found in run 1: " + first.first_error.text("how"));
+    }
+    return status;
+  }
+  std::string policy = blockrun::second_run_policy(first.first_error);
+  bool graphs = blockrun::second_run_wants_graph_breadcrumbs(first.first_error);
+  say("localize: run 1: " + first.first_error.text("error") + " surfaced at " +
+      first.first_error.text("surfaced_api") +
+      (exact ? graphs ? ", in a graph replay found by breadcrumbs, its node not known"
+                      : ", its launch found by breadcrumbs but not where it was launched"
+             : ", not pinned to a launch") +
+      "; run 2: --block '" + policy + "'" +
+      (graphs ? " --graph-breadcrumbs (breadcrumbs inside graphs)" : ""));
+  int second_status = run_once(program_argv, policy, directory + "/run2.%p.jsonl", graphs);
+  blockrun::RunFinding second = blockrun::find_first_error(read_reports(directory, "run2."));
+  switch (blockrun::compare_runs(first.first_error, second)) {
+    case blockrun::SecondRun::Pinned:
+      say_culprit(second.first_error);
+      say(exact ? "  found in run 1 by breadcrumbs; run 2, which blocked '" + policy +
+                      "', confirmed it and took its call site"
+                : "  found in run 2, which blocked '" + policy + "'; run 1 gave the same error unpinned");
+      break;
+    case blockrun::SecondRun::NotPinned:
+      say("localize: run 2 (--block '" + policy + "') failed with " + second.first_error.text("error") +
+          " but not at a blocked launch either; keeping run 1's finding. Try --block all.");
+      say_first_finding(first.first_error);
+      break;
+    case blockrun::SecondRun::NoFault:
+      say("localize: run 2 (--block '" + policy + "') ran without a CUDA error (exit status " +
+          std::to_string(second_status) +
+          "): the fault did not recur, so blocking changed what happened; keeping "
+          "run 1's finding.");
+      say_first_finding(first.first_error);
+      break;
+    case blockrun::SecondRun::Diverged:
+      say("localize: run 2 diverged: it failed in another kernel or with another error than run 1; keeping "
+          "run 1's finding. Run 2 found:");
+      for (const std::string& line : blockrun::describe_culprit(second.first_error)) say("    " + line);
+      say_first_finding(first.first_error);
+      break;
+  }
+  return status;
+}
+
+}  // namespace blockrun::cli
