@@ -22,6 +22,7 @@
 #include "capture.h"
 #include "python_frames.h"
 #include "facts.h"
+#include "loaded_objects.h"
 #include "log_file.h"
 #include "shim.h"
 #include "signals.h"
@@ -204,20 +205,15 @@ ErrorText describe_error(ErrorCode error) {
 // "libcudart.so.13.0.96" (the real path of a loaded libcudart.so.13) -> 13000; 0 where none is loaded.
 int loaded_runtime_version() {
   int version = 0;
-  dl_iterate_phdr(
-      [](struct dl_phdr_info* object, size_t, void* data) {
-        const char* path = object->dlpi_name;
-        if (!path || !std::strstr(path, "libcudart.so")) return 0;
-        char resolved[PATH_MAX];
-        const char* name = realpath(path, resolved) ? std::strrchr(resolved, '/') : nullptr;
-        int major = 0, minor = 0;
-        if (name && std::sscanf(name, "/libcudart.so.%d.%d", &major, &minor) >= 1) {
-          *static_cast<int*>(data) = major * 1000 + minor * 10;
-          return 1;
-        }
-        return 0;
-      },
-      &version);
+  visit_loaded_objects([&](const LoadedObject& object) {
+    if (!std::strstr(object.path, "libcudart.so")) return false;
+    char resolved[PATH_MAX];
+    const char* name = realpath(object.path, resolved) ? std::strrchr(resolved, '/') : nullptr;
+    int major = 0, minor = 0;
+    if (!name || std::sscanf(name, "/libcudart.so.%d.%d", &major, &minor) < 1) return false;
+    version = major * 1000 + minor * 10;
+    return true;
+  });
   return version;
 }
 

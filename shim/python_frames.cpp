@@ -31,6 +31,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "loaded_objects.h"
 #include "real.h"
 #include "sites.h"
 
@@ -402,28 +403,24 @@ int64_t coarse_now_ns() {
   return int64_t{now.tv_sec} * 1000000000 + now.tv_nsec;
 }
 
-struct LibraryScan {
-  void* handle = nullptr;
-};
-
 // Finds a libpython3.* loaded privately (RTLD_LOCAL, an embedding program): not in the global scope, so
-// not found through RTLD_DEFAULT.
-int find_libpython(struct dl_phdr_info* info, size_t, void* data) {
-  const char* path = info->dlpi_name;
-  if (!path || !*path) return 0;
-  const char* slash = std::strrchr(path, '/');
-  const char* file = slash ? slash + 1 : path;
-  if (std::strncmp(file, "libpython3", 10) != 0) return 0;
-  // RTLD_NOLOAD: only a handle to what is there. RTLD_NODELETE and no dlclose: the pointers kept below
-  // stay valid for the life of the process.
-  void* handle = dlopen(path, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
-  if (!handle) return 0;
-  if (!real_dlsym(handle, "Py_IsInitialized")) {
-    dlclose(handle);
-    return 0;
-  }
-  static_cast<LibraryScan*>(data)->handle = handle;
-  return 1;
+// not found through RTLD_DEFAULT. Its handle, or nullptr.
+void* find_libpython() {
+  void* found = nullptr;
+  visit_loaded_objects([&](const LoadedObject& object) {
+    if (std::strncmp(object.file, "libpython3", 10) != 0) return false;
+    // RTLD_NOLOAD: only a handle to what is there. RTLD_NODELETE and no dlclose: the pointers kept below
+    // stay valid for the life of the process.
+    void* handle = dlopen(object.path, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+    if (!handle) return false;
+    if (!real_dlsym(handle, "Py_IsInitialized")) {
+      dlclose(handle);
+      return false;
+    }
+    found = handle;
+    return true;
+  });
+  return found;
 }
 
 template <typename Function>
@@ -437,10 +434,8 @@ bool find_cpython() {
   void* scope = RTLD_DEFAULT;
   void* initialized = real_dlsym(RTLD_DEFAULT, "Py_IsInitialized");
   if (!initialized) {
-    LibraryScan scan;
-    dl_iterate_phdr(find_libpython, &scan);
-    if (!scan.handle) return false;
-    scope = scan.handle;
+    scope = find_libpython();
+    if (!scope) return false;
     initialized = real_dlsym(scope, "Py_IsInitialized");
   } else {
     // Pin a libpython found in the global scope, so that the functions kept below cannot be unloaded

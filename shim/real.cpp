@@ -6,6 +6,8 @@
 
 #include <cstring>
 
+#include "loaded_objects.h"
+
 namespace blockrun::shim {
 
 namespace {
@@ -22,31 +24,6 @@ const char* library_prefix(Family family) {
       return "libcublasLt.so";
   }
   return "";
-}
-
-struct Search {
-  const char* name;
-  const char* prefix;
-  void* found;
-};
-
-int search_object(struct dl_phdr_info* info, size_t, void* data) {
-  auto* search = static_cast<Search*>(data);
-  const char* path = info->dlpi_name;
-  if (!path || !*path) return 0;
-  const char* slash = std::strrchr(path, '/');
-  const char* file = slash ? slash + 1 : path;
-  if (std::strncmp(file, search->prefix, std::strlen(search->prefix)) != 0) return 0;
-  // RTLD_NOLOAD: a handle to what is already there, never a new load.
-  void* handle = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
-  if (!handle) return 0;
-  void* address = real_dlsym(handle, search->name);
-  dlclose(handle);
-  if (address && !inside_shim(address)) {
-    search->found = address;
-    return 1;
-  }
-  return 0;
 }
 
 }  // namespace
@@ -78,9 +55,21 @@ void* pinned(void* address) {
 void* find_real(const char* name, Family family) {
   void* address = real_dlsym(RTLD_NEXT, name);
   if (address && !inside_shim(address)) return pinned(address);
-  Search search{name, library_prefix(family), nullptr};
-  dl_iterate_phdr(search_object, &search);
-  return pinned(search.found);
+  // A library loaded privately (RTLD_LOCAL) is not in RTLD_NEXT's scope: look in each one of that family.
+  const char* prefix = library_prefix(family);
+  void* found = nullptr;
+  visit_loaded_objects([&](const LoadedObject& object) {
+    if (std::strncmp(object.file, prefix, std::strlen(prefix)) != 0) return false;
+    // RTLD_NOLOAD: a handle to what is already there, never a new load.
+    void* handle = dlopen(object.path, RTLD_LAZY | RTLD_NOLOAD);
+    if (!handle) return false;
+    void* address = real_dlsym(handle, name);
+    dlclose(handle);
+    if (!address || inside_shim(address)) return false;
+    found = address;
+    return true;
+  });
+  return pinned(found);
 }
 
 }  // namespace blockrun::shim

@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "loaded_objects.h"
+
 namespace blockrun {
 
 namespace {
@@ -157,30 +159,24 @@ bool in_module(uintptr_t address, const std::string& module) {
   // Never destroyed: a launch can come from an atexit handler registered before the first logged launch,
   // or from another thread while exit() runs, after static destructors (issue 17, F1).
   static std::mutex& mutex = *new std::mutex;
-  static auto& segments = *new std::map<std::string, Ranges>;  // one entry per module asked about (the shim's)
+  static auto& segments =
+      *new std::map<std::string, Ranges>;  // one entry per module asked about (the shim's)
   std::lock_guard<std::mutex> guard(mutex);
   auto known = segments.find(module);
   if (known == segments.end()) {
-    struct Search {
-      const std::string* module;
-      Ranges ranges;
-    } search{&module, {}};
-    dl_iterate_phdr(
-        [](dl_phdr_info* info, size_t, void* data) {
-          auto* search = static_cast<Search*>(data);
-          if (!info->dlpi_name || !info->dlpi_name[0]) return 0;
-          char resolved[PATH_MAX];
-          if (!realpath(info->dlpi_name, resolved) || *search->module != resolved) return 0;
-          for (int i = 0; i < info->dlpi_phnum; ++i) {
-            const ElfW(Phdr)& header = info->dlpi_phdr[i];
-            if (header.p_type != PT_LOAD) continue;
-            uintptr_t start = info->dlpi_addr + header.p_vaddr;
-            search->ranges.emplace_back(start, start + header.p_memsz);
-          }
-          return 1;
-        },
-        &search);
-    known = segments.emplace(module, std::move(search.ranges)).first;
+    Ranges ranges;
+    visit_loaded_objects([&](const LoadedObject& object) {
+      char resolved[PATH_MAX];
+      if (!realpath(object.path, resolved) || module != resolved) return false;
+      for (int i = 0; i < object.info.dlpi_phnum; ++i) {
+        const ElfW(Phdr)& header = object.info.dlpi_phdr[i];
+        if (header.p_type != PT_LOAD) continue;
+        uintptr_t start = object.info.dlpi_addr + header.p_vaddr;
+        ranges.emplace_back(start, start + header.p_memsz);
+      }
+      return true;
+    });
+    known = segments.emplace(module, std::move(ranges)).first;
   }
   uintptr_t lookup = address - 1;  // a return address may be one past its object's end
   for (const auto& [start, end] : known->second) {
