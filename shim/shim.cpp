@@ -304,10 +304,12 @@ EventPoint awaited_event(Engine&, Args...) {
   return {};
 }
 
+// Event rows: told to the engine also inside a hooked runtime or library call (an event created or destroyed
+// there may take or free a handle the program's events had); an error there is that call's to report.
 template <Hook id, typename Function, typename... Args>
 CUresult handle_event(Engine& engine, Function real_function, Args... args) {
   using Traits = HookTraits<id>;
-  if (thread_context().outer_depth > 0) return real_function(args...);
+  bool inner = thread_context().outer_depth > 0;
   uint64_t mark = engine.begin_sync();
   EventPoint awaited = awaited_event(engine, args...);
   CUresult result;
@@ -320,7 +322,7 @@ CUresult handle_event(Engine& engine, Function real_function, Args... args) {
   try {
     if (result == CUDA_SUCCESS) {
       note_event<Traits::per_thread>(engine, mark, awaited, args...);
-    } else {
+    } else if (!inner) {
       engine.watch_error(Traits::name, code_of(result), stream_argument(args...), Traits::per_thread);
     }
   } catch (...) {
