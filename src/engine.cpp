@@ -25,124 +25,8 @@ namespace blockrun {
 
 namespace {
 
-// Holds a spinlock for a scope: the stream and event records guard a copy or a store of a few words with one.
-class SpinGuard {
- public:
-  explicit SpinGuard(std::atomic_flag& flag) : flag_(flag) {
-    while (flag_.test_and_set(std::memory_order_acquire)) {
-    }
-  }
-  ~SpinGuard() { flag_.clear(std::memory_order_release); }
-  SpinGuard(const SpinGuard&) = delete;
-  SpinGuard& operator=(const SpinGuard&) = delete;
-
- private:
-  std::atomic_flag& flag_;
-};
-
-}  // namespace
-
-// Per stream: the newest launches (the suspects when an error surfaces) and how far the stream is
-// known to have completed. The ring is guarded by a spinlock held for a copy of one record: CUDA
-// serializes launches into one stream anyway, so threads rarely meet here.
-struct StreamState {
-  static constexpr size_t kRing = 8;  // "up to 8 suspects, newest last"
-  StreamState(size_t capacity, bool with_captures)
-      : capacity(capacity),
-        ring(new LaunchRecord[capacity]),
-        captures(with_captures ? new Capture[capacity] : nullptr) {}
-  StreamId id;
-  std::atomic_flag lock = ATOMIC_FLAG_INIT;
-  uint64_t written = 0;
-  uint64_t evicted_through = 0;  // the newest launch pushed out of the ring
-  const size_t capacity;         // kRing, or the breadcrumbs' larger ring (Config::ring)
-  std::unique_ptr<LaunchRecord[]> ring;
-  // The call sites of the ring's launches, only with CUDA_BLOCKRUN_CALLSITES=all (about 2.5 KB each).
-  std::unique_ptr<Capture[]> captures;
-  std::atomic<uint64_t> synced_through{0};
-  std::atomic<int32_t> breadcrumb{-1};  // its slot in the breadcrumb memory, once it has one
-  uint16_t number = 0;  // 1-based, in order of creation, for EventState's records (0: past their room)
-
-  // Waits of this stream on events recorded on other streams (cuStreamWaitEvent; PyTorch's wait_stream):
-  // once this stream is known to be past a wait (its launches through `at` or later complete), the other
-  // stream's launches through `other_through` completed too. The newest kWaits are kept, under `lock`: one
-  // forgotten only loses a proof.
-  struct Wait {
-    uint64_t at = 0;  // the first launch number after the wait returned
-    StreamState* other = nullptr;
-    uint64_t other_through = 0;
-  };
-  static constexpr size_t kWaits = 8;
-  Wait waits[kWaits];
-  uint64_t waits_written = 0;
-
-  void push(const LaunchRecord& record, const Capture* capture) {
-    SpinGuard guard(lock);
-    size_t slot = written++ % capacity;
-    if (written > capacity) evicted_through = ring[slot].sequence;
-    ring[slot] = record;
-    ring[slot].captured = captures && capture && record.captured;
-    if (ring[slot].captured) captures[slot] = *capture;
-  }
-  // Records newer than `after`, in the order they were pushed.
-  void collect(uint64_t after, uint64_t exclude, std::vector<ReportedLaunch>* out) {
-    SpinGuard guard(lock);
-    uint64_t first = written > capacity ? written - capacity : 0;
-    for (uint64_t i = first; i < written; ++i) {
-      const LaunchRecord& record = ring[i % capacity];
-      if (record.sequence <= after || record.sequence == exclude || record.refused) continue;
-      ReportedLaunch reported{record, nullptr};
-      if (record.captured) reported.capture = std::make_shared<Capture>(captures[i % capacity]);
-      out->push_back(std::move(reported));
-    }
-  }
-  // The launch `sequence` returned an error that enqueued nothing: it is no longer one of the unfinished.
-  void refuse(uint64_t sequence) {
-    SpinGuard guard(lock);
-    uint64_t first = written > capacity ? written - capacity : 0;
-    for (uint64_t i = written; i > first; --i) {
-      LaunchRecord& record = ring[(i - 1) % capacity];
-      if (record.sequence == sequence) {
-        record.refused = true;
-        break;
-      }
-    }
-  }
-  uint64_t evicted() {
-    SpinGuard guard(lock);
-    return evicted_through;
-  }
-  void add_wait(const Wait& wait) {
-    SpinGuard guard(lock);
-    waits[waits_written++ % kWaits] = wait;
-  }
-  // The waits this stream is past, given that its launches through `through` completed.
-  size_t waits_past(uint64_t through, Wait* out) {
-    SpinGuard guard(lock);
-    size_t count = 0;
-    for (const Wait& wait : waits)
-      if (wait.other && wait.at <= through) out[count++] = wait;
-    return count;
-  }
-};
-
-// What an event's last record stands for: the launches on its stream numbered before the record call began,
-// as one word (an event is re-recorded, and read by a wait, from any thread, without a lock): the stream's
-// number (StreamState::number; 0: no record) in the top 16 bits, the launch number through which its launches
-// preceded the record in the other 48.
-struct EventState {
-  static constexpr int kThroughBits = 48;
-  static constexpr uint64_t kThroughMask = (uint64_t{1} << kThroughBits) - 1;
-  std::atomic<uint64_t> record{0};
-};
-
-namespace {
-
 constexpr size_t kKernelCapacity = 1 << 16;
-constexpr size_t kStreamCapacity = 1 << 12;
 constexpr size_t kGraphCapacity = 1 << 12;
-// Events followed for the order they give streams (64 KiB); past it, waits on new events prove nothing.
-constexpr size_t kEventCapacity = 1 << 12;
 // Distinct Python launch lines kept (breadcrumbs, captured launches): 1.1 MiB.
 constexpr size_t kPythonSiteCapacity = 1 << 12;
 constexpr size_t kCapturedFrames = 32;  // of a captured launch's stack, kept to name its capture line
@@ -190,15 +74,6 @@ void default_terminate(OnError on_error, int exit_status) {
   std::fflush(nullptr);
   if (on_error == OnError::Abort) std::abort();  // a core dump holds the host state at the faulting launch
   _exit(exit_status);
-}
-
-// Raises `target` to `value`; whether it rose.
-bool atomic_max(std::atomic<uint64_t>& target, uint64_t value) {
-  uint64_t current = target.load(std::memory_order_relaxed);
-  while (current < value) {
-    if (target.compare_exchange_weak(current, value, std::memory_order_acq_rel)) return true;
-  }
-  return false;
 }
 
 // A frame of a call site in the report: {address, module, offset, function, file, line}.
@@ -264,15 +139,12 @@ Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescr
       start_ms_(now_ms()),
       owner_pid_(static_cast<long>(getpid())),
       kernels_(kKernelCapacity),
-      streams_(kStreamCapacity),
+      ledger_(ring_capacity_for(config_), config_.callsites == "all"),
       graphs_(kGraphCapacity),
-      streams_by_number_(new std::atomic<StreamState*>[kStreamCapacity + 1]()),
-      events_(kEventCapacity),
       api_counts_(kApiCapacity) {
   if (!terminate_) terminate_ = default_terminate;
   capture_all_ = config_.callsites == "all";
   capture_auto_ = config_.callsites == "auto";
-  if (config_.breadcrumbs) ring_capacity_ = std::max(config_.ring, StreamState::kRing);
   stream_breadcrumbs_ = config_.breadcrumbs;
   graph_breadcrumbs_ = config_.graph_breadcrumbs;
   symbolizer_ = std::make_unique<Symbolizer>(config_.libdw);
@@ -362,36 +234,10 @@ StreamId Engine::stream_id(const void* handle, bool per_thread_default_stream) c
   return id;
 }
 
-StreamState* Engine::stream_state(StreamId id) {
-  uint64_t key =
-      (reinterpret_cast<uint64_t>(id.handle) + 1) ^ (static_cast<uint64_t>(id.per_thread_owner) << 48);
-  // Threads mostly launch into the stream they launched into last: skip the table for that one.
-  // Keyed by the engine's serial number, not its address: a new engine may reuse a freed one's address.
-  struct LastStream {
-    uint64_t engine;
-    uint64_t key;
-    StreamState* state;
-  };
-  thread_local LastStream last{0, 0, nullptr};
-  if (last.engine == serial_ && last.key == key) return last.state;
-  StreamState* state = streams_.find_or_insert(key, [&] {
-    auto* created = new StreamState(ring_capacity_, capture_all_);
-    created->id = id;
-    uint32_t number = next_stream_number_.fetch_add(1, std::memory_order_relaxed) + 1;
-    if (number <= kStreamCapacity) {
-      created->number = static_cast<uint16_t>(number);
-      streams_by_number_[number].store(created, std::memory_order_release);
-    }
-    return created;
-  });
-  if (state) last = LastStream{serial_, key, state};
-  return state;
-}
-
 void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
   Launch& launch = *out;
   LaunchRecord& record = launch.record;
-  record.sequence = next_sequence_.fetch_add(1, std::memory_order_acq_rel);
+  record.sequence = ledger_.number_launch();
   record.api = request.api;
   record.driver_api = request.driver_api;
   record.kernel = request.kernel;
@@ -543,7 +389,7 @@ void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome ou
       if (config_.log_launches)
         log_launch(launch, sync_result.ok() ? "blocked" : "blocked, failed", sync_result);
       if (sync_result.ok()) {
-        if (launch.stream) atomic_max(launch.stream->synced_through, record.sequence);
+        ledger_.synced(launch.stream, record.sequence);
         return;
       }
       // The launching thread is still inside the launch call: its call site is taken now.
@@ -639,9 +485,9 @@ void Engine::end_sync(const char* api, bool device_wide, const void* stream, boo
   uint64_t through = mark - 1;
   if (result.ok()) {
     if (device_wide) {
-      atomic_max(device_synced_through_, through);
-    } else if (StreamState* state = stream_state(stream_id(stream, per_thread_default_stream))) {
-      atomic_max(state->synced_through, through);
+      ledger_.device_synced(through);
+    } else {
+      ledger_.synced(stream_state(stream_id(stream, per_thread_default_stream)), through);
     }
     return;
   }
@@ -668,64 +514,28 @@ void Engine::watch_error(const char* api, ErrorCode result, const void* stream,
 
 void Engine::note_event_record(const void* event, const void* stream, bool per_thread_default_stream,
                                uint64_t mark) {
-  if (!event) return;
-  StreamState* state = stream_state(stream_id(stream, per_thread_default_stream));
-  EventState* known =
-      events_.find_or_insert(reinterpret_cast<uint64_t>(event), [] { return new EventState; });
-  if (!known) return;
-  uint64_t through = mark - 1;
-  bool fits = state && state->number && through <= EventState::kThroughMask;
-  known->record.store(fits ? uint64_t{state->number} << EventState::kThroughBits | through : 0,
-                      std::memory_order_release);
+  ledger_.note_event_record(event, stream_state(stream_id(stream, per_thread_default_stream)), mark);
 }
 
 void Engine::forget_event(const void* event) {
-  if (EventState* known = event ? events_.find(reinterpret_cast<uint64_t>(event)) : nullptr)
-    known->record.store(0, std::memory_order_release);
+  ledger_.forget_event(event);
 }
 
-void Engine::note_stream_wait(const void* stream, bool per_thread_default_stream, const EventPoint& point) {
-  if (!point.stream) return;
-  StreamState* state = stream_state(stream_id(stream, per_thread_default_stream));
-  if (!state || state == point.stream) return;
-  // Read with a read-modify-write after the wait returned: a synchronize whose mark is higher began after
-  // it (the counter's modification order; engine.h).
-  uint64_t at = next_sequence_.fetch_add(0, std::memory_order_acq_rel);
-  state->add_wait(StreamState::Wait{at, point.stream, point.through});
+void Engine::note_stream_wait(const void* stream, bool per_thread_default_stream, const EventPoint& awaited) {
+  if (awaited.stream)
+    ledger_.note_stream_wait(stream_state(stream_id(stream, per_thread_default_stream)), awaited);
 }
 
 EventPoint Engine::event_point(const void* event) {
-  EventState* known = event ? events_.find(reinterpret_cast<uint64_t>(event)) : nullptr;
-  uint64_t record = known ? known->record.load(std::memory_order_acquire) : 0;
-  uint64_t number = record >> EventState::kThroughBits;
-  if (number == 0) return {};
-  return EventPoint{streams_by_number_[number].load(std::memory_order_acquire),
-                    record & EventState::kThroughMask};
+  return ledger_.event_point(event);
 }
 
 void Engine::event_completed(const EventPoint& point) {
-  if (point.stream) atomic_max(point.stream->synced_through, point.through);
-}
-
-void Engine::settle_waits() const {
-  // A stream past its wait proves the launches before the awaited record; those may put another stream past
-  // a wait of its own: repeat while anything rose (a few passes: chains of waits are short).
-  uint64_t device_synced = device_synced_through_.load(std::memory_order_acquire);
-  for (int pass = 0; pass < 4; ++pass) {
-    bool rose = false;
-    streams_.for_each([&](StreamState& state) {
-      StreamState::Wait past[StreamState::kWaits];
-      uint64_t through = std::max(device_synced, state.synced_through.load(std::memory_order_acquire));
-      size_t count = state.waits_past(through, past);
-      for (size_t i = 0; i < count; ++i)
-        rose = atomic_max(past[i].other->synced_through, past[i].other_through) || rose;
-    });
-    if (!rose) return;
-  }
+  ledger_.event_completed(point);
 }
 
 bool Engine::has_unfinished_launches() const {
-  return !suspects(nullptr, 0).empty();
+  return !ledger_.suspects(nullptr, 0).empty();
 }
 
 void Engine::check_at_exit(const char* api, ErrorCode result) {
@@ -751,7 +561,7 @@ std::vector<ReportedLaunch> Engine::may_have_faulted_instead(const Launch& launc
     // A head not known (pushed out of the ring) may be the culprit: then everything unfinished is listed.
     if (view.lost.empty()) return others;
   }
-  std::vector<ReportedLaunch> others = suspects(nullptr, record.sequence);
+  std::vector<ReportedLaunch> others = ledger_.suspects(nullptr, record.sequence);
   // A graph whose breadcrumbs show a node of this replay unfinished: the replay began, so its reset, queued
   // behind everything earlier on the stream, ran, and those earlier launches on its stream completed.
   if (record.graph && !others.empty()) {
@@ -800,10 +610,10 @@ void Engine::surfaced(const char* api, ErrorCode result, StreamId stream, const 
     // The breadcrumbs still say what completed (read_breadcrumbs raises each stream's mark).
     if (stream_breadcrumbs_ && breadcrumb_slots_.load(std::memory_order_acquire)) read_breadcrumbs();
     StreamState* state = stream.handle || stream.per_thread_owner ? stream_state(stream) : nullptr;
-    found = suspects(state, 0);
-    if (found.empty() && state) found = suspects(nullptr, 0);
+    found = ledger_.suspects(state, 0);
+    if (found.empty() && state) found = ledger_.suspects(nullptr, 0);
   } else {
-    found = suspects(nullptr, 0);  // sticky: the fault may be on any stream
+    found = ledger_.suspects(nullptr, 0);  // sticky: the fault may be on any stream
   }
   first_error(api, result, nullptr, false, "", std::move(found), FoundBy::Host, nullptr, where);
 }
@@ -834,9 +644,9 @@ int32_t Engine::breadcrumb_slot(const Launch& launch) {
 size_t Engine::in_flight_now(InFlight* out, size_t max) const {
   const volatile uint64_t* slots = breadcrumb_slots_.load(std::memory_order_acquire);
   if (!slots || max == 0) return 0;
-  uint64_t device_synced = device_synced_through_.load(std::memory_order_acquire);
+  uint64_t device_synced = ledger_.device_synced_through();
   size_t count = 0;
-  streams_.for_each([&](StreamState& state) {
+  ledger_.for_each_stream([&](StreamState& state) {
     int32_t slot = state.breadcrumb.load(std::memory_order_acquire);
     if (slot < 0) return;  // no breadcrumbs on it: how far it got is unknown
     uint64_t after =
@@ -872,13 +682,13 @@ Engine::BreadcrumbView Engine::read_breadcrumbs() {
   BreadcrumbView view;
   const volatile uint64_t* slots = breadcrumb_slots_.load(std::memory_order_acquire);
   // Written by the GPU after each launch on the stream: every launch up to it completed.
-  streams_.for_each([&](StreamState& state) {
+  ledger_.for_each_stream([&](StreamState& state) {
     int32_t slot = state.breadcrumb.load(std::memory_order_acquire);
-    if (slot >= 0 && slots) atomic_max(state.synced_through, slots[slot]);
+    if (slot >= 0 && slots) ledger_.synced(&state, slots[slot]);
   });
-  settle_waits();
-  uint64_t device_synced = device_synced_through_.load(std::memory_order_acquire);
-  streams_.for_each([&](StreamState& state) {
+  ledger_.settle_waits();
+  uint64_t device_synced = ledger_.device_synced_through();
+  ledger_.for_each_stream([&](StreamState& state) {
     uint64_t after = std::max(device_synced, state.synced_through.load(std::memory_order_acquire));
     // The first unfinished launch was pushed out of the ring: it exists, but who it was is lost.
     if (state.evicted() > after) {
@@ -899,27 +709,6 @@ Engine::BreadcrumbView Engine::read_breadcrumbs() {
     return a.record.sequence < b.record.sequence;
   });
   return view;
-}
-
-std::vector<ReportedLaunch> Engine::suspects(const StreamState* only_stream,
-                                             uint64_t exclude_sequence) const {
-  settle_waits();
-  std::vector<ReportedLaunch> found;
-  uint64_t device_synced = device_synced_through_.load(std::memory_order_acquire);
-  auto visit = [&](StreamState& state) {
-    uint64_t after = std::max(device_synced, state.synced_through.load(std::memory_order_acquire));
-    state.collect(after, exclude_sequence, &found);
-  };
-  if (only_stream) {
-    visit(*const_cast<StreamState*>(only_stream));
-  } else {
-    streams_.for_each(visit);
-  }
-  std::sort(found.begin(), found.end(), [](const ReportedLaunch& a, const ReportedLaunch& b) {
-    return a.record.sequence < b.record.sequence;
-  });
-  if (found.size() > StreamState::kRing) found.erase(found.begin(), found.end() - StreamState::kRing);
-  return found;
 }
 
 bool Engine::take_first_error() {
@@ -1110,7 +899,7 @@ void Engine::first_error(const char* api, ErrorCode result, const Launch* culpri
       for (const auto& [stream, after] : breadcrumbs->lost)
         logger_->error(
             "    stream {}: its first unfinished launch (after #{}) is older than the {} launches kept",
-            describe_stream(stream), after, ring_capacity_);
+            describe_stream(stream), after, ring_capacity_for(config_));
     }
     logger_->error("  to pin it: run again with --block '{}' (or CUDA_BLOCKRUN_BLOCK='{}')", pin_rule,
                    pin_rule);
@@ -1597,7 +1386,7 @@ Decision Engine::decide_library_unit(const char* api) const {
   facts.family = LaunchFamily::Cublas;
   facts.library_api = api;
   facts.library_unit = true;
-  facts.sequence = next_sequence_.load(std::memory_order_relaxed);
+  facts.sequence = ledger_.mark();
   facts.thread = current_thread_number();
   if (config_.block.uses_time()) facts.elapsed_ms = now_ms() - start_ms_;
   return config_.block.decide(facts);
@@ -1778,7 +1567,7 @@ void Engine::finish() {
   // write (a forked child that exits normally must not repeat it).
   if (getpid() != owner_pid_) return;
   std::lock_guard<std::mutex> guard(report_mutex_);
-  uint64_t launches = next_sequence_.load() - 1;
+  uint64_t launches = ledger_.launches();
   bool used = launches > 0 || first_error_taken_.load();
   if (used && !finished_.exchange(true)) {
     if (config_.summary) {
@@ -1872,7 +1661,7 @@ void Engine::write_summary_record() {
   json.begin_object()
       .field("type", "summary")
       .field("time", epoch_seconds())
-      .field("launches", next_sequence_.load() - 1);
+      .field("launches", ledger_.launches());
   json.key("launches_by_api").begin_object();
   std::vector<std::pair<std::string, uint64_t>> apis;
   api_counts_.for_each([&](ApiCount& count) { apis.emplace_back(count.api, count.launches.load()); });

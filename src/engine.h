@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <map>
@@ -17,6 +18,7 @@
 #include "callsite.h"
 #include "config.h"
 #include "handle_table.h"
+#include "launch_ledger.h"
 #include "python_sites.h"
 #include "records.h"
 #include "report.h"
@@ -65,12 +67,6 @@ using CaptureFunction = void (*)(Capture* out);
 // Takes the calling thread's Python frames alone (the shim's capture_python).
 using PythonCaptureFunction = void (*)(PythonStack* out);
 
-// A launch as reported: its record and, when one was taken, its capture.
-struct ReportedLaunch {
-  LaunchRecord record;
-  std::shared_ptr<const Capture> capture;
-};
-
 // What the start record says about the process, filled by the shim.
 struct ProcessInfo {
   long pid = 0;
@@ -102,15 +98,6 @@ enum class BlockOutcome {
 struct Surfacing {
   const Launch* refused_launch = nullptr;
   bool at_exit = false;
-};
-
-struct StreamState;
-struct EventState;
-
-// An event's last record: the launches on `stream` through `through` were made before it (none: nullptr).
-struct EventPoint {
-  StreamState* stream = nullptr;
-  uint64_t through = 0;
 };
 
 class Engine {
@@ -180,7 +167,7 @@ class Engine {
 
   // A synchronizing call (stream, event or device synchronize, synchronous copy) is about to run:
   // returns the mark to pass to end_sync, so launches made meanwhile by other threads stay suspects.
-  uint64_t begin_sync() const { return next_sequence_.load(std::memory_order_acquire); }
+  uint64_t begin_sync() const { return ledger_.mark(); }
   // `stream` null with device_wide true: the whole device was synchronized.
   void end_sync(const char* api, bool device_wide, const void* stream, bool per_thread_default_stream,
                 uint64_t mark, ErrorCode result);
@@ -251,7 +238,7 @@ class Engine {
   void finish();
 
   // Counters, for the summary and tests.
-  uint64_t launches() const { return next_sequence_.load() - 1; }
+  uint64_t launches() const { return ledger_.launches(); }
   uint64_t blocked_launches() const { return blocked_.load(); }
   uint64_t later_errors() const { return later_errors_.load(); }
   bool has_first_error() const { return first_error_taken_.load(); }
@@ -285,11 +272,8 @@ class Engine {
     return reinterpret_cast<uint64_t>(handle) + 1;
   }  // 0: empty
   const KernelInfo* new_kernel(const void* handle, const std::function<const char*()>& resolve_mangled_name);
-  StreamState* stream_state(StreamId id);
+  StreamState* stream_state(StreamId id) { return ledger_.stream(id); }
   StreamId stream_id(const void* handle, bool per_thread_default_stream) const;
-  std::vector<ReportedLaunch> suspects(const StreamState* only_stream, uint64_t exclude_sequence) const;
-  // Follows the waits of streams on events (note_stream_wait) from what is known complete.
-  void settle_waits() const;
   // What the breadcrumbs say: each stream's known-complete mark raised to its slot's value, then per stream
   // the first launch after it (oldest first), and the streams whose first such launch left the ring.
   struct BreadcrumbView {
@@ -376,12 +360,8 @@ class Engine {
   }
 
   HandleTable<KernelInfo> kernels_;
-  HandleTable<StreamState> streams_;
+  LaunchLedger ledger_;
   HandleTable<GraphInfo> graphs_;
-  // Streams by StreamState::number (index 0 unused), so that an event's record is one word.
-  std::unique_ptr<std::atomic<StreamState*>[]> streams_by_number_;
-  std::atomic<uint32_t> next_stream_number_{0};
-  HandleTable<EventState> events_;
   GraphInfo overflow_graph_;
   std::map<std::string, std::unique_ptr<BlockStats>> unit_stats_;  // library calls blocked as units
 
@@ -399,8 +379,10 @@ class Engine {
   std::atomic<uint32_t> next_breadcrumb_{0};
   bool stream_breadcrumbs_ = false;  // Config::breadcrumbs: a breadcrumb after every launch
   bool graph_breadcrumbs_ = false;   // breadcrumb nodes in captured graphs
-  size_t ring_capacity_ =
-      8;  // launches kept per stream: 8 (StreamState::kRing), Config::ring with breadcrumbs
+  // Launches kept per stream: 8 (StreamState::kRing), Config::ring with breadcrumbs.
+  static size_t ring_capacity_for(const Config& config) {
+    return config.breadcrumbs ? std::max(config.ring, StreamState::kRing) : StreamState::kRing;
+  }
 
   bool capture_all_ = false;
   bool capture_auto_ = true;
@@ -429,8 +411,6 @@ class Engine {
   std::mutex driver_log_mutex_;
   std::vector<DriverLog> driver_logs_;  // the newest kDriverLogs, oldest first
 
-  std::atomic<uint64_t> next_sequence_{1};
-  std::atomic<uint64_t> device_synced_through_{0};
   std::atomic<uint64_t> blocked_{0};
   std::atomic<uint64_t> capture_skips_{0};
   std::atomic<bool> first_error_taken_{false};

@@ -1,0 +1,214 @@
+// The launch ledger: every stream's newest launches and how far each is known to have completed, the launch
+// counter, and the order that events give streams (a stream past a wait on an event proves the launches
+// before the event's record). It owns that state and answers one question, which launches are not known to
+// have completed (the suspects); the engine decides what a first error means from it, and writes nothing
+// here.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "handle_table.h"
+#include "records.h"
+
+namespace blockrun {
+
+// A launch as reported: its record and, when one was taken, its capture.
+struct ReportedLaunch {
+  LaunchRecord record;
+  std::shared_ptr<const Capture> capture;
+};
+
+struct StreamState;
+
+// An event's last record: the launches on `stream` through `through` were made before it (none: nullptr).
+struct EventPoint {
+  StreamState* stream = nullptr;
+  uint64_t through = 0;
+};
+
+namespace detail {
+
+// Holds a spinlock for a scope: the stream and event records guard a copy or a store of a few words with one.
+class SpinGuard {
+ public:
+  explicit SpinGuard(std::atomic_flag& flag) : flag_(flag) {
+    while (flag_.test_and_set(std::memory_order_acquire)) {
+    }
+  }
+  ~SpinGuard() { flag_.clear(std::memory_order_release); }
+  SpinGuard(const SpinGuard&) = delete;
+  SpinGuard& operator=(const SpinGuard&) = delete;
+
+ private:
+  std::atomic_flag& flag_;
+};
+
+}  // namespace detail
+
+// Per stream: the newest launches (the suspects when an error surfaces) and how far the stream is
+// known to have completed. The ring is guarded by a spinlock held for a copy of one record: CUDA
+// serializes launches into one stream anyway, so threads rarely meet here.
+struct StreamState {
+  static constexpr size_t kRing = 8;  // "up to 8 suspects, newest last"
+  StreamState(size_t capacity, bool with_captures)
+      : capacity(capacity),
+        ring(new LaunchRecord[capacity]),
+        captures(with_captures ? new Capture[capacity] : nullptr) {}
+  StreamId id;
+  std::atomic_flag lock = ATOMIC_FLAG_INIT;
+  uint64_t written = 0;
+  uint64_t evicted_through = 0;  // the newest launch pushed out of the ring
+  const size_t capacity;         // kRing, or the breadcrumbs' larger ring (Config::ring)
+  std::unique_ptr<LaunchRecord[]> ring;
+  // The call sites of the ring's launches, only with CUDA_BLOCKRUN_CALLSITES=all (about 2.5 KB each).
+  std::unique_ptr<Capture[]> captures;
+  std::atomic<uint64_t> synced_through{0};
+  std::atomic<int32_t> breadcrumb{-1};  // its slot in the breadcrumb memory, once it has one
+  uint16_t number = 0;  // 1-based, in order of creation, for EventState's records (0: past their room)
+
+  // Waits of this stream on events recorded on other streams (cuStreamWaitEvent; PyTorch's wait_stream):
+  // once this stream is known to be past a wait (its launches through `at` or later complete), the other
+  // stream's launches through `other_through` completed too. The newest kWaits are kept, under `lock`: one
+  // forgotten only loses a proof.
+  struct Wait {
+    uint64_t at = 0;  // the first launch number after the wait returned
+    StreamState* other = nullptr;
+    uint64_t other_through = 0;
+  };
+  static constexpr size_t kWaits = 8;
+  Wait waits[kWaits];
+  uint64_t waits_written = 0;
+
+  void push(const LaunchRecord& record, const Capture* capture) {
+    detail::SpinGuard guard(lock);
+    size_t slot = written++ % capacity;
+    if (written > capacity) evicted_through = ring[slot].sequence;
+    ring[slot] = record;
+    ring[slot].captured = captures && capture && record.captured;
+    if (ring[slot].captured) captures[slot] = *capture;
+  }
+  // Records newer than `after`, in the order they were pushed.
+  void collect(uint64_t after, uint64_t exclude, std::vector<ReportedLaunch>* out) {
+    detail::SpinGuard guard(lock);
+    uint64_t first = written > capacity ? written - capacity : 0;
+    for (uint64_t i = first; i < written; ++i) {
+      const LaunchRecord& record = ring[i % capacity];
+      if (record.sequence <= after || record.sequence == exclude || record.refused) continue;
+      ReportedLaunch reported{record, nullptr};
+      if (record.captured) reported.capture = std::make_shared<Capture>(captures[i % capacity]);
+      out->push_back(std::move(reported));
+    }
+  }
+  // The launch `sequence` returned an error that enqueued nothing: it is no longer one of the unfinished.
+  void refuse(uint64_t sequence) {
+    detail::SpinGuard guard(lock);
+    uint64_t first = written > capacity ? written - capacity : 0;
+    for (uint64_t i = written; i > first; --i) {
+      LaunchRecord& record = ring[(i - 1) % capacity];
+      if (record.sequence == sequence) {
+        record.refused = true;
+        break;
+      }
+    }
+  }
+  uint64_t evicted() {
+    detail::SpinGuard guard(lock);
+    return evicted_through;
+  }
+  void add_wait(const Wait& wait) {
+    detail::SpinGuard guard(lock);
+    waits[waits_written++ % kWaits] = wait;
+  }
+  // The waits this stream is past, given that its launches through `through` completed.
+  size_t waits_past(uint64_t through, Wait* out) {
+    detail::SpinGuard guard(lock);
+    size_t count = 0;
+    for (const Wait& wait : waits)
+      if (wait.other && wait.at <= through) out[count++] = wait;
+    return count;
+  }
+};
+
+// What an event's last record stands for: the launches on its stream numbered before the record call began,
+// as one word (an event is re-recorded, and read by a wait, from any thread, without a lock): the stream's
+// number (StreamState::number; 0: no record) in the top 16 bits, the launch number through which its launches
+// preceded the record in the other 48.
+struct EventState {
+  static constexpr int kThroughBits = 48;
+  static constexpr uint64_t kThroughMask = (uint64_t{1} << kThroughBits) - 1;
+  std::atomic<uint64_t> record{0};
+};
+
+// Raises `target` to `value`; whether it rose.
+inline bool atomic_max(std::atomic<uint64_t>& target, uint64_t value) {
+  uint64_t current = target.load(std::memory_order_relaxed);
+  while (current < value) {
+    if (target.compare_exchange_weak(current, value, std::memory_order_acq_rel)) return true;
+  }
+  return false;
+}
+
+class LaunchLedger {
+ public:
+  // `ring_capacity` launches kept per stream; `keep_captures`: their call sites too (--callsites all).
+  LaunchLedger(size_t ring_capacity, bool keep_captures);
+  LaunchLedger(const LaunchLedger&) = delete;
+  LaunchLedger& operator=(const LaunchLedger&) = delete;
+
+  // Numbers a launch (1-based, process-wide, in launch order).
+  uint64_t number_launch() { return next_sequence_.fetch_add(1, std::memory_order_acq_rel); }
+  // The number the next launch will get: a synchronize's mark, read before its call (launches made
+  // meanwhile by other threads stay suspects); launches() is one less.
+  uint64_t mark() const { return next_sequence_.load(std::memory_order_acquire); }
+  uint64_t launches() const { return mark() - 1; }
+
+  // The stream's state, created on first sight (nullptr past the table's room: that stream's launches are
+  // not followed). Lock-free; a thread's last stream is found without the table.
+  StreamState* stream(StreamId id);
+  template <typename Visit>
+  void for_each_stream(Visit&& visit) const {
+    streams_.for_each(visit);
+  }
+
+  // Proofs: the launches through `through` completed, on one stream or on all.
+  void synced(StreamState* state, uint64_t through) {
+    if (state) atomic_max(state->synced_through, through);
+  }
+  void device_synced(uint64_t through) { atomic_max(device_synced_through_, through); }
+  uint64_t device_synced_through() const { return device_synced_through_.load(std::memory_order_acquire); }
+
+  // Events (engine.h says when each is called): a record on `state` with the mark taken before it, a
+  // creation or end (the handle stands for no record), the point a wait or synchronize waits for (read
+  // before the call), a wait that returned, and a synchronize or query that returned success.
+  void note_event_record(const void* event, StreamState* state, uint64_t mark);
+  void forget_event(const void* event);
+  EventPoint event_point(const void* event) const;
+  void note_stream_wait(StreamState* state, const EventPoint& awaited);
+  void event_completed(const EventPoint& point) {
+    if (point.stream) atomic_max(point.stream->synced_through, point.through);
+  }
+  // Follows the waits from what is known complete (called before every view of the suspects).
+  void settle_waits() const;
+
+  // The launches not known to have completed, oldest first, at most StreamState::kRing: on `only_stream`,
+  // or on every stream (nullptr); `exclude_sequence` left out.
+  std::vector<ReportedLaunch> suspects(const StreamState* only_stream, uint64_t exclude_sequence) const;
+
+ private:
+  const size_t ring_capacity_;
+  const bool keep_captures_;
+  const uint64_t serial_;  // distinguishes ledgers for the per-thread cache of the last stream (never 0)
+  std::atomic<uint64_t> next_sequence_{1};
+  std::atomic<uint64_t> device_synced_through_{0};
+  HandleTable<StreamState> streams_;
+  // Streams by StreamState::number (index 0 unused), so that an event's record is one word.
+  std::unique_ptr<std::atomic<StreamState*>[]> streams_by_number_;
+  std::atomic<uint32_t> next_stream_number_{0};
+  HandleTable<EventState> events_;
+};
+
+}  // namespace blockrun
