@@ -1,7 +1,6 @@
 // Finding the shim, the program and report files, and the wrapper's usage errors (cli.h).
 #include <limits.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,9 +22,10 @@ namespace blockrun::cli {
 
 namespace {
 
-bool is_file(const std::string& path) {
-  struct stat info {};
-  return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
+// A regular file, following links (as stat does), by the same check files_in makes.
+bool is_file(const std::filesystem::path& path) {
+  std::error_code error;
+  return std::filesystem::is_regular_file(path, error);
 }
 
 }  // namespace
