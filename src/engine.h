@@ -1,6 +1,8 @@
-// The engine: numbers and records launches, asks the policy whether to block, keeps per-stream
-// suspects, pins the first CUDA error to a launch and writes the log. It knows nothing of CUDA's ABI:
-// the shim (shim/) translates each intercepted call into these calls. Tests drive it directly.
+// The engine: numbers and records launches, asks the policy whether to block, and pins the first CUDA error
+// to a launch. It knows nothing of CUDA's ABI: the shim (shim/) translates each intercepted call into these
+// calls. Tests drive it directly. Its state lives in pieces that each own theirs (launch_ledger.h: streams
+// and suspects; breadcrumb_slots.h; graph_captures.h); what it decides it hands as values (report/views.h) to
+// the writers under report/, which turn them into JSON records and log text.
 #pragma once
 
 #include <unistd.h>
@@ -17,11 +19,15 @@
 
 #include "callsite.h"
 #include "config.h"
+#include "breadcrumb_slots.h"
+#include "graph_captures.h"
 #include "handle_table.h"
 #include "launch_ledger.h"
 #include "python_sites.h"
 #include "records.h"
 #include "report.h"
+#include "report/summary_writer.h"
+#include "report/views.h"
 #include "sites.h"
 #include "symbolize.h"
 
@@ -31,11 +37,6 @@ class logger;
 
 namespace blockrun {
 
-// Name and text of an error code, supplied by the shim per family (cudaGetErrorName, ...).
-struct ErrorText {
-  std::string name;
-  std::string text;
-};
 using ErrorDescriber = std::function<ErrorText(ErrorCode)>;
 
 // How long a blocked launch took, measured by the shim: GPU time from events recorded around the
@@ -66,20 +67,6 @@ struct Launch {
 using CaptureFunction = void (*)(Capture* out);
 // Takes the calling thread's Python frames alone (the shim's capture_python).
 using PythonCaptureFunction = void (*)(PythonStack* out);
-
-// What the start record says about the process, filled by the shim.
-struct ProcessInfo {
-  long pid = 0;
-  long rank = 0;
-  std::string host;
-  std::string name;
-  std::vector<std::string> argv;
-  std::string shim_version;
-  int driver_version = 0;   // cuDriverGetVersion, 0: unknown
-  int runtime_version = 0;  // cudaRuntimeGetVersion, 0: unknown
-  std::string shim_module;  // the shim's own file: its frames are not the program's
-  std::vector<std::pair<std::string, std::string>> configuration;  // variable, effective value
-};
 
 // Ends the process after a blocked launch failed under an `abort` or `exit=N` rule, once the report is
 // written and flushed. Tests replace it.
@@ -255,11 +242,7 @@ class Engine {
   // record: no allocation, and a stream whose ring another thread holds at that moment is left out rather
   // than waited for. A rank stuck in an NCCL collective shows that collective here when its watchdog aborts
   // it.
-  struct InFlight {
-    uint64_t sequence;
-    const KernelInfo* kernel;  // nullptr for a library call or graph recorded as a unit
-    StreamId stream;
-  };
+  using InFlight = blockrun::InFlight;
   size_t in_flight_now(InFlight* out, size_t max) const;
   // The report's file descriptor, or -1: the fatal-signal path writes its last record with write(2) alone.
   OutputFile* report_file() const { return report_ ? report_->file() : nullptr; }
@@ -274,22 +257,34 @@ class Engine {
   const KernelInfo* new_kernel(const void* handle, const std::function<const char*()>& resolve_mangled_name);
   StreamState* stream_state(StreamId id) { return ledger_.stream(id); }
   StreamId stream_id(const void* handle, bool per_thread_default_stream) const;
-  // What the breadcrumbs say: each stream's known-complete mark raised to its slot's value, then per stream
-  // the first launch after it (oldest first), and the streams whose first such launch left the ring.
-  struct BreadcrumbView {
-    std::vector<ReportedLaunch> heads;
-    std::vector<std::pair<StreamId, uint64_t>> lost;  // stream, the last launch known complete on it
+  void fill_record(const LaunchRequest& request, LaunchRecord* record);
+  Decision decide(const LaunchRequest& request, const LaunchRecord& record) const;
+  // end_launch's three ways: the launch itself failed, it was blocked, the block was skipped (capture).
+  void launch_failed(Launch& launch, ErrorCode launch_result);
+  void launch_blocked(Launch& launch, ErrorCode sync_result, const char* sync_api);
+  void blocking_skipped(Launch& launch, ErrorCode launch_result);
+  // After a blocked launch failed under an `abort` or `exit=N` rule: ends the process, report written.
+  void end_process_as_rule_says(const Decision& decision);
+  bool breadcrumbs_ready() const { return stream_breadcrumbs_ && breadcrumbs_.ready(); }
+  // The first error: `culprit` (nullptr: unknown) and `suspects`; `how` the launch's own account ("": it
+  // surfaced elsewhere, `where`).
+  struct Accused {
+    const Launch* culprit = nullptr;
+    bool exact = false;
+    std::vector<ReportedLaunch> suspects;
+    FoundBy found_by = FoundBy::Host;
+    const BreadcrumbView* breadcrumbs = nullptr;
   };
-  BreadcrumbView read_breadcrumbs();
-  // How the culprit (or the suspects) of the first error was found: the report's `method`.
-  enum class FoundBy { Launch, Blocking, Breadcrumbs, Host };
-  void first_error(const char* api, ErrorCode result, const Launch* culprit, bool culprit_exact,
-                   const char* how, std::vector<ReportedLaunch> suspects, FoundBy found_by,
-                   const BreadcrumbView* breadcrumbs = nullptr, Surfacing where = {});
+  void first_error(const char* api, ErrorCode result, const char* how, Accused accused, Surfacing where = {});
+  // What the first error record and log say, resolved (symbolized) once for both (but the error's text and
+  // the driver's log, which the caller adds). With report_mutex_ held.
+  Finding find(const char* api, ErrorCode result, const char* how, const Accused& accused, Surfacing where);
+  void pin(const Accused& accused, Finding* finding) const;
   // An error surfaced at a call that did not cause it (or whose cause is not known): the culprit comes from
   // the breadcrumbs, else the suspects: what had not completed (on any stream, for a sticky error).
   void surfaced(const char* api, ErrorCode result, StreamId stream, const Launch* refused_launch,
                 bool at_exit = false);
+  bool surfaced_by_breadcrumbs(const char* api, ErrorCode result, Surfacing where);  // true: told
   // A launch that returned an error enqueued nothing: it leaves its stream's unfinished launches.
   void refuse(Launch& launch);
   // When a blocked launch's synchronize failed: the other launches that had not completed, on any stream
@@ -298,39 +293,23 @@ class Engine {
   bool take_first_error();
   void log_launch(const Launch& launch, const char* what, ErrorCode result);
   void note_blocked(Launch& launch);
+  BlockStats* stats_of(const LaunchRecord& record);
   void count_api(const char* api);
   void keep_python_site(Launch& launch);
-  // The Python frames a report gives for a launch: its full capture's, else the sites kept in the ring.
-  struct PythonCallSite {
-    const PythonFrame* user = nullptr;       // the program's own line
-    const PythonFrame* innermost = nullptr;  // set when different from `user` (a framework's frame)
-  };
   PythonCallSite python_call_site_of(const LaunchRecord& record, const Capture* capture) const;
-  void write_blocked_error(const Launch& launch, const ErrorText& text, const char* sync_api, ErrorCode code);
-  // The report's view of a launch (a JSON object) and the log's (call site, Python line, stack).
-  // What the graph breadcrumbs say of a graph launch that failed: the captured launches that did not
-  // complete and whose branch got that far (indexes into CaptureRecord::launches, in capture order).
-  // `known` is false where they cannot tell (no breadcrumbs, not the graph's latest replay, records
-  // dropped).
-  struct NodeView {
-    bool known = false;
-    std::vector<size_t> unfinished;
-  };
-  // `failed`: the launch failed (first_error, blocked_error): a graph launch then says which node failed.
-  void launch_json(JsonWriter& json, const LaunchRecord& record, const Capture* capture, const Site& site,
-                   bool failed = false);
-  // `failed`: the launch is the one that failed, or one of the breadcrumbs' candidates (a graph launch then
-  // says which node failed, where its breadcrumbs tell).
-  void log_site(const LaunchRecord& record, const Capture* capture, const Site& site, const char* indent,
-                bool error, bool failed = false);
-  void log_call_site(const LaunchRecord& record, const Capture* capture, const Site& site, const char* indent,
-                     bool error);
-  void log_graph_capture(const LaunchRecord& record, const char* indent, bool error, bool failed);
-  void graph_capture_json(JsonWriter& json, const CaptureRecord& capture, const NodeView& nodes);
+  const PythonFrame* python_line(uint32_t site) const {
+    return python_sites_ ? python_sites_->get(site) : nullptr;
+  }
+  // A launch as the writers tell it: its call site symbolized (`whole_stack` or up to the program's frame),
+  // and a graph launch's capture with the sites of its first `told` launches. With report_mutex_ held (the
+  // symbolizer is not shared).
+  LaunchView view_of(const LaunchRecord& record, const Capture* capture, bool whole_stack, bool failed,
+                     size_t told);
+  LaunchView view_of(const ReportedLaunch& launch, bool whole_stack, bool failed, size_t told) {
+    return view_of(launch.record, launch.capture.get(), whole_stack, failed, told);
+  }
+  std::unique_ptr<GraphCaptureView> graph_view(const LaunchRecord& record, bool failed, size_t told);
   void keep_captured_launch(Launch& launch, uint64_t capture_id);
-  NodeView graph_nodes(const LaunchRecord& record) const;
-  // A slot from the breadcrumb slots, or -1 where they are used up (or not set up).
-  int32_t new_breadcrumb_slot();
   Site site_of(const LaunchRecord& record, const Capture* capture, bool whole_stack = true);
   // The same from its parts: the stack walked, else the one return address `caller`.
   Site site_of(uintptr_t caller, const Capture* capture, const KernelName* kernel, bool whole_stack);
@@ -339,12 +318,8 @@ class Engine {
   // The program's own Python line and the innermost frame, as PythonSiteTable numbers (left as they are where
   // there is no frame).
   void intern_python_sites(const PythonStack& python, uint32_t* site, uint32_t* innermost);
-  // Keeps a captured launch in `record` unless the process's bound is reached (then counts it). With
-  // captures_mutex_ held.
-  bool keep_within_bound(CaptureRecord& record, const CapturedLaunch& launch);  // false: dropped
   std::vector<std::string> recent_driver_logs();
-  void write_summary_record();
-  void log_blocked_times();
+  Summary summary();
 
   Config config_;
   std::shared_ptr<spdlog::logger> logger_;
@@ -361,8 +336,8 @@ class Engine {
 
   HandleTable<KernelInfo> kernels_;
   LaunchLedger ledger_;
-  HandleTable<GraphInfo> graphs_;
-  GraphInfo overflow_graph_;
+  BreadcrumbSlots breadcrumbs_;
+  GraphCaptures graphs_;
   std::map<std::string, std::unique_ptr<BlockStats>> unit_stats_;  // library calls blocked as units
 
   // Launches by entry point (the API the program called).
@@ -373,10 +348,6 @@ class Engine {
   HandleTable<ApiCount> api_counts_;
   std::atomic<uint64_t> blocking_ns_{0};
 
-  // Published last (release), after the count: a launch that sees the slots sees their count.
-  std::atomic<volatile uint64_t*> breadcrumb_slots_{nullptr};
-  uint32_t breadcrumb_count_ = 0;
-  std::atomic<uint32_t> next_breadcrumb_{0};
   bool stream_breadcrumbs_ = false;  // Config::breadcrumbs: a breadcrumb after every launch
   bool graph_breadcrumbs_ = false;   // breadcrumb nodes in captured graphs
   // Launches kept per stream: 8 (StreamState::kRing), Config::ring with breadcrumbs.
@@ -391,13 +362,6 @@ class Engine {
   std::unique_ptr<PythonSiteTable> python_sites_;  // unless call sites are off
   bool python_every_launch_ = false;               // breadcrumbs: every launch's line; else captured ones
 
-  // Stream captures in progress (by id), and those that made a graph (kept for the process's life: a graph
-  // can be replayed until the end). Not on the launch path but for launches into a capture.
-  std::mutex captures_mutex_;
-  std::map<uint64_t, std::unique_ptr<CaptureRecord>> open_captures_;
-  std::map<const void*, const CaptureRecord*> graph_captures_;  // CUgraph -> the capture that made it
-  std::vector<std::unique_ptr<CaptureRecord>> kept_captures_;
-  uint64_t captured_launches_kept_ = 0;
   ProcessInfo process_;
   std::unique_ptr<ReportFile> report_;
   std::unique_ptr<Symbolizer> symbolizer_;

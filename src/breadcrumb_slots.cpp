@@ -1,0 +1,111 @@
+// Handing out and reading back the breadcrumb slots (breadcrumb_slots.h).
+#include "breadcrumb_slots.h"
+
+#include <algorithm>
+
+namespace blockrun {
+
+namespace {
+
+// The first unfinished launch of `state` (its sequence is above `after`), read without waiting: nullptr when
+// there is none, or when another thread holds the ring (`busy`).
+const LaunchRecord* first_unfinished_now(StreamState& state, uint64_t after, bool* busy) {
+  *busy = state.lock.test_and_set(std::memory_order_acquire);
+  if (*busy) return nullptr;  // held by the interrupted code
+  const LaunchRecord* first = nullptr;
+  uint64_t oldest = state.written > state.capacity ? state.written - state.capacity : 0;
+  for (uint64_t i = oldest; i < state.written; ++i) {
+    const LaunchRecord& record = state.ring[i % state.capacity];
+    if (record.sequence > after && !record.refused && (!first || record.sequence < first->sequence))
+      first = &record;
+  }
+  return first;  // the caller clears the lock once it copied the record
+}
+
+// Keeps the oldest `max` of `out` (`count` of them), in order: insertion into a short array.
+void insert_oldest(InFlight found, InFlight* out, size_t* count, size_t max) {
+  size_t at = *count < max ? (*count)++ : max;
+  if (at == max) {
+    if (found.sequence >= out[max - 1].sequence) return;
+    at = max - 1;
+  }
+  while (at > 0 && out[at - 1].sequence > found.sequence) {
+    out[at] = out[at - 1];
+    --at;
+  }
+  out[at] = found;
+}
+
+bool earlier(const ReportedLaunch& a, const ReportedLaunch& b) {
+  return a.record.sequence < b.record.sequence;
+}
+
+}  // namespace
+
+int32_t BreadcrumbSlots::new_slot() {
+  if (!ready()) return -1;
+  uint32_t next = next_.fetch_add(1, std::memory_order_relaxed);
+  return next < count_ ? static_cast<int32_t>(next) : -1;  // used up: this one goes without
+}
+
+int32_t BreadcrumbSlots::slot_of(StreamState& stream) {
+  int32_t slot = stream.breadcrumb.load(std::memory_order_acquire);
+  if (slot >= 0) return slot;
+  int32_t next = new_slot();
+  if (next < 0) return -1;
+  int32_t expected = -1;
+  // Another thread may have given this stream a slot meanwhile: then that one stays (and `next` is unused).
+  if (!stream.breadcrumb.compare_exchange_strong(expected, next)) return expected;
+  return next;
+}
+
+BreadcrumbView BreadcrumbSlots::read(LaunchLedger& ledger) const {
+  BreadcrumbView view;
+  const volatile uint64_t* slots = this->slots();
+  // Written by the GPU after each launch on the stream: every launch up to it completed.
+  ledger.for_each_stream([&](StreamState& state) {
+    int32_t slot = state.breadcrumb.load(std::memory_order_acquire);
+    if (slot >= 0 && slots) ledger.synced(&state, slots[slot]);
+  });
+  ledger.settle_waits();
+  uint64_t device_synced = ledger.device_synced_through();
+  ledger.for_each_stream([&](StreamState& state) {
+    uint64_t after = std::max(device_synced, state.synced_through.load(std::memory_order_acquire));
+    // The first unfinished launch was pushed out of the ring: it exists, but who it was is lost.
+    if (state.evicted() > after) {
+      view.lost.emplace_back(state.id, after);
+      return;
+    }
+    // The lowest-numbered unfinished one: threads launching into one stream at once may have pushed their
+    // records out of order.
+    std::vector<ReportedLaunch> unfinished;
+    state.collect(after, 0, &unfinished);
+    auto first = std::min_element(unfinished.begin(), unfinished.end(), earlier);
+    if (first != unfinished.end()) view.heads.push_back(std::move(*first));
+  });
+  std::sort(view.heads.begin(), view.heads.end(), earlier);
+  return view;
+}
+
+size_t BreadcrumbSlots::in_flight_now(const LaunchLedger& ledger, InFlight* out, size_t max) const {
+  const volatile uint64_t* slots = this->slots();
+  if (!slots || max == 0) return 0;
+  uint64_t device_synced = ledger.device_synced_through();
+  size_t count = 0;
+  ledger.for_each_stream([&](StreamState& state) {
+    int32_t slot = state.breadcrumb.load(std::memory_order_acquire);
+    if (slot < 0) return;  // no breadcrumbs on it: how far it got is unknown
+    uint64_t after =
+        std::max({device_synced, state.synced_through.load(std::memory_order_acquire), slots[slot]});
+    bool busy = false;
+    const LaunchRecord* first = first_unfinished_now(state, after, &busy);
+    if (busy) return;
+    InFlight found{};
+    if (first) found = InFlight{first->sequence, first->kernel, first->stream};
+    state.lock.clear(std::memory_order_release);
+    if (first) insert_oldest(found, out, &count, max);
+  });
+  return count;
+}
+
+}  // namespace blockrun

@@ -1,0 +1,178 @@
+// The first error, blocked launches that failed and logged launches, in the report and the log
+// (error_writer.h).
+#include "report/error_writer.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "names.h"
+#include "report/keys.h"
+
+namespace blockrun {
+
+namespace {
+
+// The fields every error record starts with.
+void begin_error_record(JsonWriter& json, const char* type, const ErrorText& text, ErrorCode code,
+                        const char* api) {
+  json.begin_object()
+      .field(key::type, type)
+      .field(key::time, epoch_seconds())
+      .field(key::error, text.name)
+      .field(key::code, code.code)
+      .field(key::family, family_name(code.family))
+      .field(key::message, text.text)
+      .field(key::surfaced_api, api);
+}
+
+void write_launch_or_null(JsonWriter& json, const char* name, const LaunchView* launch) {
+  json.key(name);
+  if (launch) {
+    write_launch(json, *launch);
+  } else {
+    json.null();
+  }
+}
+
+// What returned the error, for the log's first line.
+std::string returned_by(const Finding& finding) {
+  if (finding.launch_told) return fmt::format("returned by {} ({})", finding.api, finding.how);
+  if (finding.at_exit)
+    return fmt::format("seen only at exit, by the shim's own check ({}): no call of the program returned it",
+                       finding.api);
+  return fmt::format("returned by {}", finding.api);
+}
+
+void log_launches(spdlog::logger& logger, const std::vector<LaunchView>& launches, bool stack) {
+  for (const LaunchView& launch : launches) {
+    logger.error("    {}", describe(*launch.record));
+    log_launch_site(SiteLog{logger, "      ", true, stack}, launch);
+  }
+}
+
+// What the log says when the culprit is not exact: the candidates or suspects, and how to pin it.
+void log_suspects(spdlog::logger& logger, const Finding& finding, bool stack) {
+  bool by_breadcrumbs = finding.found_by == FoundBy::Breadcrumbs;
+  const std::string& rule = finding.pin_rule;
+  if (by_breadcrumbs && !finding.culprit) {
+    logger.error("  culprit among the first unfinished launch of each stream (breadcrumbs), oldest first:");
+    log_launches(logger, finding.suspects, stack);
+    for (const auto& [stream, after] : finding.breadcrumbs_lost)
+      logger.error(
+          "    stream {}: its first unfinished launch (after #{}) is older than the {} launches kept",
+          describe_stream(stream), after, finding.ring);
+    logger.error("  to pin it: run again with --block '{}' (or CUDA_BLOCKRUN_BLOCK='{}')", rule, rule);
+  } else if (!finding.suspects.empty()) {
+    logger.error(
+        finding.culprit
+            ? "  not exact: these launches had not completed and may have faulted instead, newest last:"
+            : "  culprit unknown (no blocked launch failed); suspects: launches not known to "
+              "have completed, newest last:");
+    log_launches(logger, finding.suspects, stack);
+    logger.error("  to pin it: run again with --block '{}' (or CUDA_BLOCKRUN_BLOCK='{}'), or --block all",
+                 rule, rule);
+  } else if (!finding.culprit) {
+    logger.error(
+        "  no launch is on record as unfinished: the error comes from the call itself or from work "
+        "the shim did not see");
+  }
+}
+
+}  // namespace
+
+double epoch_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string first_error_record(const Finding& finding) {
+  JsonWriter json;
+  begin_error_record(json, "first_error", finding.text, finding.result, finding.api);
+  json.field(key::how, finding.how)
+      .field(key::certainty, finding.culprit && finding.exact ? "exact" : "suspects");
+  json.field(key::method, found_by_name(finding.found_by))
+      .field(key::meaning, error_meaning_name(finding.meaning));
+  write_launch_or_null(json, key::launch, finding.culprit.get());
+  write_launch_or_null(json, key::surfaced_at_launch, finding.refused.get());
+  json.key(key::suspects).begin_array();
+  for (const LaunchView& suspect : finding.suspects) write_launch(json, suspect);
+  json.end_array();
+  json.key(key::pin_rule);
+  if (finding.pin_rule_useful) {
+    json.value(finding.pin_rule);
+  } else {
+    json.null();
+  }
+  if (finding.breadcrumbs_read) {
+    json.key(key::breadcrumbs_lost).begin_array();
+    for (const auto& [stream, after] : finding.breadcrumbs_lost)
+      json.begin_object()
+          .field(key::stream, describe_stream(stream))
+          .field(key::completed_through, after)
+          .end_object();
+    json.end_array();
+  }
+  json.key(key::driver_log).begin_array();
+  for (const std::string& line : finding.driver_logs) json.value(line);
+  json.end_array().end_object();
+  return json.text();
+}
+
+void log_first_error(spdlog::logger& logger, const Finding& finding, bool stack) {
+  logger.error("first error: {} ({}), {}", finding.text.name, finding.text.text, returned_by(finding));
+  if (const LaunchView* refused = finding.refused.get()) {
+    logger.error("  surfaced at {}: the context refused it (it never ran); the fault is an earlier kernel's",
+                 describe(*refused->record));
+    log_launch_site(SiteLog{logger, "    ", true, stack}, *refused);
+  }
+  // The log keeps the driver's explanations; its "Returning 700 (...) from cuX" lines repeat the error above
+  // (the report keeps every line).
+  for (const std::string& line : finding.driver_logs) {
+    if (line.rfind("Returning ", 0) != 0) logger.error("  driver log: {}", printable(line));
+  }
+  if (const LaunchView* culprit = finding.culprit.get()) {
+    logger.error("  in {}", describe(*culprit->record));
+    log_launch_site(SiteLog{logger, "  ", true, stack}, *culprit);
+    if (finding.found_by == FoundBy::Breadcrumbs)
+      logger.error(
+          "  found by breadcrumbs: the first launch on its stream that did not complete; for its full call "
+          "site run again with --block '{}'",
+          finding.pin_rule);
+  }
+  log_suspects(logger, finding, stack);
+  logger.flush();
+}
+
+std::string first_error_summary(const Finding& finding) {
+  std::string summary = finding.text.name;
+  if (finding.at_exit) summary += ", surfaced only at exit";
+  if (finding.culprit) summary += fmt::format(" at launch #{}", finding.culprit->record->sequence);
+  return summary;
+}
+
+std::string blocked_error_record(const LaunchView& launch, const ErrorText& text, const char* sync_api,
+                                 ErrorCode code) {
+  JsonWriter json;
+  begin_error_record(json, "blocked_error", text, code, sync_api);
+  write_launch_or_null(json, key::launch, &launch);
+  json.end_object();
+  return json.text();
+}
+
+std::string launch_record(const LaunchView& launch, const char* outcome, const std::string* result) {
+  JsonWriter json;
+  json.begin_object().field(key::type, "launch").field(key::time, epoch_seconds());
+  json.field(key::outcome, *outcome ? outcome : "launched");
+  json.key(key::result);
+  if (result) {
+    json.value(*result);
+  } else {
+    json.null();
+  }
+  write_launch_or_null(json, key::launch, &launch);
+  json.end_object();
+  return json.text();
+}
+
+}  // namespace blockrun

@@ -1,0 +1,25 @@
+// Telling the first error (its `first_error` record and its lines in the log), a blocked launch that failed
+// (`blocked_error`) and a logged launch (`launch`), from the engine's values (views.h). Decides nothing.
+#pragma once
+
+#include <string>
+
+#include "report/launch_writer.h"
+#include "report/views.h"
+
+namespace blockrun {
+
+// Seconds since the epoch, with microseconds: what merges the reports of several processes.
+double epoch_seconds();
+
+std::string first_error_record(const Finding& finding);
+void log_first_error(spdlog::logger& logger, const Finding& finding, bool stack);
+// The summary's word for the first error: `cudaErrorIllegalAddress at launch #51`.
+std::string first_error_summary(const Finding& finding);
+
+std::string blocked_error_record(const LaunchView& launch, const ErrorText& text, const char* sync_api,
+                                 ErrorCode code);
+// `outcome`: what happened ("" for launched); `result`: the launch's error name (nullptr: it succeeded).
+std::string launch_record(const LaunchView& launch, const char* outcome, const std::string* result);
+
+}  // namespace blockrun

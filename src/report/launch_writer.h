@@ -1,0 +1,43 @@
+// Telling one launch: its JSON object in the report and its lines in the log (call site, Python line, stack,
+// and a graph launch's capture), from a LaunchView (views.h). Decides nothing.
+#pragma once
+
+#include <spdlog/common.h>
+
+#include <cstdint>
+#include <string>
+
+#include "records.h"
+#include "report.h"
+#include "report/views.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace blockrun {
+
+std::string hex(uint64_t value);
+// `0x7f..`, or `per-thread default (thread 3)`.
+std::string describe_stream(const StreamId& id);
+// A launch in a few words, for one line of text: `stencil (launch #39)`.
+std::string launch_name(const LaunchRecord& record);
+// A launch in one line: `kernel stencil(float*, int), launch #51, stream 0x0, grid (4,1,1) block (256,1,1)`.
+std::string describe(const LaunchRecord& record);
+
+// A frame of a call site in the report: {address, module, offset, function, file, line}.
+void write_frame(JsonWriter& json, const Frame& frame);
+// The report's view of a launch: a JSON object (docs/report.md, "launch").
+void write_launch(JsonWriter& json, const LaunchView& launch);
+
+// Where the log says a launch came from, each line with `indent` at `level`; `stack`: its frames too
+// (CUDA_BLOCKRUN_STACK); `error`: the launch is part of an error's account.
+struct SiteLog {
+  spdlog::logger& logger;
+  const char* indent;
+  bool error;
+  bool stack;
+};
+void log_launch_site(const SiteLog& log, const LaunchView& launch);
+
+}  // namespace blockrun

@@ -1,0 +1,149 @@
+// The start and summary records, and the log's summary (summary_writer.h).
+#include "report/summary_writer.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "names.h"
+#include "report.h"
+#include "report/error_writer.h"
+#include "report/keys.h"
+
+namespace blockrun {
+
+namespace {
+
+// At most this many rows in the report's summary (most blocked wall time, then most launches, first); the
+// rest are counted in kernels_omitted. Keeps the last record of a process that JIT-compiled 100,000 kernels
+// to a few hundred kilobytes.
+constexpr size_t kSummaryRows = 1000;
+constexpr size_t kLoggedRows = 10;
+
+double to_ms(uint64_t ns) {
+  return static_cast<double>(ns) / 1e6;
+}
+
+// `12.3` for CUDA's 12030, null for unknown.
+void write_version(JsonWriter& json, const char* name, int number) {
+  json.key(name);
+  if (number > 0) {
+    json.value(fmt::format("{}.{}", number / 1000, (number % 1000) / 10));
+  } else {
+    json.null();
+  }
+}
+
+void write_unit(JsonWriter& json, const UnitRow& row) {
+  const BlockStats& stats = *row.stats;
+  json.begin_object().field(key::kernel, row.display());
+  json.key(key::kernel_mangled).value(row.mangled ? row.mangled->c_str() : nullptr);
+  json.field(key::launches, row.launches).field(key::blocked, stats.blocked.load());
+  json.field(key::gpu_timed, stats.gpu_timed.load())
+      .field(key::gpu_ms_total, to_ms(stats.gpu_ns_total.load()))
+      .field(key::gpu_ms_max, to_ms(stats.gpu_ns_max.load()))
+      .field(key::wall_ms_total, to_ms(stats.wall_ns_total.load()))
+      .field(key::wall_ms_max, to_ms(stats.wall_ns_max.load()))
+      .end_object();
+}
+
+void log_blocked_times(spdlog::logger& logger, const Summary& summary) {
+  logger.info(summary.gpu_time
+                  ? "blocked launches by wall time (top 10; GPU time from events around the kernel):"
+                  : "blocked launches by wall time (top 10; --gpu-time adds their GPU time):");
+  size_t shown = 0;
+  for (const UnitRow& row : summary.units) {
+    const BlockStats& stats = *row.stats;
+    uint64_t blocked = stats.blocked.load();
+    if (blocked == 0 || shown == kLoggedRows) continue;
+    ++shown;
+    std::string gpu = stats.gpu_timed.load()
+                          ? fmt::format("GPU {:.3f} ms total, {:.3f} max", to_ms(stats.gpu_ns_total.load()),
+                                        to_ms(stats.gpu_ns_max.load()))
+                          : std::string(summary.gpu_time ? "GPU time not measured" : "no GPU time");
+    logger.info("  {:>9.3f} ms wall ({:.3f} max), {}; {} of {} launches blocked: {}",
+                to_ms(stats.wall_ns_total.load()), to_ms(stats.wall_ns_max.load()), gpu, blocked,
+                row.launches, printable(row.display(), 200));
+  }
+}
+
+}  // namespace
+
+std::string UnitRow::display() const {
+  return name ? *name : fmt::format("graph {}", graph);
+}
+
+std::string start_record(const ProcessInfo& process) {
+  JsonWriter json;
+  json.begin_object()
+      .field(key::type, "start")
+      .field(key::schema, kReportSchemaVersion)
+      .field(key::time, epoch_seconds())
+      .field(key::host, process.host)
+      .field(key::pid, static_cast<int64_t>(process.pid))
+      .field(key::rank, static_cast<int64_t>(process.rank))
+      .field(key::process, process.name);
+  json.key(key::argv).begin_array();
+  for (const std::string& argument : process.argv) json.value(argument);
+  json.end_array();
+  json.field(key::shim_version, process.shim_version);
+  write_version(json, key::cuda_driver_version, process.driver_version);
+  write_version(json, key::cuda_runtime_version, process.runtime_version);
+  json.key(key::configuration).begin_object();
+  for (const auto& [variable, value] : process.configuration) json.field(variable, value);
+  json.end_object().end_object();
+  return json.text();
+}
+
+void sort_units(std::vector<UnitRow>& rows) {
+  std::sort(rows.begin(), rows.end(), [](const UnitRow& a, const UnitRow& b) {
+    uint64_t wall_a = a.stats->wall_ns_total.load(), wall_b = b.stats->wall_ns_total.load();
+    if (wall_a != wall_b) return wall_a > wall_b;
+    if (a.launches != b.launches) return a.launches > b.launches;
+    if (a.name && b.name) return *a.name < *b.name;
+    return a.graph < b.graph;
+  });
+}
+
+std::string summary_record(const Summary& summary) {
+  JsonWriter json;
+  json.begin_object()
+      .field(key::type, "summary")
+      .field(key::time, epoch_seconds())
+      .field(key::launches, summary.launches);
+  json.key(key::launches_by_api).begin_object();
+  for (const auto& [api, count] : summary.launches_by_api) json.field(api, count);
+  json.end_object();
+  json.field(key::blocked, summary.blocked)
+      .field(key::blocking_ms, to_ms(summary.blocking_ns))
+      .field(key::capture_skips, summary.capture_skips);
+  json.key(key::first_error);
+  if (summary.first_error) {
+    json.value(summary.first_error_summary);
+  } else {
+    json.null();
+  }
+  json.field(key::later_errors, summary.later_errors);
+  size_t rows = std::min(summary.units.size(), kSummaryRows);
+  json.field(key::kernels_omitted, static_cast<uint64_t>(summary.units.size() - rows));
+  json.key(key::kernels).begin_array();
+  for (size_t i = 0; i < rows; ++i) write_unit(json, summary.units[i]);
+  json.end_array().end_object();
+  return json.text();
+}
+
+void log_summary(spdlog::logger& logger, const Summary& summary) {
+  std::string errors = summary.first_error
+                           ? fmt::format("first error {}, {} later error{}", summary.first_error_summary,
+                                         summary.later_errors, summary.later_errors == 1 ? "" : "s")
+                           : std::string("no CUDA errors");
+  std::string skips = summary.capture_skips
+                          ? fmt::format(", {} not blocked during stream capture", summary.capture_skips)
+                          : std::string();
+  logger.info("summary: {} launch{}, {} blocked{}; {}", summary.launches, summary.launches == 1 ? "" : "es",
+              summary.blocked, skips, errors);
+  if (summary.blocked > 0) log_blocked_times(logger, summary);
+}
+
+}  // namespace blockrun

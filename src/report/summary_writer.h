@@ -1,0 +1,67 @@
+// Telling the process as a whole: its `start` record, and at the end its `summary` record and the log's
+// summary line with the table of blocked launches, from plain values. Decides nothing.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "records.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace blockrun {
+
+// What the start record says about the process, filled by the shim.
+struct ProcessInfo {
+  long pid = 0;
+  long rank = 0;
+  std::string host;
+  std::string name;
+  std::vector<std::string> argv;
+  std::string shim_version;
+  int driver_version = 0;   // cuDriverGetVersion, 0: unknown
+  int runtime_version = 0;  // cudaRuntimeGetVersion, 0: unknown
+  std::string shim_module;  // the shim's own file: its frames are not the program's
+  std::vector<std::pair<std::string, std::string>> configuration;  // variable, effective value
+};
+
+std::string start_record(const ProcessInfo& process);
+
+// One row of the per-kernel table. Names point into the records, which live as long as the process (graphs
+// are named when printed): sorting 65,536 kernels at exit then copies no names.
+struct UnitRow {
+  const std::string* name = nullptr;     // kernel or library call; null for a graph
+  const std::string* mangled = nullptr;  // kernels only
+  const void* graph = nullptr;
+  uint64_t launches = 0;
+  const BlockStats* stats = nullptr;
+  std::string display() const;
+};
+
+// The process's counts at the end. `units`: every kernel, library call and graph launched, most wall time
+// blocked first, then most launches.
+struct Summary {
+  uint64_t launches = 0;
+  std::vector<std::pair<std::string, uint64_t>> launches_by_api;  // sorted by API
+  uint64_t blocked = 0;
+  uint64_t blocking_ns = 0;
+  uint64_t capture_skips = 0;
+  bool first_error = false;
+  std::string first_error_summary;
+  uint64_t later_errors = 0;
+  std::vector<UnitRow> units;
+  bool gpu_time = false;  // --gpu-time was on
+};
+
+// Sorts `rows` as Summary::units are.
+void sort_units(std::vector<UnitRow>& rows);
+std::string summary_record(const Summary& summary);
+// The summary line and, when launches were blocked, the ten that blocked longest.
+void log_summary(spdlog::logger& logger, const Summary& summary);
+
+}  // namespace blockrun

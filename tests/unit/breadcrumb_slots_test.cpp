@@ -1,0 +1,102 @@
+// The breadcrumb slots alone (src/breadcrumb_slots.h): a slot per stream, handed out once and never more than
+// there are, and what reading them back says: each stream's first launch past its slot's value, oldest first,
+// and the streams whose first unfinished launch left the ring.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "breadcrumb_slots.h"
+#include "launch_ledger.h"
+
+namespace blockrun {
+namespace {
+
+StreamId stream(uintptr_t handle) {
+  StreamId id;
+  id.handle = reinterpret_cast<const void*>(handle);
+  return id;
+}
+
+class BreadcrumbSlotsTest : public ::testing::Test {
+ protected:
+  LaunchLedger ledger{StreamState::kRing, false};
+  BreadcrumbSlots breadcrumbs;
+  volatile uint64_t slots[2] = {0, 0};
+
+  uint64_t launch(StreamState* state) {
+    LaunchRecord record;
+    record.sequence = ledger.number_launch();
+    record.stream = state->id;
+    state->push(record, nullptr);
+    return record.sequence;
+  }
+};
+
+TEST_F(BreadcrumbSlotsTest, NoSlotsBeforeTheyAreSetUp) {
+  StreamState* main = ledger.stream(stream(0x1));
+  EXPECT_FALSE(breadcrumbs.ready());
+  EXPECT_EQ(breadcrumbs.new_slot(), -1);
+  EXPECT_EQ(breadcrumbs.slot_of(*main), -1);
+}
+
+TEST_F(BreadcrumbSlotsTest, EachStreamKeepsOneSlotAndTheyRunOut) {
+  breadcrumbs.set(slots, 2);
+  StreamState* first = ledger.stream(stream(0x1));
+  StreamState* second = ledger.stream(stream(0x2));
+  StreamState* third = ledger.stream(stream(0x3));
+  EXPECT_EQ(breadcrumbs.slot_of(*first), 0);
+  EXPECT_EQ(breadcrumbs.slot_of(*first), 0);
+  EXPECT_EQ(breadcrumbs.slot_of(*second), 1);
+  EXPECT_EQ(breadcrumbs.slot_of(*third), -1);  // more streams than slots: this one goes without
+  EXPECT_EQ(breadcrumbs.new_slot(), -1);
+}
+
+TEST_F(BreadcrumbSlotsTest, ReadingGivesEachStreamsFirstUnfinishedLaunchOldestFirst) {
+  breadcrumbs.set(slots, 2);
+  StreamState* first = ledger.stream(stream(0x1));
+  StreamState* second = ledger.stream(stream(0x2));
+  breadcrumbs.slot_of(*first);
+  breadcrumbs.slot_of(*second);
+  uint64_t done = launch(first);
+  uint64_t second_head = launch(second);
+  uint64_t first_head = launch(first);
+  launch(second);
+  slots[0] = done;  // the GPU got past the first stream's first launch
+  BreadcrumbView view = breadcrumbs.read(ledger);
+  ASSERT_EQ(view.heads.size(), 2u);
+  EXPECT_EQ(view.heads[0].record.sequence, second_head);
+  EXPECT_EQ(view.heads[1].record.sequence, first_head);
+  EXPECT_TRUE(view.lost.empty());
+  // Reading raised the first stream's mark: its completed launch is no suspect any more.
+  for (const ReportedLaunch& suspect : ledger.suspects(nullptr, 0)) EXPECT_NE(suspect.record.sequence, done);
+}
+
+TEST_F(BreadcrumbSlotsTest, AHeadPushedOutOfTheRingIsLost) {
+  breadcrumbs.set(slots, 1);
+  StreamState* main = ledger.stream(stream(0x1));
+  breadcrumbs.slot_of(*main);
+  for (size_t i = 0; i < StreamState::kRing + 1; ++i) launch(main);
+  BreadcrumbView view = breadcrumbs.read(ledger);
+  EXPECT_TRUE(view.heads.empty());
+  ASSERT_EQ(view.lost.size(), 1u);
+  EXPECT_EQ(view.lost[0].second, 0u);  // nothing known complete on it
+}
+
+TEST_F(BreadcrumbSlotsTest, InFlightNowListsTheOldestFirstUpToTheRoomGiven) {
+  breadcrumbs.set(slots, 2);
+  StreamState* first = ledger.stream(stream(0x1));
+  StreamState* second = ledger.stream(stream(0x2));
+  breadcrumbs.slot_of(*first);
+  breadcrumbs.slot_of(*second);
+  uint64_t first_head = launch(first);
+  uint64_t second_head = launch(second);
+  InFlight out[1];
+  ASSERT_EQ(breadcrumbs.in_flight_now(ledger, out, 1), 1u);
+  EXPECT_EQ(out[0].sequence, first_head);
+  slots[0] = first_head;
+  ASSERT_EQ(breadcrumbs.in_flight_now(ledger, out, 1), 1u);
+  EXPECT_EQ(out[0].sequence, second_head);
+}
+
+}  // namespace
+}  // namespace blockrun

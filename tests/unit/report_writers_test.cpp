@@ -1,0 +1,113 @@
+// The writers alone (src/report/): values in, JSON records and log text out, with no engine. A finding with
+// a culprit and one with suspects, as the first_error record and the log tell them.
+#include <gtest/gtest.h>
+
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "names.h"
+#include "report/error_writer.h"
+#include "report/launch_writer.h"
+
+namespace blockrun {
+namespace {
+
+class WritersTest : public ::testing::Test {
+ protected:
+  WritersTest() {
+    stencil.name = make_kernel_name("_Z7stencilPfi");
+    record.sequence = 51;
+    record.kernel_ordinal = 13;
+    record.kernel = &stencil;
+    record.api = "cudaLaunchKernel";
+    record.grid = {4096, 1, 1};
+    record.block = {256, 1, 1};
+    record.thread = 1;
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_st>(log_);
+    logger = std::make_shared<spdlog::logger>("test", sink);
+    logger->set_pattern("%v");
+  }
+
+  LaunchView view() const {
+    LaunchView launch;
+    launch.record = &record;
+    return launch;
+  }
+
+  Finding finding() const {
+    Finding found;
+    found.api = "cudaDeviceSynchronize";
+    found.result = ErrorCode{Family::Runtime, 700};
+    found.text = ErrorText{"cudaErrorIllegalAddress", "an illegal memory access was encountered"};
+    found.meaning = ErrorMeaning::Asynchronous;
+    found.how = "surfaced at a later call";
+    found.pin_rule = "stencil";
+    return found;
+  }
+
+  KernelInfo stencil;
+  LaunchRecord record;
+  std::ostringstream log_;
+  std::shared_ptr<spdlog::logger> logger;
+};
+
+TEST_F(WritersTest, ALaunchIsOneObjectWithItsKernelAndConfiguration) {
+  JsonWriter json;
+  write_launch(json, view());
+  std::string text = json.text();
+  EXPECT_EQ(
+      text.find("{\"seq\":51,\"api\":\"cudaLaunchKernel\",\"driver_api\":null,\"kernel\":\"stencil(float*, "
+                "int)\""),
+      0u)
+      << text;
+  EXPECT_NE(text.find("\"kernel_launch\":13"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"grid\":[4096,1,1],\"block\":[256,1,1]"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"stack\":\"none\",\"frames\":null"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"python_status\":\"not captured\"}"), std::string::npos) << text;
+}
+
+TEST_F(WritersTest, AnExactCulpritIsToldAsExactWithoutAPinRule) {
+  Finding found = finding();
+  found.found_by = FoundBy::Blocking;
+  found.launch_told = true;
+  found.how = "blocking synchronize after the launch";
+  found.exact = true;
+  found.culprit = std::make_unique<LaunchView>(view());
+  std::string text = first_error_record(found);
+  EXPECT_NE(text.find("\"certainty\":\"exact\",\"method\":\"blocking\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"suspects\":[],\"pin_rule\":null"), std::string::npos) << text;
+  EXPECT_EQ(first_error_summary(found), "cudaErrorIllegalAddress at launch #51");
+  log_first_error(*logger, found, false);
+  EXPECT_EQ(log_.str().substr(0, log_.str().find('\n')),
+            "first error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
+            "cudaDeviceSynchronize (blocking synchronize after the launch)");
+  EXPECT_NE(log_.str().find("  in kernel stencil(float*, int), launch #51, stream 0x0, grid (4096,1,1) block "
+                            "(256,1,1)"),
+            std::string::npos)
+      << log_.str();
+}
+
+TEST_F(WritersTest, SuspectsAreListedWithTheRuleThatPinsThem) {
+  Finding found = finding();
+  found.suspects.push_back(view());
+  found.pin_rule_useful = true;
+  std::string text = first_error_record(found);
+  EXPECT_NE(text.find("\"certainty\":\"suspects\",\"method\":\"host\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"launch\":null"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"pin_rule\":\"stencil\""), std::string::npos) << text;
+  EXPECT_EQ(text.find("breadcrumbs_lost"), std::string::npos) << text;  // breadcrumbs were not read
+  log_first_error(*logger, found, false);
+  EXPECT_NE(log_.str().find("  culprit unknown (no blocked launch failed); suspects:"), std::string::npos);
+  EXPECT_NE(
+      log_.str().find("  to pin it: run again with --block 'stencil' (or CUDA_BLOCKRUN_BLOCK='stencil'), "
+                      "or --block all"),
+      std::string::npos)
+      << log_.str();
+}
+
+}  // namespace
+}  // namespace blockrun
