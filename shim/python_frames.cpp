@@ -429,40 +429,42 @@ bool resolve(void* scope, const char* name, Function* function) {
   return *function != nullptr;
 }
 
-// Fills g_python from the object that has Py_IsInitialized. Returns false where there is none.
-bool find_cpython() {
-  void* scope = RTLD_DEFAULT;
-  void* initialized = real_dlsym(RTLD_DEFAULT, "Py_IsInitialized");
-  if (!initialized) {
-    scope = find_libpython();
-    if (!scope) return false;
-    initialized = real_dlsym(scope, "Py_IsInitialized");
-  } else {
-    // Pin a libpython found in the global scope, so that the functions kept below cannot be unloaded
-    // (an embedding program's dlclose). The executable itself (a python binary exporting its symbols) is
-    // not found under its name, which is fine: it is never unloaded.
-    Dl_info info{};
-    if (dladdr(initialized, &info) && info.dli_fname && *info.dli_fname) {
-      dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
-    }
-  }
-  Cpython& py = g_python;
-  py.is_initialized = reinterpret_cast<int (*)()>(initialized);
-
-  // The version: Py_Version (3.11+) is PY_VERSION_HEX; before, Py_GetVersion() starts with "3.x.y".
-  if (auto* version = static_cast<const unsigned long*>(real_dlsym(scope, "Py_Version"))) {
-    py.minor = (*version >> 24) == 3 ? static_cast<int>((*version >> 16) & 0xff) : -1;
-  } else if (auto get_version = reinterpret_cast<const char* (*)()>(real_dlsym(scope, "Py_GetVersion"))) {
-    const char* text = get_version();
-    py.minor = (text && text[0] == '3' && text[1] == '.') ? std::atoi(text + 2) : -1;
-  } else {
-    py.minor = -1;
-  }
-  if (py.minor < 8) {
-    py.failure = "this CPython version is not supported (3.8 or later is)";
+// Where CPython's functions are looked up: the global scope (RTLD_DEFAULT), or a privately loaded libpython.
+// Sets *scope and *initialized (its Py_IsInitialized); returns false where the process has no CPython.
+bool find_cpython_scope(void** scope, void** initialized) {
+  *scope = RTLD_DEFAULT;
+  *initialized = real_dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+  if (!*initialized) {
+    *scope = find_libpython();
+    if (!*scope) return false;
+    *initialized = real_dlsym(*scope, "Py_IsInitialized");
     return true;
   }
+  // Pin a libpython found in the global scope, so that the functions kept below cannot be unloaded
+  // (an embedding program's dlclose). The executable itself (a python binary exporting its symbols) is
+  // not found under its name, which is fine: it is never unloaded.
+  Dl_info info{};
+  if (dladdr(*initialized, &info) && info.dli_fname && *info.dli_fname) {
+    dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+  }
+  return true;
+}
 
+// The version, 3.minor: Py_Version (3.11+) is PY_VERSION_HEX; before, Py_GetVersion() starts with "3.x.y".
+// -1 where it is not a 3.x.
+int cpython_minor(void* scope) {
+  if (auto* version = static_cast<const unsigned long*>(real_dlsym(scope, "Py_Version"))) {
+    return (*version >> 24) == 3 ? static_cast<int>((*version >> 16) & 0xff) : -1;
+  }
+  if (auto get_version = reinterpret_cast<const char* (*)()>(real_dlsym(scope, "Py_GetVersion"))) {
+    const char* text = get_version();
+    return (text && text[0] == '3' && text[1] == '.') ? std::atoi(text + 2) : -1;
+  }
+  return -1;
+}
+
+// The functions and types the capture needs. Returns false where one is missing.
+bool resolve_required(void* scope, Cpython& py) {
   bool found = resolve(scope, "PyGILState_GetThisThreadState", &py.this_thread_state) &&
                resolve(scope, "PyGILState_Check", &py.gil_state_check) &&
                resolve(scope, "PyCode_Addr2Line", &py.address_to_line) &&
@@ -480,20 +482,23 @@ bool find_cpython() {
   py.code_type = reinterpret_cast<uintptr_t>(real_dlsym(scope, "PyCode_Type"));
   py.unicode_type = reinterpret_cast<uintptr_t>(real_dlsym(scope, "PyUnicode_Type"));
   py.frame_type = reinterpret_cast<uintptr_t>(real_dlsym(scope, "PyFrame_Type"));
-  if (!found || !py.code_type || !py.unicode_type || !py.frame_type) {
-    py.failure = "CPython was found but lacks a function or type that the capture needs";
-    return true;
-  }
-  // Optional: finalization (the thread states may be freed under a thread without the GIL), and the
-  // thread state holding the GIL (PyGILState_Check answers 1 for every thread once a subinterpreter was
-  // created, 3.8-3.12: the current thread state is compared instead).
+  return found && py.code_type && py.unicode_type && py.frame_type;
+}
+
+// Optional: finalization (the thread states may be freed under a thread without the GIL), and the
+// thread state holding the GIL (PyGILState_Check answers 1 for every thread once a subinterpreter was
+// created, 3.8-3.12: the current thread state is compared instead).
+void resolve_optional(void* scope, Cpython& py) {
   if (!resolve(scope, "Py_IsFinalizing", &py.is_finalizing))
     resolve(scope, "_Py_IsFinalizing", &py.is_finalizing);
   if (!resolve(scope, "PyThreadState_GetUnchecked", &py.current_thread_state)) {
     resolve(scope, "_PyThreadState_UncheckedGet", &py.current_thread_state);
   }
   if (py.minor >= 11) py.function_attribute = "co_qualname";
+}
 
+// How this version's frames are read without the GIL, or why they are not.
+void choose_layout(void* scope, Cpython& py) {
   switch (py.minor) {
     case 8:
     case 9:
@@ -524,6 +529,26 @@ bool find_cpython() {
       py.without_gil_reason = py.reason_text;
       break;
   }
+}
+
+// Fills g_python from the object that has Py_IsInitialized. Returns false where there is none.
+bool find_cpython() {
+  void* scope = nullptr;
+  void* initialized = nullptr;
+  if (!find_cpython_scope(&scope, &initialized)) return false;
+  Cpython& py = g_python;
+  py.is_initialized = reinterpret_cast<int (*)()>(initialized);
+  py.minor = cpython_minor(scope);
+  if (py.minor < 8) {
+    py.failure = "this CPython version is not supported (3.8 or later is)";
+    return true;
+  }
+  if (!resolve_required(scope, py)) {
+    py.failure = "CPython was found but lacks a function or type that the capture needs";
+    return true;
+  }
+  resolve_optional(scope, py);
+  choose_layout(scope, py);
   return true;
 }
 

@@ -4,8 +4,9 @@
 // blocked the launch and the synchronize failed (then that error, as CUDA_LAUNCH_BLOCKING=1 does).
 //
 // One launch crosses several layers (runtime -> driver, cuBLAS -> driver); it is recorded once, by the
-// driver wrapper, with what the outer layer was doing attached (ThreadContext). The runtime wrapper
-// records only when the driver wrapper did not see the launch.
+// driver wrapper, with what the outer layer was doing attached (ThreadContext's layers). The runtime wrapper
+// records only when the driver wrapper did not see the launch. Who owns a launch is the engine's rule
+// (src/launch_layers.h).
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -124,11 +125,10 @@ void note_capture(LaunchRequest* request, CUstream stream) {
   if (request->in_capture) request->capture_id = capture_id(stream);
 }
 
-LaunchRequest kernel_request(Engine& engine, const LaunchParameters& parameters, LaunchFamily family,
-                             const char* api, bool per_thread) {
+LaunchRequest kernel_request(Engine& engine, const LaunchParameters& parameters, const LaunchOwner& owner,
+                             const ThreadLayers& layers, bool per_thread) {
   LaunchRequest request;
-  request.family = family;
-  request.api = api;
+  set_owner(owner, layers, &request);
   request.kernel = engine.kernel(parameters.handle, [&] { return parameters.name_of(parameters.handle); });
   request.stream = parameters.stream;
   request.per_thread_default_stream = per_thread;
@@ -146,32 +146,31 @@ template <Hook id, typename Function, typename... Args>
 cudaError_t handle_runtime_launch(Engine& engine, Function real_function, Args... args) {
   using Traits = HookTraits<id>;
   ThreadContext& context = thread_context();
+  ThreadLayers& layers = context.layers;
   Launch launch;
-  ThreadContext saved = context;
-  context.runtime_api = Traits::name;
-  context.runtime_launch = &launch;
-  context.driver_recorded = false;
-  context.runtime_caller = context.entry_caller;
+  ThreadLayers saved = layers;
+  layers.runtime_api = Traits::name;
+  layers.runtime_launch = &launch;
+  layers.driver_recorded = false;
+  layers.runtime_caller = context.entry_caller;
   cudaError_t result;
   {
     OuterCall outer;
     result = real_function(args...);
   }
-  bool recorded = context.driver_recorded;
-  uintptr_t caller = context.runtime_caller;
-  context.runtime_api = saved.runtime_api;
-  context.runtime_launch = saved.runtime_launch;
-  context.driver_recorded = saved.driver_recorded;
-  context.runtime_caller = saved.runtime_caller;
+  bool recorded = layers.driver_recorded;
+  LaunchOwner owner = runtime_launch_owner(layers);
+  layers.runtime_api = saved.runtime_api;
+  layers.runtime_launch = saved.runtime_launch;
+  layers.driver_recorded = saved.driver_recorded;
+  layers.runtime_caller = saved.runtime_caller;
 
   LaunchParameters parameters = launch_parameters(args...);
   if (!recorded) {
     ErrnoKeeper keep_errno;
     ReentryGuard guard;
     try {
-      LaunchRequest request =
-          kernel_request(engine, parameters, LaunchFamily::Runtime, Traits::name, Traits::per_thread);
-      request.caller = caller;
+      LaunchRequest request = kernel_request(engine, parameters, owner, layers, Traits::per_thread);
       engine.begin_launch(request, &launch);
       recorded = true;
     } catch (...) {
@@ -190,29 +189,17 @@ CUresult handle_driver_launch(Engine& engine, Function real_function, Args... ar
   LaunchParameters parameters = launch_parameters(args...);
   at_first_launch();
   prepare_breadcrumbs(engine);
-  bool inside_runtime_launch = context.runtime_api && context.runtime_launch && !context.driver_recorded;
+  ThreadLayers& layers = context.layers;
+  LaunchOwner owner = driver_launch_owner(layers, Traits::name, own_caller);
   Launch own_launch;
-  Launch& launch = inside_runtime_launch ? *context.runtime_launch : own_launch;
+  Launch& launch = owner.into_runtime_launch ? *layers.runtime_launch : own_launch;
   bool recorded = false;
   {
     ErrnoKeeper keep_errno;  // naming a new kernel calls into the driver
     ReentryGuard guard;
     try {
-      LaunchFamily family = context.library_depth > 0 ? LaunchFamily::Cublas
-                            : inside_runtime_launch   ? LaunchFamily::Runtime
-                                                      : LaunchFamily::Driver;
-      LaunchRequest request =
-          kernel_request(engine, parameters, family,
-                         inside_runtime_launch ? context.runtime_api : Traits::name, Traits::per_thread);
-      request.driver_api = inside_runtime_launch ? Traits::name : nullptr;
-      request.caller = inside_runtime_launch       ? context.runtime_caller
-                       : context.library_depth > 0 ? context.library_caller
-                                                   : own_caller;
-      if (context.library_depth > 0) {
-        request.library_api = context.library_api;
-        request.library = context.library;
-        context.library_kernels++;
-      }
+      LaunchRequest request = kernel_request(engine, parameters, owner, layers, Traits::per_thread);
+      if (owner.in_library_call) layers.library_kernels++;
       engine.begin_launch(request, &launch);
       recorded = true;
       if (launch.block()) {
@@ -232,8 +219,8 @@ CUresult handle_driver_launch(Engine& engine, Function real_function, Args... ar
     if (launch.block()) end_block_timing(launch.timing, parameters.stream, Traits::per_thread);
     drop_breadcrumb(engine, launch, parameters.stream, Traits::per_thread);
   }
-  if (recorded && inside_runtime_launch) {
-    context.driver_recorded = true;  // the runtime wrapper blocks and finishes it
+  if (recorded && owner.into_runtime_launch) {
+    layers.driver_recorded = true;  // the runtime wrapper blocks and finishes it
     return result;
   }
   if (!recorded) return result;
@@ -355,76 +342,82 @@ auto handle_call(Engine& engine, Function real_function, Args... args) {
   return result;
 }
 
+// What the engine needs to know of a library call: its arguments and its stream (from the handle where the
+// call has no stream argument).
+template <typename... Args>
+LibraryFacts library_call_facts(Args... args) {
+  LibraryFacts facts;
+  ErrnoKeeper keep_errno;
+  ReentryGuard guard;
+  try {
+    facts = library_facts(args...);
+    if (!facts.has_stream) {
+      if (auto get_stream = helper<Helper::cublasGetStream_v2>()) {
+        if (get_stream(facts.handle, &facts.stream) != CUBLAS_STATUS_SUCCESS) facts.stream = nullptr;
+      }
+    }
+  } catch (...) {
+  }
+  return facts;
+}
+
+// A library call recorded as a unit of its own, after it ran: blocked as a whole where the policy says.
+// Returns what to hand the program: cuBLAS reports a failed kernel as an execution failure (the CUDA error is
+// in the log).
+cublasStatus_t record_library_unit(Engine& engine, const ThreadLayers& inside, const LibraryFacts& facts,
+                                   cublasStatus_t result) {
+  LaunchRequest request;
+  set_owner(library_unit_owner(inside), inside, &request);
+  request.stream = facts.stream;
+  note_capture(&request, driver_stream(facts.stream, false));
+  Launch launch;
+  engine.begin_launch(request, &launch);
+  BlockResult blocked;
+  if (result == CUBLAS_STATUS_SUCCESS && launch.block()) {
+    launch.timing.start_ns = steady_now_ns();  // the call already ran: the wait only
+    blocked =
+        block_stream(Family::Driver, facts.stream, false, launch.decision.action == Action::BlockDevice);
+    finish_block_timing(&launch.timing, false);
+  }
+  engine.end_launch(launch, code_of(result), blocked.outcome, blocked.result, blocked.api);
+  if (blocked.outcome == BlockOutcome::Synchronized && !blocked.result.ok())
+    return CUBLAS_STATUS_EXECUTION_FAILED;
+  return result;
+}
+
 // Library calls (the cuBLAS GEMMs): the kernels they launch are recorded by the driver wrapper with the
-// call's name and arguments. The call is recorded as a unit of its own only when the policy names it
-// (then it is blocked as a whole), or when the driver saw none of its kernels.
+// call's name and arguments (and blocked where the policy says). Whether the call is also a unit of its own
+// is the engine's rule (library_call_record); otherwise only its error is observed.
 template <Hook id, typename Function, typename... Args>
 cublasStatus_t handle_library(Engine& engine, Function real_function, Args... args) {
   using Traits = HookTraits<id>;
   ThreadContext& context = thread_context();
+  ThreadLayers& layers = context.layers;
   // A library may implement one entry point through another of its exports (cublasSgemm_v2 ->
   // cublasSgemm_v2_64): the inner call is part of the outer one.
-  if (context.library_depth > 0) return real_function(args...);
-  LibraryFacts facts;
-  {
-    ErrnoKeeper keep_errno;
-    ReentryGuard guard;
-    try {
-      facts = library_facts(args...);
-      if (!facts.has_stream) {
-        if (auto get_stream = helper<Helper::cublasGetStream_v2>()) {
-          if (get_stream(facts.handle, &facts.stream) != CUBLAS_STATUS_SUCCESS) facts.stream = nullptr;
-        }
-      }
-    } catch (...) {
-    }
-  }
-  context.library_api = Traits::name;
-  context.library = facts.call;
-  context.library_kernels = 0;
-  context.library_caller = context.entry_caller;
-  context.library_depth++;
+  if (layers.library_depth > 0) return real_function(args...);
+  LibraryFacts facts = library_call_facts(args...);
+  layers.library_api = Traits::name;
+  layers.library = facts.call;
+  layers.library_kernels = 0;
+  layers.library_caller = context.entry_caller;
+  layers.library_depth++;
   cublasStatus_t result;
   {
     OuterCall outer;
     result = real_function(args...);
   }
-  context.library_depth--;
-  uint64_t kernels_seen = context.library_kernels;
+  layers.library_depth--;
+  uint64_t kernels_seen = layers.library_kernels;
 
   ErrnoKeeper keep_errno;
   ReentryGuard guard;
   try {
-    // Its kernels were recorded (and blocked where the policy says) by the driver wrapper; the call is a
-    // unit of its own only where a rule names it, or where the driver saw none of its kernels.
-    Decision unit = engine.decide_library_unit(Traits::name);
-    bool named = unit.action != Action::Run && unit.named;
-    if (kernels_seen > 0 && !named) {
-      if (result != CUBLAS_STATUS_SUCCESS)
-        engine.observe_error(Traits::name, code_of(result), facts.stream, false);
-      return result;
-    }
-    LaunchRequest request;
-    request.family = LaunchFamily::Cublas;
-    request.api = Traits::name;
-    request.caller = context.library_caller;
-    request.library_api = Traits::name;
-    request.library = facts.call;
-    request.stream = facts.stream;
-    note_capture(&request, driver_stream(facts.stream, false));
-    Launch launch;
-    engine.begin_launch(request, &launch);
-    BlockResult blocked;
-    if (result == CUBLAS_STATUS_SUCCESS && launch.block()) {
-      launch.timing.start_ns = steady_now_ns();  // the call already ran: the wait only
-      blocked =
-          block_stream(Family::Driver, facts.stream, false, launch.decision.action == Action::BlockDevice);
-      finish_block_timing(&launch.timing, false);
-    }
-    engine.end_launch(launch, code_of(result), blocked.outcome, blocked.result, blocked.api);
-    // cuBLAS reports a failed kernel as an execution failure; the CUDA error is in the log.
-    if (blocked.outcome == BlockOutcome::Synchronized && !blocked.result.ok())
-      result = CUBLAS_STATUS_EXECUTION_FAILED;
+    if (library_call_record(engine.decide_library_unit(Traits::name), kernels_seen) ==
+        LibraryCallRecord::Unit)
+      return record_library_unit(engine, layers, facts, result);
+    if (result != CUBLAS_STATUS_SUCCESS)
+      engine.observe_error(Traits::name, code_of(result), facts.stream, false);
   } catch (...) {
   }
   return result;

@@ -17,6 +17,7 @@
 #include <cstddef>
 
 #include "engine.h"
+#include "launch_layers.h"
 #include "real.h"
 
 namespace blockrun::shim {
@@ -107,25 +108,16 @@ typename HelperTraits<id>::Function helper() {
 void* substitute_wrapper(const char* symbol, void* address, bool by_base_name);
 
 // What a thread is inside of, so that one launch is recorded once however many layers it crosses:
-// a runtime launch continues into the driver, a library call launches kernels through the driver.
+// a runtime launch continues into the driver, a library call launches kernels through the driver. Who owns a
+// launch is the engine's answer (src/launch_layers.h) from `layers`.
 struct ThreadContext {
   int reentry_depth = 0;  // > 0 while the shim's own code runs (see ReentryGuard)
   int outer_depth = 0;    // > 0 inside a runtime or library wrapper's real call
-  // Set by a runtime launch wrapper around its real call; the driver wrapper records into `launch`.
-  const char* runtime_api = nullptr;
-  struct Launch* runtime_launch = nullptr;
-  bool driver_recorded = false;
-  // Set by a library wrapper around its real call.
-  const char* library_api = nullptr;
-  LibraryCall library;
-  int library_depth = 0;
-  uint64_t library_kernels = 0;  // kernels the driver saw during the outermost library call
   // Where the program called in: the return address of the exported launch, library or graph-launch
-  // wrapper most recently entered (note_caller), and of the outer runtime launch and library call, kept
-  // while they run, so that a launch's record names the code that called CUDA, not CUDA's own code.
+  // wrapper most recently entered (note_caller). `layers` keeps the outer runtime launch's and library
+  // call's while they run, so that a launch's record names the code that called CUDA, not CUDA's own code.
   uintptr_t entry_caller = 0;
-  uintptr_t runtime_caller = 0;
-  uintptr_t library_caller = 0;
+  ThreadLayers layers;  // set by the runtime launch and library wrappers around their real calls
 };
 
 inline ThreadContext& thread_context() {
@@ -134,8 +126,8 @@ inline ThreadContext& thread_context() {
 }
 
 // Once, at the first driver launch (the driver is loaded then, and the call is not inside the runtime's
-// initialization): registers the shim's listener for the driver's error log (CUDA 12.9+), and the check of the
-// context at exit (after the runtime's exit handlers, so that it runs before them). Cheap after that.
+// initialization): registers the shim's listener for the driver's error log (CUDA 12.9+), and the check of
+// the context at exit (after the runtime's exit handlers, so that it runs before them). Cheap after that.
 void at_first_launch();
 
 // Whether the shim acts in this process (configured, enabled, not in secure-execution mode).

@@ -137,31 +137,43 @@ bool ignored(const struct sigaction& action) {
   return !(action.sa_flags & SA_SIGINFO) && action.sa_handler == SIG_IGN;
 }
 
-void report_signal(const Watched& watched, const siginfo_t* info) {
-  Engine* engine = g_signal_engine.load(std::memory_order_acquire);
-  uint64_t launches = engine ? engine->launches() : 0;
-  uint64_t blocked = engine ? engine->blocked_launches() : 0;
-  bool first_error = engine && engine->has_first_error();
-  bool sent = info && info->si_code <= 0;  // kill(), raise(), abort(): not a fault of an instruction
+// What the report of a signal says about the process, read from the engine (nullptr: none yet).
+struct SignalFacts {
+  uint64_t launches = 0;
+  uint64_t blocked = 0;
+  bool first_error = false;
+  bool sent = false;     // kill(), raise(), abort(): not a fault of an instruction
+  bool handled = false;  // handed to the program's own handler
+};
 
-  bool handled = has_program_handler(watched.previous);
+SignalFacts signal_facts(const Engine* engine, const Watched& watched, const siginfo_t* info) {
+  SignalFacts facts;
+  facts.launches = engine ? engine->launches() : 0;
+  facts.blocked = engine ? engine->blocked_launches() : 0;
+  facts.first_error = engine && engine->has_first_error();
+  facts.sent = info && info->si_code <= 0;
+  facts.handled = has_program_handler(watched.previous);
+  return facts;
+}
+
+void write_signal_line(const Watched& watched, const SignalFacts& facts) {
   Line log;
-  log.add(handled ? "[cuda-blockrun] signal " : "[cuda-blockrun] fatal signal ");
+  log.add(facts.handled ? "[cuda-blockrun] signal " : "[cuda-blockrun] fatal signal ");
   log.add(watched.name);
-  log.add(sent ? " (sent to the process)" : " (a fault in the program)");
-  if (handled) log.add(", handed to the program's own handler,");
+  log.add(facts.sent ? " (sent to the process)" : " (a fault in the program)");
+  if (facts.handled) log.add(", handed to the program's own handler,");
   log.add(" after ");
-  log.add(launches);
-  log.add(launches == 1 ? " launch, " : " launches, ");
-  log.add(blocked);
+  log.add(facts.launches);
+  log.add(facts.launches == 1 ? " launch, " : " launches, ");
+  log.add(facts.blocked);
   log.add(" blocked; ");
-  log.add(first_error ? "the first CUDA error is reported above" : "no CUDA error had been seen");
+  log.add(facts.first_error ? "the first CUDA error is reported above" : "no CUDA error had been seen");
   log.add("\n");
   log.write_to(g_log_file.load(std::memory_order_acquire));
+}
 
-  // With breadcrumbs: what each stream was still running (a rank stuck in a collective shows it here).
-  Engine::InFlight in_flight[kInFlightShown];
-  size_t flying = engine ? engine->in_flight_now(in_flight, kInFlightShown) : 0;
+// With breadcrumbs: what each stream was still running (a rank stuck in a collective shows it here).
+void write_in_flight_lines(const Engine::InFlight* in_flight, size_t flying) {
   for (size_t i = 0; i < flying; ++i) {
     Line line;
     line.add("[cuda-blockrun]   not completed (breadcrumbs): ");
@@ -184,7 +196,41 @@ void report_signal(const Watched& watched, const siginfo_t* info) {
     line.add("\n");
     line.write_to(g_log_file.load(std::memory_order_acquire));
   }
+}
 
+// The record's "in_flight" array: each stream's first unfinished launch.
+template <size_t kBytes>
+void add_in_flight(Text<kBytes>& record, const Engine::InFlight* in_flight, size_t flying) {
+  record.add(",\"in_flight\":[");
+  for (size_t i = 0; i < flying; ++i) {
+    const KernelInfo* kernel = in_flight[i].kernel;
+    record.add(i ? ",{\"seq\":" : "{\"seq\":");
+    record.add(in_flight[i].sequence);
+    record.add(",\"kernel\":");
+    if (kernel) {
+      record.add("\"");
+      record.add_json(kernel->name.demangled.c_str(), kKernelNameBytes);
+      record.add("\"");
+    } else {
+      record.add("null");
+    }
+    record.add(",\"collective\":");
+    if (kernel && kernel->collective) {
+      record.add("\"");
+      record.add(kernel->collective);
+      record.add("\"");
+    } else {
+      record.add("null");
+    }
+    record.add(",\"stream\":\"");
+    add_stream(record, in_flight[i].stream);
+    record.add("\"}");
+  }
+  record.add("]");
+}
+
+void write_signal_record(const Watched& watched, const SignalFacts& facts, bool breadcrumbs,
+                         const Engine::InFlight* in_flight, size_t flying) {
   timespec now{};
   clock_gettime(CLOCK_REALTIME, &now);
   Text<2048> record;
@@ -197,46 +243,29 @@ void report_signal(const Watched& watched, const siginfo_t* info) {
   record.add("\",\"number\":");
   record.add(static_cast<uint64_t>(watched.number));
   record.add(",\"sent\":");
-  record.add(sent ? "true" : "false");
+  record.add(facts.sent ? "true" : "false");
   record.add(",\"handed_to\":\"");
-  record.add(handled ? "program handler" : "default action");
+  record.add(facts.handled ? "program handler" : "default action");
   record.add("\"");
   record.add(",\"launches\":");
-  record.add(launches);
+  record.add(facts.launches);
   record.add(",\"blocked\":");
-  record.add(blocked);
+  record.add(facts.blocked);
   record.add(",\"first_error_seen\":");
-  record.add(first_error ? "true" : "false");
-  if (engine && engine->config().breadcrumbs) {
-    record.add(",\"in_flight\":[");
-    for (size_t i = 0; i < flying; ++i) {
-      const KernelInfo* kernel = in_flight[i].kernel;
-      record.add(i ? ",{\"seq\":" : "{\"seq\":");
-      record.add(in_flight[i].sequence);
-      record.add(",\"kernel\":");
-      if (kernel) {
-        record.add("\"");
-        record.add_json(kernel->name.demangled.c_str(), kKernelNameBytes);
-        record.add("\"");
-      } else {
-        record.add("null");
-      }
-      record.add(",\"collective\":");
-      if (kernel && kernel->collective) {
-        record.add("\"");
-        record.add(kernel->collective);
-        record.add("\"");
-      } else {
-        record.add("null");
-      }
-      record.add(",\"stream\":\"");
-      add_stream(record, in_flight[i].stream);
-      record.add("\"}");
-    }
-    record.add("]");
-  }
+  record.add(facts.first_error ? "true" : "false");
+  if (breadcrumbs) add_in_flight(record, in_flight, flying);
   record.add("}\n");
   record.write_to(g_report_file.load(std::memory_order_acquire));
+}
+
+void report_signal(const Watched& watched, const siginfo_t* info) {
+  Engine* engine = g_signal_engine.load(std::memory_order_acquire);
+  SignalFacts facts = signal_facts(engine, watched, info);
+  write_signal_line(watched, facts);
+  Engine::InFlight in_flight[kInFlightShown];
+  size_t flying = engine ? engine->in_flight_now(in_flight, kInFlightShown) : 0;
+  write_in_flight_lines(in_flight, flying);
+  write_signal_record(watched, facts, engine && engine->config().breadcrumbs, in_flight, flying);
 }
 
 void on_fatal_signal(int number, siginfo_t* info, void* context) {
