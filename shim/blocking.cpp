@@ -69,23 +69,23 @@ BlockResult synchronize_with_runtime(cudaStream_t stream, bool whole_device) {
   if (whole_device) {
     auto synchronize_device = real<Hook::cudaDeviceSynchronize>();
     cudaError_t result = synchronize_device ? synchronize_device() : cudaErrorInitializationError;
-    return {BlockOutcome::Synchronized, {Family::Runtime, result}, "cudaDeviceSynchronize"};
+    return {BlockOutcome::Synchronized, {Layer::Runtime, result}, "cudaDeviceSynchronize"};
   }
   cudaError_t result = completed_by_polling(static_cast<CUstream>(stream))
                            ? cudaSuccess
                            : real<Hook::cudaStreamSynchronize>()(stream);
-  return {BlockOutcome::Synchronized, {Family::Runtime, result}, "cudaStreamSynchronize"};
+  return {BlockOutcome::Synchronized, {Layer::Runtime, result}, "cudaStreamSynchronize"};
 }
 
 BlockResult synchronize_with_driver(CUstream stream, bool whole_device) {
   if (whole_device) {
     auto synchronize_device = real<Hook::cuCtxSynchronize>();
     CUresult result = synchronize_device ? synchronize_device() : CUDA_ERROR_NOT_INITIALIZED;
-    return {BlockOutcome::Synchronized, {Family::Driver, result}, "cuCtxSynchronize"};
+    return {BlockOutcome::Synchronized, {Layer::Driver, result}, "cuCtxSynchronize"};
   }
   CUresult result =
       completed_by_polling(stream) ? CUDA_SUCCESS : helper<Helper::cuStreamSynchronize>()(stream);
-  return {BlockOutcome::Synchronized, {Family::Driver, result}, "cuStreamSynchronize"};
+  return {BlockOutcome::Synchronized, {Layer::Driver, result}, "cuStreamSynchronize"};
 }
 
 BlockResult block_with_runtime(cudaStream_t stream, bool per_thread, bool whole_device) {
@@ -106,7 +106,7 @@ BlockResult block_with_runtime(cudaStream_t stream, bool per_thread, bool whole_
       error_scope.clear_own_error();  // the program must not read the shim's question as its own error
       return {BlockOutcome::SkippedUnknown};
     }
-    return {BlockOutcome::Synchronized, {Family::Runtime, query}, "cudaStreamIsCapturing"};
+    return {BlockOutcome::Synchronized, {Layer::Runtime, query}, "cudaStreamIsCapturing"};
   }
   if (status != cudaStreamCaptureStatusNone) return {BlockOutcome::SkippedCapture};
 
@@ -131,7 +131,7 @@ BlockResult block_with_driver(CUstream stream, bool per_thread, bool whole_devic
   CUresult query = is_capturing(stream, &status);
   if (query != CUDA_SUCCESS) {
     if (is_capture_error(query)) return {BlockOutcome::SkippedUnknown};
-    return {BlockOutcome::Synchronized, {Family::Driver, query}, "cuStreamIsCapturing"};
+    return {BlockOutcome::Synchronized, {Layer::Driver, query}, "cuStreamIsCapturing"};
   }
   if (status != CU_STREAM_CAPTURE_STATUS_NONE) return {BlockOutcome::SkippedCapture};
 
@@ -266,8 +266,8 @@ void finish_block_timing(BlockTiming* timing, bool synchronized_ok) {
     timing->gpu_ns = static_cast<int64_t>(static_cast<double>(milliseconds) * 1e6);
 }
 
-BlockResult block_stream(Family family, cudaStream_t stream, bool per_thread, bool whole_device) {
-  if (family != Family::Runtime && helper<Helper::cuStreamSynchronize>()) {
+BlockResult block_stream(Layer layer, cudaStream_t stream, bool per_thread, bool whole_device) {
+  if (layer != Layer::Runtime && helper<Helper::cuStreamSynchronize>()) {
     return block_with_driver(stream, per_thread, whole_device);
   }
   return block_with_runtime(stream, per_thread, whole_device);

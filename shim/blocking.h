@@ -12,14 +12,14 @@ struct BlockResult {
 };
 
 // Synchronizes `stream` (stream 0 with per_thread means the calling thread's per-thread default
-// stream) through the runtime (family Runtime) or the driver (otherwise, falling back to the
+// stream) through the runtime (layer Runtime) or the driver (otherwise, falling back to the
 // runtime where the driver cannot be found). Once any stream capture has begun in the process, checks
 // first that the stream is not capturing, and switches the calling thread's capture mode to relaxed
 // around the synchronize, so that a capture running in another thread is not invalidated; before the
 // first capture neither is needed (see note_capture_begins).
 // With whole_device, the device is synchronized instead of the stream (after the same capture check of
 // the launch's stream): the `block-device` action.
-BlockResult block_stream(Family family, cudaStream_t stream, bool per_thread, bool whole_device = false);
+BlockResult block_stream(Layer layer, cudaStream_t stream, bool per_thread, bool whole_device = false);
 
 // A stream capture is about to begin (any thread): blocked launches check for captures from now on.
 // Waits until synchronizes that began without that check have finished.

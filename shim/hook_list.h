@@ -8,14 +8,14 @@ namespace blockrun {
 
 struct HookEntry {
   const char* name;
-  const char* family;  // runtime, driver, cublas
+  const char* layer;   // Runtime, Driver, Cublas, CublasLt
   const char* kind;    // launch, sync, query, call, library
   const char* stream;  // what stream 0 means: legacy or per-thread
 };
 
 inline constexpr HookEntry kHookList[] = {
-#define CUDA_BLOCKRUN_HOOK(family, kind, stream, return_type, name, parameters, arguments) \
-  {#name, #family, #kind, #stream},
+#define CUDA_BLOCKRUN_HOOK(layer, kind, stream, return_type, name, parameters, arguments) \
+  {#name, #layer, #kind, #stream},
 #include "hooks.def"
 };
 

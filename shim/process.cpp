@@ -175,21 +175,21 @@ std::shared_ptr<spdlog::logger> make_logger(const Config& config, OutputFile** l
 ErrorText describe_error(ErrorCode error) {
   const char* name = nullptr;
   const char* text = nullptr;
-  switch (error.family) {
-    case Family::Runtime:
+  switch (error.layer) {
+    case Layer::Runtime:
       if (auto get_name = helper<Helper::cudaGetErrorName>())
         name = get_name(static_cast<cudaError_t>(error.code));
       if (auto get_text = helper<Helper::cudaGetErrorString>())
         text = get_text(static_cast<cudaError_t>(error.code));
       break;
-    case Family::Driver:
+    case Layer::Driver:
       if (auto get_name = helper<Helper::cuGetErrorName>())
         get_name(static_cast<CUresult>(error.code), &name);
       if (auto get_text = helper<Helper::cuGetErrorString>())
         get_text(static_cast<CUresult>(error.code), &text);
       break;
-    case Family::Cublas:
-    case Family::CublasLt:
+    case Layer::Cublas:
+    case Layer::CublasLt:
       if (auto get_name = helper<Helper::cublasGetStatusName>())
         name = get_name(static_cast<cublasStatus_t>(error.code));
       if (auto get_text = helper<Helper::cublasGetStatusString>())
@@ -197,7 +197,7 @@ ErrorText describe_error(ErrorCode error) {
       break;
   }
   ErrorText out;
-  out.name = name ? name : std::string(family_name(error.family)) + " error " + std::to_string(error.code);
+  out.name = name ? name : std::string(layer_name(error.layer)) + " error " + std::to_string(error.code);
   out.text = text ? text : "no description available";
   return out;
 }
@@ -286,7 +286,7 @@ void check_context_at_exit() {
   ReentryGuard guard;
   try {
     CUresult result = query(CU_STREAM_LEGACY);
-    engine->check_at_exit("cuStreamQuery", ErrorCode{Family::Driver, static_cast<int>(result)});
+    engine->check_at_exit("cuStreamQuery", ErrorCode{Layer::Driver, static_cast<int>(result)});
   } catch (...) {
   }
   errno = saved_errno;

@@ -12,15 +12,15 @@ namespace blockrun::shim {
 
 namespace {
 
-const char* library_prefix(Family family) {
-  switch (family) {
-    case Family::Runtime:
+const char* library_prefix(Layer layer) {
+  switch (layer) {
+    case Layer::Runtime:
       return "libcudart.so";
-    case Family::Driver:
+    case Layer::Driver:
       return "libcuda.so";
-    case Family::Cublas:
+    case Layer::Cublas:
       return "libcublas.so";
-    case Family::CublasLt:
+    case Layer::CublasLt:
       return "libcublasLt.so";
   }
   return "";
@@ -52,11 +52,11 @@ void* pinned(void* address) {
 
 }  // namespace
 
-void* find_real(const char* name, Family family) {
+void* find_real(const char* name, Layer layer) {
   void* address = real_dlsym(RTLD_NEXT, name);
   if (address && !inside_shim(address)) return pinned(address);
-  // A library loaded privately (RTLD_LOCAL) is not in RTLD_NEXT's scope: look in each one of that family.
-  const char* prefix = library_prefix(family);
+  // A library loaded privately (RTLD_LOCAL) is not in RTLD_NEXT's scope: look in each one of that layer.
+  const char* prefix = library_prefix(layer);
   void* found = nullptr;
   visit_loaded_objects([&](const LoadedObject& object) {
     if (std::strncmp(object.file, prefix, std::strlen(prefix)) != 0) return false;

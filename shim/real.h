@@ -6,12 +6,12 @@
 
 namespace blockrun::shim {
 
-// Returns the address of `name` in the CUDA library of `family`, never one inside the shim itself,
+// Returns the address of `name` in the CUDA library of `layer`, never one inside the shim itself,
 // or nullptr where no loaded library has it. Tries dlsym(RTLD_NEXT) first (the usual case: the
-// library is in the global scope), then every loaded object whose file name is that family's
+// library is in the global scope), then every loaded object whose file name is that layer's
 // library (libcudart.so*, libcuda.so*, libcublas.so*), which also finds libraries loaded with
 // RTLD_LOCAL. Never loads a library.
-void* find_real(const char* name, Family family);
+void* find_real(const char* name, Layer layer);
 
 // The C library's dlsym itself, never the shim's interposer: lookups the shim makes for itself must
 // not be answered with its own wrappers.

@@ -21,13 +21,13 @@ namespace blockrun::shim {
 namespace {
 
 ErrorCode code_of(cudaError_t result) {
-  return {Family::Runtime, static_cast<int>(result)};
+  return {Layer::Runtime, static_cast<int>(result)};
 }
 ErrorCode code_of(CUresult result) {
-  return {Family::Driver, static_cast<int>(result)};
+  return {Layer::Driver, static_cast<int>(result)};
 }
 ErrorCode code_of(cublasStatus_t result) {
-  return {Family::Cublas, static_cast<int>(result)};
+  return {Layer::Cublas, static_cast<int>(result)};
 }
 
 // Every number of the attribution table (src/cuda_errors.def) is the CUDA headers' own.
@@ -95,7 +95,7 @@ class OuterCall {
 // Blocks after a launch that succeeded when the policy asks, and lets the engine see the outcome.
 // Returns the error to hand to the program instead of `result`, if any.
 template <typename Result>
-Result finish_launch(Engine& engine, Launch& launch, Result result, Family family, const void* stream,
+Result finish_launch(Engine& engine, Launch& launch, Result result, Layer layer, const void* stream,
                      bool per_thread) {
   ErrnoKeeper keep_errno;
   ReentryGuard guard;
@@ -103,7 +103,7 @@ Result finish_launch(Engine& engine, Launch& launch, Result result, Family famil
     BlockResult blocked;
     if (code_of(result).ok() && launch.block()) {
       if (!launch.timing.start_ns) launch.timing.start_ns = steady_now_ns();  // recorded late: the wait only
-      blocked = block_stream(family, static_cast<cudaStream_t>(const_cast<void*>(stream)), per_thread,
+      blocked = block_stream(layer, static_cast<cudaStream_t>(const_cast<void*>(stream)), per_thread,
                              launch.decision.action == Action::BlockDevice);
       finish_block_timing(&launch.timing,
                           blocked.outcome == BlockOutcome::Synchronized && blocked.result.ok());
@@ -177,7 +177,7 @@ cudaError_t handle_runtime_launch(Engine& engine, Function real_function, Args..
     }
   }
   if (!recorded) return result;
-  return finish_launch(engine, launch, result, Family::Runtime, parameters.stream, Traits::per_thread);
+  return finish_launch(engine, launch, result, Layer::Runtime, parameters.stream, Traits::per_thread);
 }
 
 // Driver launches: every launch of the process passes here, however the caller found the function.
@@ -224,13 +224,13 @@ CUresult handle_driver_launch(Engine& engine, Function real_function, Args... ar
     return result;
   }
   if (!recorded) return result;
-  return finish_launch(engine, launch, result, Family::Driver, parameters.stream, Traits::per_thread);
+  return finish_launch(engine, launch, result, Layer::Driver, parameters.stream, Traits::per_thread);
 }
 
 template <Hook id, typename Function, typename... Args>
 auto handle_sync(Engine& engine, Function real_function, Args... args) {
   using Traits = HookTraits<id>;
-  if (Traits::family == Family::Driver && thread_context().outer_depth > 0) return real_function(args...);
+  if (Traits::layer == Layer::Driver && thread_context().outer_depth > 0) return real_function(args...);
   SyncScope scope = sync_scope(args...);
   uint64_t mark = engine.begin_sync();
   // An event's record is read before the call: the call waits for at least that one.
@@ -323,7 +323,7 @@ CUresult handle_event(Engine& engine, Function real_function, Args... args) {
 template <Hook id, typename Function, typename... Args>
 auto handle_call(Engine& engine, Function real_function, Args... args) {
   using Traits = HookTraits<id>;
-  if (Traits::family == Family::Driver && thread_context().outer_depth > 0) return real_function(args...);
+  if (Traits::layer == Layer::Driver && thread_context().outer_depth > 0) return real_function(args...);
   auto result = [&] {
     OuterCall outer;
     return real_function(args...);
@@ -375,8 +375,7 @@ cublasStatus_t record_library_unit(Engine& engine, const ThreadLayers& inside, c
   BlockResult blocked;
   if (result == CUBLAS_STATUS_SUCCESS && launch.block()) {
     launch.timing.start_ns = steady_now_ns();  // the call already ran: the wait only
-    blocked =
-        block_stream(Family::Driver, facts.stream, false, launch.decision.action == Action::BlockDevice);
+    blocked = block_stream(Layer::Driver, facts.stream, false, launch.decision.action == Action::BlockDevice);
     finish_block_timing(&launch.timing, false);
   }
   engine.end_launch(launch, code_of(result), blocked.outcome, blocked.result, blocked.api);
@@ -454,7 +453,7 @@ CUresult handle_graph_launch(Engine& engine, Function real_function, CUgraphExec
     ReentryGuard guard;
     drop_breadcrumb(engine, launch, stream, Traits::per_thread);
   }
-  return finish_launch(engine, launch, result, Family::Driver, stream, Traits::per_thread);
+  return finish_launch(engine, launch, result, Layer::Driver, stream, Traits::per_thread);
 }
 
 template <Hook id, typename Function>
@@ -562,7 +561,7 @@ typename HookTraits<id>::Result intercept(Args... args) {
   if constexpr (Traits::kind == Kind::CaptureBegin) note_capture_begins();
   Engine* engine = active_engine();
   if (!engine) return real_function(args...);
-  if constexpr (Traits::kind == Kind::Launch && Traits::family == Family::Runtime) {
+  if constexpr (Traits::kind == Kind::Launch && Traits::layer == Layer::Runtime) {
     return handle_runtime_launch<id>(*engine, real_function, args...);
   } else if constexpr (Traits::kind == Kind::Launch) {
     return handle_driver_launch<id>(*engine, real_function, args...);
@@ -593,10 +592,10 @@ typename HookTraits<id>::Result intercept(Args... args) {
 
 }  // namespace blockrun::shim
 
-#define CUDA_BLOCKRUN_HOOK(family, kind, stream, return_type, name, parameters, arguments) \
-  extern "C" __attribute__((visibility("default"))) return_type name parameters {          \
-    blockrun::shim::note_caller<blockrun::shim::Hook::name>(__builtin_return_address(0));  \
-    return blockrun::shim::intercept<blockrun::shim::Hook::name> arguments;                \
+#define CUDA_BLOCKRUN_HOOK(layer, kind, stream, return_type, name, parameters, arguments) \
+  extern "C" __attribute__((visibility("default"))) return_type name parameters {         \
+    blockrun::shim::note_caller<blockrun::shim::Hook::name>(__builtin_return_address(0)); \
+    return blockrun::shim::intercept<blockrun::shim::Hook::name> arguments;               \
   }
 #include "hooks.def"
 
@@ -606,13 +605,13 @@ namespace {
 
 struct HookRow {
   const char* name;
-  Family family;
+  Layer layer;
   void* wrapper;
 };
 
 const HookRow kHookRows[] = {
-#define CUDA_BLOCKRUN_HOOK(family, kind, stream, return_type, name, parameters, arguments) \
-  {#name, Family::family, reinterpret_cast<void*>(static_cast<HookTraits<Hook::name>::Function>(&::name))},
+#define CUDA_BLOCKRUN_HOOK(layer, kind, stream, return_type, name, parameters, arguments) \
+  {#name, Layer::layer, reinterpret_cast<void*>(static_cast<HookTraits<Hook::name>::Function>(&::name))},
 #include "hooks.def"
 };
 
@@ -639,7 +638,7 @@ void* lookup_hook_address(Hook hook) {
   std::atomic<void*>& slot = hook_addresses[index];
   void* address = slot.load(std::memory_order_acquire);
   if (address) return address;
-  address = find_real(kHookRows[index].name, kHookRows[index].family);
+  address = find_real(kHookRows[index].name, kHookRows[index].layer);
   if (address) slot.store(address, std::memory_order_release);
   return address;
 }
@@ -648,7 +647,7 @@ void* substitute_wrapper(const char* symbol, void* address, bool by_base_name) {
   if (!shim_active()) return address;
   for (size_t index = 0; index < static_cast<size_t>(Hook::Count); ++index) {
     const HookRow& row = kHookRows[index];
-    bool candidate = by_base_name ? row.family == Family::Driver && base_name_of(row.name) == symbol
+    bool candidate = by_base_name ? row.layer == Layer::Driver && base_name_of(row.name) == symbol
                                   : std::strcmp(row.name, symbol) == 0;
     if (!candidate) continue;
     // The real function of this hook, wherever the program's lookup found it.

@@ -40,39 +40,39 @@ enum class Kind {
 enum class StreamFlavour { Legacy, PerThread };
 
 enum class Hook : size_t {
-#define CUDA_BLOCKRUN_HOOK(family, kind, stream, return_type, name, parameters, arguments) name,
+#define CUDA_BLOCKRUN_HOOK(layer, kind, stream, return_type, name, parameters, arguments) name,
 #include "hooks.def"
   Count
 };
 
 enum class Helper : size_t {
-#define CUDA_BLOCKRUN_REAL(family, return_type, name, parameters) name,
+#define CUDA_BLOCKRUN_REAL(layer, return_type, name, parameters) name,
 #include "hooks.def"
   Count
 };
 
 template <Hook id>
 struct HookTraits;
-#define CUDA_BLOCKRUN_HOOK(family_, kind_, stream_, return_type, name_, parameters, arguments) \
-  template <>                                                                                  \
-  struct HookTraits<Hook::name_> {                                                             \
-    using Function = return_type(*) parameters;                                                \
-    using Result = return_type;                                                                \
-    static constexpr const char* name = #name_;                                                \
-    static constexpr Family family = Family::family_;                                          \
-    static constexpr Kind kind = Kind::kind_;                                                  \
-    static constexpr bool per_thread = StreamFlavour::stream_ == StreamFlavour::PerThread;     \
+#define CUDA_BLOCKRUN_HOOK(layer_, kind_, stream_, return_type, name_, parameters, arguments) \
+  template <>                                                                                 \
+  struct HookTraits<Hook::name_> {                                                            \
+    using Function = return_type(*) parameters;                                               \
+    using Result = return_type;                                                               \
+    static constexpr const char* name = #name_;                                               \
+    static constexpr Layer layer = Layer::layer_;                                             \
+    static constexpr Kind kind = Kind::kind_;                                                 \
+    static constexpr bool per_thread = StreamFlavour::stream_ == StreamFlavour::PerThread;    \
   };
 #include "hooks.def"
 
 template <Helper id>
 struct HelperTraits;
-#define CUDA_BLOCKRUN_REAL(family_, return_type, name_, parameters) \
-  template <>                                                       \
-  struct HelperTraits<Helper::name_> {                              \
-    using Function = return_type(*) parameters;                     \
-    static constexpr const char* name = #name_;                     \
-    static constexpr Family family = Family::family_;               \
+#define CUDA_BLOCKRUN_REAL(layer_, return_type, name_, parameters) \
+  template <>                                                      \
+  struct HelperTraits<Helper::name_> {                             \
+    using Function = return_type(*) parameters;                    \
+    static constexpr const char* name = #name_;                    \
+    static constexpr Layer layer = Layer::layer_;                  \
   };
 #include "hooks.def"
 
@@ -85,7 +85,7 @@ template <typename Traits>
 void* lookup(std::atomic<void*>& slot) {
   void* address = slot.load(std::memory_order_acquire);
   if (address) return address;
-  address = find_real(Traits::name, Traits::family);
+  address = find_real(Traits::name, Traits::layer);
   if (address) slot.store(address, std::memory_order_release);
   return address;
 }

@@ -31,7 +31,7 @@ ErrorMeaning cublas_meaning(int number) {
 
 ErrorMeaning error_meaning(ErrorCode code) {
   if (code.ok()) return ErrorMeaning::Own;
-  return code.family == Family::Cublas || code.family == Family::CublasLt ? cublas_meaning(code.code)
+  return code.layer == Layer::Cublas || code.layer == Layer::CublasLt ? cublas_meaning(code.code)
                                                                           : cuda_meaning(code.code);
 }
 

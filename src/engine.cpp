@@ -97,15 +97,15 @@ std::string surfaced_how(const Surfacing& where) {
 
 }  // namespace
 
-const char* family_name(Family family) {
-  switch (family) {
-    case Family::Runtime:
+const char* layer_name(Layer layer) {
+  switch (layer) {
+    case Layer::Runtime:
       return "runtime";
-    case Family::Driver:
+    case Layer::Driver:
       return "driver";
-    case Family::Cublas:
+    case Layer::Cublas:
       return "cublas";
-    case Family::CublasLt:
+    case Layer::CublasLt:
       return "cublasLt";
   }
   return "unknown";

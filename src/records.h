@@ -1,5 +1,5 @@
 // What the engine knows about launches and CUDA calls: plain data, no CUDA types, so that tests can
-// build records without a GPU and the shim can fill them from any API family.
+// build records without a GPU and the shim can fill them from any layer of CUDA.
 #pragma once
 
 #include <atomic>
@@ -13,18 +13,20 @@
 
 namespace blockrun {
 
-// The API family a hooked entry point belongs to; errors are described per family.
-enum class Family : uint8_t { Runtime, Driver, Cublas, CublasLt };
+// The layer of the CUDA stack a hooked entry point belongs to (its library): where its real function is
+// found, and whose numbering its result codes use. (A launch's `family`, in the policy, is how the program
+// reached it.)
+enum class Layer : uint8_t { Runtime, Driver, Cublas, CublasLt };
 
-const char* family_name(Family family);
+const char* layer_name(Layer layer);
 
 struct Dim3 {
   uint32_t x = 1, y = 1, z = 1;
 };
 
-// A result code together with the family whose numbering it uses.
+// A result code together with the layer whose numbering it uses.
 struct ErrorCode {
-  Family family = Family::Runtime;
+  Layer layer = Layer::Runtime;
   int code = 0;
   bool ok() const { return code == 0; }
 };

@@ -22,7 +22,7 @@ void begin_error_record(JsonWriter& json, const char* type, const ErrorText& tex
       .field(key::time, epoch_seconds())
       .field(key::error, text.name)
       .field(key::code, code.code)
-      .field(key::family, family_name(code.family))
+      .field(key::family, layer_name(code.layer))
       .field(key::message, text.text)
       .field(key::surfaced_api, api);
 }

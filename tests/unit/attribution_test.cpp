@@ -19,12 +19,12 @@ namespace {
 
 const void* const kStreamA = reinterpret_cast<const void*>(0xa000);
 const void* const kStreamB = reinterpret_cast<const void*>(0xb000);
-constexpr ErrorCode kIllegalAddress{Family::Runtime, 700};
+constexpr ErrorCode kIllegalAddress{Layer::Runtime, 700};
 
 TEST(ErrorMeaning, KernelFaultsAreAsynchronousInBothNumberings) {
   for (int code : {700, 702, 710, 714, 715, 716, 717, 718, 719}) {
-    EXPECT_EQ(error_meaning({Family::Runtime, code}), ErrorMeaning::Asynchronous) << code;
-    EXPECT_EQ(error_meaning({Family::Driver, code}), ErrorMeaning::Asynchronous) << code;
+    EXPECT_EQ(error_meaning({Layer::Runtime, code}), ErrorMeaning::Asynchronous) << code;
+    EXPECT_EQ(error_meaning({Layer::Driver, code}), ErrorMeaning::Asynchronous) << code;
   }
 }
 
@@ -32,17 +32,17 @@ TEST(ErrorMeaning, ALaunchsOwnErrorsAreItsOwn) {
   // invalid value, out of memory, invalid configuration, out of resources, no binary, invalid handle, not
   // supported, a capture invalidated, a cooperative launch too large
   for (int code : {1, 2, 9, 98, 209, 400, 701, 720, 801, 900, 901, 907}) {
-    EXPECT_EQ(error_meaning({Family::Runtime, code}), ErrorMeaning::Own) << code;
+    EXPECT_EQ(error_meaning({Layer::Runtime, code}), ErrorMeaning::Own) << code;
   }
-  EXPECT_EQ(error_meaning({Family::Cublas, 7}), ErrorMeaning::Own);  // CUBLAS_STATUS_INVALID_VALUE
+  EXPECT_EQ(error_meaning({Layer::Cublas, 7}), ErrorMeaning::Own);  // CUBLAS_STATUS_INVALID_VALUE
 }
 
 TEST(ErrorMeaning, UnknownCodesAreNeverOwn) {
-  EXPECT_EQ(error_meaning({Family::Driver, 999}), ErrorMeaning::Unknown);
-  EXPECT_EQ(error_meaning({Family::Runtime, 12345}), ErrorMeaning::Unknown);  // a newer CUDA's
-  EXPECT_EQ(error_meaning({Family::Cublas, 13}), ErrorMeaning::Unknown);      // EXECUTION_FAILED
-  EXPECT_TRUE(may_have_surfaced({Family::Driver, 999}));
-  EXPECT_FALSE(may_have_surfaced({Family::Driver, 2}));
+  EXPECT_EQ(error_meaning({Layer::Driver, 999}), ErrorMeaning::Unknown);
+  EXPECT_EQ(error_meaning({Layer::Runtime, 12345}), ErrorMeaning::Unknown);  // a newer CUDA's
+  EXPECT_EQ(error_meaning({Layer::Cublas, 13}), ErrorMeaning::Unknown);      // EXECUTION_FAILED
+  EXPECT_TRUE(may_have_surfaced({Layer::Driver, 999}));
+  EXPECT_FALSE(may_have_surfaced({Layer::Driver, 2}));
   EXPECT_FALSE(may_have_surfaced({}));
 }
 
@@ -199,7 +199,7 @@ TEST_F(AttributionTest, ARefusedLaunchOnAnotherStreamIsNoCandidate) {
 TEST_F(AttributionTest, ALaunchsOwnErrorNamesItExactly) {
   auto engine = make("none", true);
   run(*engine, fill_, nullptr, true);
-  run(*engine, stencil_, nullptr, false, ErrorCode{Family::Runtime, 9});  // invalid configuration
+  run(*engine, stencil_, nullptr, false, ErrorCode{Layer::Runtime, 9});  // invalid configuration
   JsonValue record = first_error();
   EXPECT_EQ(record.text("certainty"), "exact");
   EXPECT_EQ(record.text("method"), "launch");
@@ -211,7 +211,7 @@ TEST_F(AttributionTest, AnUnknownCodeIsNeverExact) {
   auto engine = make("none", true);
   run(*engine, fill_, nullptr, true);
   run(*engine, stencil_, nullptr, false);
-  engine->observe_error("cudaStreamSynchronize", ErrorCode{Family::Runtime, 999}, nullptr, false);
+  engine->observe_error("cudaStreamSynchronize", ErrorCode{Layer::Runtime, 999}, nullptr, false);
   JsonValue record = first_error();
   EXPECT_EQ(record.text("certainty"), "suspects");
   EXPECT_EQ(culprit(record), 0u);
@@ -223,7 +223,7 @@ TEST_F(AttributionTest, ACallsOwnErrorBlamesNoRunningKernel) {
   auto engine = make("none", true);
   run(*engine, fill_, nullptr, true);
   run(*engine, stencil_, nullptr, false);  // still running
-  engine->observe_error("cudaMemcpyAsync", ErrorCode{Family::Runtime, 1}, nullptr, false);
+  engine->observe_error("cudaMemcpyAsync", ErrorCode{Layer::Runtime, 1}, nullptr, false);
   JsonValue record = first_error();
   EXPECT_EQ(record.text("certainty"), "suspects");
   EXPECT_EQ(culprit(record), 0u);
@@ -257,9 +257,9 @@ TEST_F(AttributionTest, ABlockedLaunchIsExactWhenBreadcrumbsShowEveryOtherStream
 TEST_F(AttributionTest, AWatchedCallIgnoresItsOwnErrorsAndTakesAStickyOne) {
   auto engine = make("none", false);
   run(*engine, stencil_, nullptr);  // #1 faults
-  engine->watch_error("cuMemAlloc_v2", ErrorCode{Family::Driver, 2}, nullptr, false);  // out of memory
+  engine->watch_error("cuMemAlloc_v2", ErrorCode{Layer::Driver, 2}, nullptr, false);  // out of memory
   EXPECT_FALSE(engine->has_first_error());
-  engine->watch_error("cuMemAlloc_v2", ErrorCode{Family::Driver, 700}, nullptr, false);
+  engine->watch_error("cuMemAlloc_v2", ErrorCode{Layer::Driver, 700}, nullptr, false);
   JsonValue record = first_error();
   EXPECT_EQ(record.text("surfaced_api"), "cuMemAlloc_v2");
   EXPECT_EQ(suspects(record), (std::vector<uint64_t>{1}));
@@ -270,9 +270,9 @@ TEST_F(AttributionTest, AStickyErrorSeenOnlyAtExitIsTheFirstError) {
   auto engine = make("none", true);
   run(*engine, fill_, nullptr, true);
   run(*engine, stencil_, nullptr, false);
-  engine->check_at_exit("cuStreamQuery", ErrorCode{Family::Driver, 600});  // not ready: nothing
+  engine->check_at_exit("cuStreamQuery", ErrorCode{Layer::Driver, 600});  // not ready: nothing
   EXPECT_FALSE(engine->has_first_error());
-  engine->check_at_exit("cuStreamQuery", ErrorCode{Family::Driver, 700});
+  engine->check_at_exit("cuStreamQuery", ErrorCode{Layer::Driver, 700});
   JsonValue record = first_error();
   EXPECT_EQ(record.text("how"), "surfaced only at exit: no call of the program returned it");
   EXPECT_EQ(record.text("certainty"), "exact");
@@ -285,7 +285,7 @@ TEST_F(AttributionTest, TheExitCheckChangesNothingAfterAFirstError) {
   auto engine = make("none", false);
   run(*engine, stencil_, nullptr);
   engine->observe_error("cudaDeviceSynchronize", kIllegalAddress, nullptr, false);
-  engine->check_at_exit("cuStreamQuery", ErrorCode{Family::Driver, 700});
+  engine->check_at_exit("cuStreamQuery", ErrorCode{Layer::Driver, 700});
   EXPECT_EQ(first_error().text("surfaced_api"), "cudaDeviceSynchronize");
   EXPECT_EQ(engine->later_errors(), 0u) << "the shim's own check is not one of the program's errors";
 }

@@ -93,7 +93,7 @@ TEST_F(EngineTest, BlockedLaunchThatFailsIsTheExactCulprit) {
   Launch first = launch(*engine, fill, nullptr);
   engine->end_launch(first, ErrorCode{}, BlockOutcome::Synchronized, ErrorCode{}, "cudaStreamSynchronize");
   Launch second = launch(*engine, stencil, nullptr);
-  engine->end_launch(second, ErrorCode{}, BlockOutcome::Synchronized, ErrorCode{Family::Runtime, 700},
+  engine->end_launch(second, ErrorCode{}, BlockOutcome::Synchronized, ErrorCode{Layer::Runtime, 700},
                      "cudaStreamSynchronize");
   EXPECT_EQ(
       log(),
@@ -117,7 +117,7 @@ TEST_F(EngineTest, UnblockedFaultListsUnsynchronizedLaunchesOfEveryStreamAsSuspe
   run(*engine, fill, kStreamB);     // #3: another stream
   run(*engine, fill, kStreamA);     // #4
   uint64_t mark = engine->begin_sync();
-  engine->end_sync("cudaStreamSynchronize", false, kStreamA, false, mark, ErrorCode{Family::Runtime, 700});
+  engine->end_sync("cudaStreamSynchronize", false, kStreamA, false, mark, ErrorCode{Layer::Runtime, 700});
   EXPECT_EQ(
       log(),
       "first error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
@@ -136,7 +136,7 @@ TEST_F(EngineTest, SuspectsAreTheNewestEightAcrossStreamsForDeviceWideCalls) {
   auto engine = make("none");
   const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
   for (int i = 0; i < 12; ++i) run(*engine, fill, i % 2 ? kStreamA : kStreamB);
-  engine->end_sync("cudaMemcpy", true, nullptr, false, engine->begin_sync(), ErrorCode{Family::Runtime, 700});
+  engine->end_sync("cudaMemcpy", true, nullptr, false, engine->begin_sync(), ErrorCode{Layer::Runtime, 700});
   std::string text = log();
   EXPECT_EQ(text.find("launch #4,"), std::string::npos);
   EXPECT_NE(text.find("launch #5,"), std::string::npos);
@@ -153,7 +153,7 @@ TEST_F(EngineTest, DeviceSynchronizeClearsSuspectsOfEveryStream) {
   engine->end_sync("cudaDeviceSynchronize", true, nullptr, false, engine->begin_sync(), ErrorCode{});
   run(*engine, fill, kStreamB);
   engine->end_sync("cudaDeviceSynchronize", true, nullptr, false, engine->begin_sync(),
-                   ErrorCode{Family::Runtime, 700});
+                   ErrorCode{Layer::Runtime, 700});
   EXPECT_NE(log().find("launch #3,"), std::string::npos);
   EXPECT_EQ(log().find("launch #1,"), std::string::npos);
   EXPECT_EQ(log().find("launch #2,"), std::string::npos);
@@ -164,7 +164,7 @@ TEST_F(EngineTest, LaunchErrorReturnedAtOnceNamesTheLaunch) {
   const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
   run(*engine, fill, nullptr);  // an earlier launch is no suspect of a synchronous launch error
   Launch l = launch(*engine, fill, nullptr);
-  engine->end_launch(l, ErrorCode{Family::Runtime, 1}, BlockOutcome::NotBlocked, ErrorCode{}, nullptr);
+  engine->end_launch(l, ErrorCode{Layer::Runtime, 1}, BlockOutcome::NotBlocked, ErrorCode{}, nullptr);
   EXPECT_EQ(log(),
             "first error: cudaErrorInvalidValue (invalid argument), returned by cudaLaunchKernel (the launch "
             "itself "
@@ -174,10 +174,10 @@ TEST_F(EngineTest, LaunchErrorReturnedAtOnceNamesTheLaunch) {
 
 TEST_F(EngineTest, LaterErrorsAreCountedNotRepeated) {
   auto engine = make("none");
-  engine->observe_error("cudaMemcpy", ErrorCode{Family::Runtime, 700}, nullptr, false);
+  engine->observe_error("cudaMemcpy", ErrorCode{Layer::Runtime, 700}, nullptr, false);
   std::string first = log();
-  engine->observe_error("cudaMemcpy", ErrorCode{Family::Runtime, 700}, nullptr, false);
-  engine->observe_error("cudaGetLastError", ErrorCode{Family::Runtime, 700}, nullptr, false);
+  engine->observe_error("cudaMemcpy", ErrorCode{Layer::Runtime, 700}, nullptr, false);
+  engine->observe_error("cudaGetLastError", ErrorCode{Layer::Runtime, 700}, nullptr, false);
   EXPECT_EQ(log(), first);
   EXPECT_EQ(engine->later_errors(), 2u);
   engine->finish();
@@ -192,7 +192,7 @@ TEST_F(EngineTest, BlockedFailureWithUnfinishedEarlierWorkIsNotExact) {
   const KernelInfo* stencil = kernel(*engine, 0x20, "_Z7stencilPfix");
   run(*engine, fill, nullptr);
   Launch l = launch(*engine, stencil, nullptr);
-  engine->end_launch(l, ErrorCode{}, BlockOutcome::Synchronized, ErrorCode{Family::Runtime, 700},
+  engine->end_launch(l, ErrorCode{}, BlockOutcome::Synchronized, ErrorCode{Layer::Runtime, 700},
                      "cudaStreamSynchronize");
   EXPECT_EQ(
       log(),
@@ -300,7 +300,7 @@ TEST_F(BreadcrumbTest, NameTheCulpritExactlyLongAfterItFaulted) {
                                  kernel(*engine, 0x30, "_Z5scalePfif")};
   // 60 launches on one stream; #38 (stencil's 13th) faults: its breadcrumb and every later one never run.
   for (int n = 1; n <= 60; ++n) launch_with_crumb(*engine, kernels[(n - 1) % 3], kStreamA, n < 38);
-  engine->end_sync("cudaMemcpy", true, nullptr, false, engine->begin_sync(), ErrorCode{Family::Runtime, 700});
+  engine->end_sync("cudaMemcpy", true, nullptr, false, engine->begin_sync(), ErrorCode{Layer::Runtime, 700});
   EXPECT_EQ(
       log(),
       "first error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
@@ -322,7 +322,7 @@ TEST_F(BreadcrumbTest, SeveralStreamsInFlightGiveTheirFirstUnfinishedLaunchesOld
   for (int n = 7; n <= 8; ++n) launch_with_crumb(*engine, fill, kStreamA, false);     // #7 first unfinished
   launch_with_crumb(*engine, stencil, streamC, true);                                 // #9 done
   engine->end_sync("cudaDeviceSynchronize", true, nullptr, false, engine->begin_sync(),
-                   ErrorCode{Family::Runtime, 700});
+                   ErrorCode{Layer::Runtime, 700});
   EXPECT_EQ(
       log(),
       "first error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
@@ -340,7 +340,7 @@ TEST_F(BreadcrumbTest, AFirstUnfinishedLaunchOlderThanTheRingIsSaidToBeLost) {
   const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
   for (int n = 1; n <= 20; ++n)
     launch_with_crumb(*engine, fill, kStreamA, n <= 5);  // #6 faulted, 14 more after it
-  engine->end_sync("cudaMemcpy", true, nullptr, false, engine->begin_sync(), ErrorCode{Family::Runtime, 700});
+  engine->end_sync("cudaMemcpy", true, nullptr, false, engine->begin_sync(), ErrorCode{Layer::Runtime, 700});
   std::string text = log();
   EXPECT_NE(
       text.find("stream 0xa000: its first unfinished launch (after #5) is older than the 8 launches kept"),
@@ -356,7 +356,7 @@ TEST_F(BreadcrumbTest, NothingUnfinishedFallsBackToTheHostsView) {
   engine->set_breadcrumbs(slots_, 4);
   const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
   for (int n = 1; n <= 3; ++n) launch_with_crumb(*engine, fill, kStreamA, true);
-  engine->observe_error("cudaMalloc", ErrorCode{Family::Runtime, 1}, nullptr, false);
+  engine->observe_error("cudaMalloc", ErrorCode{Layer::Runtime, 1}, nullptr, false);
   EXPECT_NE(log().find("no launch is on record as unfinished"), std::string::npos) << log();
 }
 
@@ -384,7 +384,7 @@ TEST_F(BreadcrumbTest, TheCulpritsPythonLineIsKeptWithoutAStackWalk) {
     g_python_line = 100 + n;
     launch_with_crumb(*engine, n % 2 ? fill : stencil, kStreamA, n < 8);  // #8 (stencil's 4th) faulted
   }
-  engine->end_sync("cudaMemcpy", true, nullptr, false, engine->begin_sync(), ErrorCode{Family::Runtime, 700});
+  engine->end_sync("cudaMemcpy", true, nullptr, false, engine->begin_sync(), ErrorCode{Layer::Runtime, 700});
   EXPECT_NE(log().find("  in kernel stencil(float*, int, long long), launch #8, stream 0xa000"),
             std::string::npos)
       << log();
@@ -434,7 +434,7 @@ TEST_F(EngineTest, AFirstErrorRecordBeingWrittenIsWaitedFor) {
   });
   EXPECT_TRUE(engine.wait_for_first_error_record(0));  // nothing being written
   std::thread first([&] {
-    engine.observe_error("cudaStreamSynchronize", ErrorCode{Family::Runtime, 710}, nullptr, false);
+    engine.observe_error("cudaStreamSynchronize", ErrorCode{Layer::Runtime, 710}, nullptr, false);
   });
   while (!describing) std::this_thread::yield();
   EXPECT_FALSE(engine.wait_for_first_error_record(10));  // still writing: gives up after 10 ms

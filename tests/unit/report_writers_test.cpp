@@ -41,7 +41,7 @@ class WritersTest : public ::testing::Test {
   Finding finding() const {
     Finding found;
     found.api = "cudaDeviceSynchronize";
-    found.result = ErrorCode{Family::Runtime, 700};
+    found.result = ErrorCode{Layer::Runtime, 700};
     found.text = ErrorText{"cudaErrorIllegalAddress", "an illegal memory access was encountered"};
     found.meaning = ErrorMeaning::Asynchronous;
     found.how = "surfaced at a later call";

@@ -74,12 +74,12 @@ void print_usage(FILE* out) {
 namespace {
 
 void list_hooks() {
-  std::printf("%-32s %-9s %-17s %-11s %s\n", "symbol", "family", "kind", "stream 0", "reachable by");
+  std::printf("%-32s %-9s %-17s %-11s %s\n", "symbol", "layer", "kind", "stream 0", "reachable by");
   for (const blockrun::HookEntry& hook : blockrun::kHookList) {
     // Every hook is an exported symbol and is answered by the dlsym interposer on its library's handle;
     // driver functions are also handed out by the cuGetProcAddress wrappers.
-    bool driver = std::strcmp(hook.family, "Driver") == 0;
-    std::printf("%-32s %-9s %-17s %-11s %s\n", hook.name, hook.family, hook.kind, hook.stream,
+    bool driver = std::strcmp(hook.layer, "Driver") == 0;
+    std::printf("%-32s %-9s %-17s %-11s %s\n", hook.name, hook.layer, hook.kind, hook.stream,
                 driver ? "symbol, dlsym, cuGetProcAddress" : "symbol, dlsym");
   }
   std::printf("\n%zu CUDA symbols, and the loader's dlsym.\n", blockrun::kHookCount);
