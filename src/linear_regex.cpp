@@ -261,60 +261,61 @@ class Parser {
       fail("a \\ at the end of the pattern");
       return false;
     }
-    char c = text_[at_++];
-    switch (c) {
-      case 't':
-        *out = '\t';
-        return true;
-      case 'n':
-        *out = '\n';
-        return true;
-      case 'v':
-        *out = '\v';
-        return true;
-      case 'f':
-        *out = '\f';
-        return true;
-      case 'r':
-        *out = '\r';
-        return true;
-      case 'b':
-        if (in_class) {
-          *out = '\b';
-          return true;
-        }
-        break;
-      case '0':
-        if (std::isdigit(static_cast<unsigned char>(peek()))) break;
-        *out = '\0';
-        return true;
-      case 'x':
-      case 'u': {
-        size_t digits = c == 'x' ? 2 : 4;
-        int value = 0;
-        for (size_t i = 0; i < digits; ++i) {
-          int digit = hex_value(peek());
-          if (digit < 0) {
-            fail(std::string("\\") + c + " needs " + std::to_string(digits) + " hexadecimal digits");
-            return false;
-          }
-          value = value * 16 + digit;
-          ++at_;
-        }
-        if (value > 0xff || (c == 'u' && value > 0x7f)) {
-          fail("\\u escapes are limited to ASCII: write the character itself");
-          return false;
-        }
-        *out = static_cast<unsigned char>(value);
+    const char c = text_[at_++];
+    if (c == 'x' || c == 'u') return hex_escape(c, out);
+    if (control_escape(c, in_class, out)) return true;
+    if (!std::isalnum(static_cast<unsigned char>(c))) {
+      *out = static_cast<unsigned char>(c);  // an escaped punctuation character, a blank, a byte >= 0x80
+      return true;
+    }
+    return refuse_escape(c);
+  }
+
+  // ECMAScript's control escapes \t \n \v \f \r, \b (a backspace) in a class, and \0 when no digit follows.
+  bool control_escape(char c, bool in_class, unsigned char* out) const {
+    static constexpr char kLetters[] = {'t', 'n', 'v', 'f', 'r'};
+    static constexpr char kBytes[] = {'\t', '\n', '\v', '\f', '\r'};
+    for (size_t i = 0; i < sizeof kLetters; ++i) {
+      if (c == kLetters[i]) {
+        *out = static_cast<unsigned char>(kBytes[i]);
         return true;
       }
-      default:
-        if (!std::isalnum(static_cast<unsigned char>(c))) {
-          *out = static_cast<unsigned char>(c);  // an escaped punctuation character, a blank, a byte >= 0x80
-          return true;
-        }
     }
-    at_ -= 2;  // the offset of the backslash
+    if (c == 'b' && in_class) {
+      *out = '\b';
+      return true;
+    }
+    if (c == '0' && !std::isdigit(static_cast<unsigned char>(peek()))) {
+      *out = '\0';
+      return true;
+    }
+    return false;
+  }
+
+  // \xHH, or \uHHHH for an ASCII character.
+  bool hex_escape(char c, unsigned char* out) {
+    size_t digits = c == 'x' ? 2 : 4;
+    int value = 0;
+    for (size_t i = 0; i < digits; ++i) {
+      int digit = hex_value(peek());
+      if (digit < 0) {
+        fail(std::string("\\") + c + " needs " + std::to_string(digits) + " hexadecimal digits");
+        return false;
+      }
+      value = value * 16 + digit;
+      ++at_;
+    }
+    if (value > 0xff || (c == 'u' && value > 0x7f)) {
+      fail("\\u escapes are limited to ASCII: write the character itself");
+      return false;
+    }
+    *out = static_cast<unsigned char>(value);
+    return true;
+  }
+
+  // A letter or digit escape that is not a byte: false, with the reason, at the offset of the backslash.
+  bool refuse_escape(char c) {
+    at_ -= 2;
     if (c >= '1' && c <= '9') {
       fail("back-references (\\1) are not supported: they cannot be matched in linear time");
     } else if (c == 'k') {
@@ -526,27 +527,53 @@ std::optional<Regex> Regex::compile(std::string_view pattern, std::string* probl
   return regex;
 }
 
-bool Regex::search(std::string_view subject) const {
-  const size_t states = program_.size();
-  std::vector<uint32_t> current, next, stack;
-  current.reserve(states);
-  next.reserve(states);
-  stack.reserve(states);
-  // mark[pc] == generation: pc is in the list of the position being built (generation = position + 1).
-  std::vector<size_t> mark(states, 0);
-  auto is_word_at = [&](size_t i) {
-    return i < subject.size() && is_word(static_cast<unsigned char>(subject[i]));
-  };
+namespace {
+
+// One search: the program run over the subject in lock step. current_ holds the states waiting for the byte
+// at the position being read, next_ those for the byte after it.
+class LockStep {
+ public:
+  using Instruction = Regex::Instruction;
+  using Op = Regex::Op;
+
+  LockStep(const std::vector<Instruction>& program, const std::vector<ByteSet>& sets,
+           std::string_view subject)
+      : program_(program), sets_(sets), subject_(subject), mark_(program.size(), 0) {
+    current_.reserve(program.size());
+    next_.reserve(program.size());
+    stack_.reserve(program.size());
+  }
+
+  bool run() {
+    for (size_t at = 0;; ++at) {
+      if (add(current_, 0, at)) return true;  // a match may start here (the search is not anchored)
+      if (at == subject_.size()) return false;
+      const unsigned char byte = static_cast<unsigned char>(subject_[at]);
+      next_.clear();
+      for (uint32_t pc : current_) {
+        const Instruction& instruction = program_[pc];
+        bool takes = instruction.op == Op::Byte ? instruction.byte == byte : sets_[instruction.x].has(byte);
+        if (takes && add(next_, pc + 1, at + 1)) return true;
+      }
+      std::swap(current_, next_);
+    }
+  }
+
+ private:
+  bool is_word_at(size_t i) const {
+    return i < subject_.size() && is_word(static_cast<unsigned char>(subject_[i]));
+  }
+
   // Adds the state `start` and every state it reaches without reading a byte, at position `at`, to `list`.
   // Returns whether Match is among them.
-  auto add = [&](std::vector<uint32_t>& list, uint32_t start, size_t at) {
+  bool add(std::vector<uint32_t>& list, uint32_t start, size_t at) {
     const size_t generation = at + 1;
-    stack.push_back(start);
-    while (!stack.empty()) {
-      uint32_t pc = stack.back();
-      stack.pop_back();
-      if (mark[pc] == generation) continue;
-      mark[pc] = generation;
+    stack_.push_back(start);
+    while (!stack_.empty()) {
+      uint32_t pc = stack_.back();
+      stack_.pop_back();
+      if (mark_[pc] == generation) continue;
+      mark_[pc] = generation;
       const Instruction& instruction = program_[pc];
       switch (instruction.op) {
         case Op::Byte:
@@ -554,43 +581,44 @@ bool Regex::search(std::string_view subject) const {
           list.push_back(pc);
           break;
         case Op::Split:
-          stack.push_back(instruction.y);
-          stack.push_back(instruction.x);
+          stack_.push_back(instruction.y);
+          stack_.push_back(instruction.x);
           break;
         case Op::Jump:
-          stack.push_back(instruction.x);
+          stack_.push_back(instruction.x);
           break;
         case Op::LineStart:
-          if (at == 0) stack.push_back(pc + 1);
+          if (at == 0) stack_.push_back(pc + 1);
           break;
         case Op::LineEnd:
-          if (at == subject.size()) stack.push_back(pc + 1);
+          if (at == subject_.size()) stack_.push_back(pc + 1);
           break;
         case Op::WordBoundary:
         case Op::NotWordBoundary: {
           bool boundary = (at > 0 && is_word_at(at - 1)) != is_word_at(at);
-          if (boundary == (instruction.op == Op::WordBoundary)) stack.push_back(pc + 1);
+          if (boundary == (instruction.op == Op::WordBoundary)) stack_.push_back(pc + 1);
           break;
         }
         case Op::Match:
-          stack.clear();
+          stack_.clear();
           return true;
       }
     }
     return false;
-  };
-  for (size_t at = 0;; ++at) {
-    if (add(current, 0, at)) return true;  // a match may start here (the search is not anchored)
-    if (at == subject.size()) return false;
-    const unsigned char byte = static_cast<unsigned char>(subject[at]);
-    next.clear();
-    for (uint32_t pc : current) {
-      const Instruction& instruction = program_[pc];
-      bool takes = instruction.op == Op::Byte ? instruction.byte == byte : sets_[instruction.x].has(byte);
-      if (takes && add(next, pc + 1, at + 1)) return true;
-    }
-    std::swap(current, next);
   }
+
+  const std::vector<Instruction>& program_;
+  const std::vector<ByteSet>& sets_;
+  const std::string_view subject_;
+  std::vector<uint32_t> current_, next_, stack_;
+  // mark_[pc] == generation: pc is in the list of the position being built (generation = position + 1).
+  std::vector<size_t> mark_;
+};
+
+}  // namespace
+
+bool Regex::search(std::string_view subject) const {
+  return LockStep(program_, sets_, subject).run();
 }
 
 }  // namespace blockrun

@@ -324,13 +324,16 @@ struct Policy::Rule {
 
 namespace {
 
-// Parses one term at `offset`; returns false with *error set.
-bool parse_term(const Piece& piece, Term* term, Decision* decision, bool* is_action, std::string* error) {
+// A term that does not parse: false, with *error saying where and why.
+bool term_error(const Piece& piece, const std::string& what, std::string* error) {
+  *error = "at " + std::to_string(piece.offset + 1) + " ('" + piece.text + "'): " + what;
+  return false;
+}
+
+// What a rule does (block, block-device, log) and what then happens on an error (return, abort, exit=N).
+// *is_action says whether the piece is one of them; false only for a bad exit status.
+bool parse_action(const Piece& piece, Decision* decision, bool* is_action, std::string* error) {
   const std::string& text = piece.text;
-  auto fail = [&](const std::string& what) {
-    *error = "at " + std::to_string(piece.offset + 1) + " ('" + text + "'): " + what;
-    return false;
-  };
   *is_action = true;
   if (text == "block") return decision->action = Action::Block, true;
   if (text == "block-device") return decision->action = Action::BlockDevice, true;
@@ -339,20 +342,23 @@ bool parse_term(const Piece& piece, Term* term, Decision* decision, bool* is_act
   if (text == "abort") return decision->on_error = OnError::Abort, true;
   if (text.rfind("exit=", 0) == 0) {
     uint64_t status = 0;
-    if (!parse_number(text.substr(5), &status) || status > 255) return fail("exit status must be 0-255");
+    if (!parse_number(text.substr(5), &status) || status > 255)
+      return term_error(piece, "exit status must be 0-255", error);
     decision->on_error = OnError::Exit;
     decision->exit_status = static_cast<int>(status);
     return true;
   }
   *is_action = false;
+  return true;
+}
 
+// A `key=value` term (kernel=, regex=, family=, library=, every=, thread=, stream=, after=); any other key
+// is an error.
+bool parse_keyed_term(const Piece& piece, const std::string& key, const std::string& value, Term* term,
+                      std::string* error) {
+  auto fail = [&](const std::string& what) { return term_error(piece, what, error); };
   std::string problem;
-  size_t equals = text.find('=');
-  std::string key = equals == std::string::npos ? "" : text.substr(0, equals);
-  std::string value = equals == std::string::npos ? "" : text.substr(equals + 1);
-  if (text == "all") {
-    term->kind = Term::Kind::All;
-  } else if (key == "kernel") {
+  if (key == "kernel") {
     if (value.empty()) return fail("expected a glob after 'kernel='");
     if (!well_formed_glob(value, &problem)) return fail(problem);
     term->kind = Term::Kind::KernelGlob;
@@ -393,37 +399,64 @@ bool parse_term(const Piece& piece, Term* term, Decision* decision, bool* is_act
     if (!parse_duration(value, &term->low))
       return fail("expected a duration (500ms, 30s, 2m, 1h) after 'after='");
     term->kind = Term::Kind::After;
-  } else if (!key.empty() && key.find_first_of("*?[(<") == std::string::npos) {
+  } else {
     return fail("unknown term '" + key +
                 "='; terms are kernel=, regex=, family=, library=, every=, thread=, "
                 "stream=, after=, #N, NAME#N");
-  } else if (text[0] == '#') {
-    if (!parse_range(text.substr(1), &term->low, &term->high))
-      return fail("expected a launch number or range after '#' (#1000 or #1000-2000)");
-    term->kind = Term::Kind::Sequence;
-  } else {
-    // NAME#N: the last '#' outside brackets and braces (`{lambda()#1}` is part of a name).
-    size_t hash = std::string::npos;
-    int depth = 0;
-    for (size_t i = 0; i < text.size(); ++i) {
-      char c = text[i];
-      if (opens_nesting(c)) ++depth;
-      if (closes_nesting(c) && depth > 0) --depth;
-      if (c == '#' && depth == 0) hash = i;
-    }
-    std::string glob = text;
-    if (hash != std::string::npos && hash > 0) {
-      glob = text.substr(0, hash);
-      if (!parse_range(text.substr(hash + 1), &term->low, &term->high))
-        return fail("expected the kernel's launch number or range after '#' (stencil#13 or stencil#10-20)");
-      term->kind = Term::Kind::KernelOrdinal;
-    } else {
-      term->kind = Term::Kind::KernelGlob;
-    }
-    if (!well_formed_glob(glob, &problem)) return fail(problem);
-    term->glob = glob;
   }
   return true;
+}
+
+// A kernel name: GLOB, or GLOB#RANGE for launches of that kernel by their number. The range follows the last
+// '#' outside brackets and braces (`{lambda()#1}` is part of a name).
+bool parse_name_term(const Piece& piece, Term* term, std::string* error) {
+  const std::string& text = piece.text;
+  size_t hash = std::string::npos;
+  int depth = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (opens_nesting(c)) ++depth;
+    if (closes_nesting(c) && depth > 0) --depth;
+    if (c == '#' && depth == 0) hash = i;
+  }
+  std::string glob = text;
+  if (hash != std::string::npos && hash > 0) {
+    glob = text.substr(0, hash);
+    if (!parse_range(text.substr(hash + 1), &term->low, &term->high))
+      return term_error(
+          piece, "expected the kernel's launch number or range after '#' (stencil#13 or stencil#10-20)",
+          error);
+    term->kind = Term::Kind::KernelOrdinal;
+  } else {
+    term->kind = Term::Kind::KernelGlob;
+  }
+  std::string problem;
+  if (!well_formed_glob(glob, &problem)) return term_error(piece, problem, error);
+  term->glob = glob;
+  return true;
+}
+
+// Parses one term (or action) of a rule; returns false with *error set.
+bool parse_term(const Piece& piece, Term* term, Decision* decision, bool* is_action, std::string* error) {
+  const bool parsed = parse_action(piece, decision, is_action, error);
+  if (!parsed || *is_action) return parsed;
+  const std::string& text = piece.text;
+  if (text == "all") {
+    term->kind = Term::Kind::All;
+    return true;
+  }
+  const size_t equals = text.find('=');
+  const std::string key = equals == std::string::npos ? "" : text.substr(0, equals);
+  // Before the '=', a glob's or a template's characters make a kernel name (`kern<N=4>`), not a key.
+  if (!key.empty() && key.find_first_of("*?[(<") == std::string::npos)
+    return parse_keyed_term(piece, key, text.substr(equals + 1), term, error);
+  if (text[0] == '#') {
+    if (!parse_range(text.substr(1), &term->low, &term->high))
+      return term_error(piece, "expected a launch number or range after '#' (#1000 or #1000-2000)", error);
+    term->kind = Term::Kind::Sequence;
+    return true;
+  }
+  return parse_name_term(piece, term, error);
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "dlsym_driver.h"
+
 namespace {
 
 int report(const char* what, int result) {
@@ -18,53 +20,36 @@ int report(const char* what, int result) {
   return result;
 }
 
-template <typename Function>
-bool find(void* library, const char* name, Function* out) {
-  *out = reinterpret_cast<Function>(dlsym(library, name));
-  if (!*out) std::printf("dlsym %s failed\n", name);
-  return *out != nullptr;
-}
+// The driver functions a round calls, found again in every round (dlsym_driver.h).
+#define DLCLOSE_APP_FUNCTIONS(X)   \
+  DLSYM_DRIVER_SETUP_FUNCTIONS(X)  \
+  X(launch_kernel, cuLaunchKernel) \
+  X(ctx_synchronize, cuCtxSynchronize)
+DLSYM_DRIVER_TABLE(Driver, DLCLOSE_APP_FUNCTIONS)
 
 bool round_trip(int round) {
-  void* libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!libcuda) {
-    std::printf("dlopen libcuda.so.1 failed\n");
-    return false;
-  }
-  decltype(&::cuInit) init;
-  decltype(&::cuDeviceGet) device_get;
-  decltype(&::cuDevicePrimaryCtxRetain) primary_ctx_retain;
-  decltype(&::cuCtxSetCurrent) ctx_set_current;
-  decltype(&::cuModuleLoadData) module_load_data;
-  decltype(&::cuModuleGetFunction) module_get_function;
-  decltype(&::cuLaunchKernel) launch_kernel;
-  decltype(&::cuCtxSynchronize) ctx_synchronize;
-  if (!find(libcuda, "cuInit", &init) || !find(libcuda, "cuDeviceGet", &device_get) ||
-      !find(libcuda, "cuDevicePrimaryCtxRetain", &primary_ctx_retain) ||
-      !find(libcuda, "cuCtxSetCurrent", &ctx_set_current) ||
-      !find(libcuda, "cuModuleLoadData", &module_load_data) ||
-      !find(libcuda, "cuModuleGetFunction", &module_get_function) ||
-      !find(libcuda, "cuLaunchKernel", &launch_kernel) ||
-      !find(libcuda, "cuCtxSynchronize", &ctx_synchronize))
-    return false;
+  void* libcuda = dlsym_driver::open_libcuda();
+  if (!libcuda) return false;
+  Driver cu;
+  if (!cu.find(libcuda)) return false;
   CUdevice device = 0;
   CUcontext context = nullptr;
   CUmodule module = nullptr;
   CUfunction function = nullptr;
   static const char image[] = "SIMIMG1 dlclose_app";
-  if (report("cuInit", init(0)) || report("cuDeviceGet", device_get(&device, 0)) ||
-      report("cuDevicePrimaryCtxRetain", primary_ctx_retain(&context, device)) ||
-      report("cuCtxSetCurrent", ctx_set_current(context)) ||
-      report("cuModuleLoadData", module_load_data(&module, image)) ||
-      report("cuModuleGetFunction", module_get_function(&function, module, "add_array")))
+  if (report("cuInit", cu.init(0)) || report("cuDeviceGet", cu.device_get(&device, 0)) ||
+      report("cuDevicePrimaryCtxRetain", cu.primary_ctx_retain(&context, device)) ||
+      report("cuCtxSetCurrent", cu.ctx_set_current(context)) ||
+      report("cuModuleLoadData", cu.module_load_data(&module, image)) ||
+      report("cuModuleGetFunction", cu.module_get_function(&function, module, "add_array")))
     return false;
   int launches = 0;
   for (int i = 0; i < 3; ++i) {
-    if (report("cuLaunchKernel", launch_kernel(function, 4, 1, 1, 64, 1, 1, 0, nullptr, nullptr, nullptr)) ==
-        0)
+    if (report("cuLaunchKernel",
+               cu.launch_kernel(function, 4, 1, 1, 64, 1, 1, 0, nullptr, nullptr, nullptr)) == 0)
       ++launches;
   }
-  report("cuCtxSynchronize", ctx_synchronize());
+  report("cuCtxSynchronize", cu.ctx_synchronize());
   std::printf("round %d: %d launches\n", round, launches);
   report("dlclose", dlclose(libcuda));
   // Occupy memory where the library was, so that a stale pointer into it would not still work by chance.

@@ -18,12 +18,13 @@
 // Faults are injected by the test through CUDA_SIM_FAULT (e.g. oob_kernel:3, launch #6).
 // Prints every non-zero CUDA result as `<what> returned <code>`, then `done`.
 #include <cuda.h>
-#include <dlfcn.h>
 
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "dlsym_driver.h"
 
 namespace {
 
@@ -32,45 +33,34 @@ int report(const char* what, int result) {
   return result;
 }
 
-// Function pointer types from the signatures in cuda.h (decltype of the declared names: the types only,
-// nothing is linked).
-struct Driver {
-  decltype(&::cuInit) init = nullptr;
-  decltype(&::cuDeviceGet) device_get = nullptr;
-  decltype(&::cuDevicePrimaryCtxRetain) primary_ctx_retain = nullptr;
-  decltype(&::cuCtxSetCurrent) ctx_set_current = nullptr;
-  decltype(&::cuModuleLoadData) module_load_data = nullptr;
-  decltype(&::cuModuleGetFunction) module_get_function = nullptr;
-  decltype(&::cuLaunchKernel) launch_kernel = nullptr;
-  decltype(&::cuLaunchKernelEx) launch_kernel_ex = nullptr;
-  decltype(&::cuStreamCreate) stream_create = nullptr;
-  decltype(&::cuStreamSynchronize) stream_synchronize = nullptr;
-  decltype(&::cuCtxSynchronize) ctx_synchronize = nullptr;
-  decltype(&::cuMemAlloc_v2) mem_alloc = nullptr;
-  decltype(&::cuMemcpyDtoH_v2) memcpy_dtoh = nullptr;
-};
+// The driver functions every scenario calls, found with dlsym (dlsym_driver.h).
+#define DRIVER_APP_FUNCTIONS(X)              \
+  DLSYM_DRIVER_SETUP_FUNCTIONS(X)            \
+  X(launch_kernel, cuLaunchKernel)           \
+  X(launch_kernel_ex, cuLaunchKernelEx)      \
+  X(stream_create, cuStreamCreate)           \
+  X(stream_synchronize, cuStreamSynchronize) \
+  X(ctx_synchronize, cuCtxSynchronize)       \
+  X(mem_alloc, cuMemAlloc_v2)                \
+  X(memcpy_dtoh, cuMemcpyDtoH_v2)
+DLSYM_DRIVER_TABLE(Driver, DRIVER_APP_FUNCTIONS)
 
-template <typename T>
-bool find(void* handle, const char* name, T* out) {
-  *out = reinterpret_cast<T>(dlsym(handle, name));
-  if (!*out) std::printf("dlsym %s: not found\n", name);
-  return *out != nullptr;
-}
+// ... and those of the `graph` scenario, found when it starts.
+#define DRIVER_APP_GRAPH_FUNCTIONS(X)         \
+  X(create, cuGraphCreate)                    \
+  X(add_node, cuGraphAddKernelNode_v2)        \
+  X(instantiate, cuGraphInstantiateWithFlags) \
+  X(launch, cuGraphLaunch)                    \
+  X(synchronize, cuStreamSynchronize)
+DLSYM_DRIVER_TABLE(GraphDriver, DRIVER_APP_GRAPH_FUNCTIONS)
 
 // A graph built node by node, replayed three times.
 int graph_nodes(void* libcuda, CUstream stream, CUfunction add_array, CUfunction oob_kernel, CUdeviceptr a,
                 CUdeviceptr b, int n, unsigned blocks, unsigned threads) {
-  decltype(&::cuGraphCreate) create = nullptr;
-  decltype(&::cuGraphAddKernelNode_v2) add_node = nullptr;
-  decltype(&::cuGraphInstantiateWithFlags) instantiate = nullptr;
-  decltype(&::cuGraphLaunch) launch = nullptr;
-  decltype(&::cuStreamSynchronize) synchronize = nullptr;
-  if (!find(libcuda, "cuGraphCreate", &create) || !find(libcuda, "cuGraphAddKernelNode_v2", &add_node) ||
-      !find(libcuda, "cuGraphInstantiateWithFlags", &instantiate) ||
-      !find(libcuda, "cuGraphLaunch", &launch) || !find(libcuda, "cuStreamSynchronize", &synchronize))
-    return 1;
+  GraphDriver cu;
+  if (!cu.find(libcuda)) return 1;
   CUgraph graph = nullptr;
-  report("cuGraphCreate", create(&graph, 0));
+  report("cuGraphCreate", cu.create(&graph, 0));
   long long offset = 0;
   void* add_args[] = {&a, &b, &n};
   void* oob_args[] = {&a, &offset};
@@ -86,15 +76,15 @@ int graph_nodes(void* libcuda, CUstream stream, CUfunction add_array, CUfunction
   };
   CUgraphNode node = nullptr;
   CUDA_KERNEL_NODE_PARAMS first = node_params(add_array, add_args);
-  report("cuGraphAddKernelNode", add_node(&node, graph, nullptr, 0, &first));  // ADD_FIRST_NODE
+  report("cuGraphAddKernelNode", cu.add_node(&node, graph, nullptr, 0, &first));  // ADD_FIRST_NODE
   CUDA_KERNEL_NODE_PARAMS second = node_params(oob_kernel, oob_args);
-  report("cuGraphAddKernelNode", add_node(&node, graph, &node, 1, &second));  // ADD_SECOND_NODE
-  report("cuGraphAddKernelNode", add_node(&node, graph, &node, 1, &first));
+  report("cuGraphAddKernelNode", cu.add_node(&node, graph, &node, 1, &second));  // ADD_SECOND_NODE
+  report("cuGraphAddKernelNode", cu.add_node(&node, graph, &node, 1, &first));
   CUgraphExec exec = nullptr;
-  report("cuGraphInstantiateWithFlags", instantiate(&exec, graph, 0));
+  report("cuGraphInstantiateWithFlags", cu.instantiate(&exec, graph, 0));
   for (int replay = 0; replay < 3; ++replay) {
-    report("cuGraphLaunch", launch(exec, stream));
-    report("cuStreamSynchronize", synchronize(stream));
+    report("cuGraphLaunch", cu.launch(exec, stream));
+    report("cuStreamSynchronize", cu.synchronize(stream));
   }
   std::printf("done\n");
   return 0;
@@ -110,32 +100,17 @@ int main(int argc, char** argv) {
                  how.c_str());
     return 2;
   }
-  void* libcuda = dlopen("libcuda.so.1", RTLD_NOW);
-  if (!libcuda) {
-    std::printf("dlopen libcuda.so.1 failed\n");
-    return 1;
-  }
+  void* libcuda = dlsym_driver::open_libcuda();
+  if (!libcuda) return 1;
   Driver cu;
-  bool found = find(libcuda, "cuInit", &cu.init) && find(libcuda, "cuDeviceGet", &cu.device_get) &&
-               find(libcuda, "cuDevicePrimaryCtxRetain", &cu.primary_ctx_retain) &&
-               find(libcuda, "cuCtxSetCurrent", &cu.ctx_set_current) &&
-               find(libcuda, "cuModuleLoadData", &cu.module_load_data) &&
-               find(libcuda, "cuModuleGetFunction", &cu.module_get_function) &&
-               find(libcuda, "cuLaunchKernel", &cu.launch_kernel) &&
-               find(libcuda, "cuLaunchKernelEx", &cu.launch_kernel_ex) &&
-               find(libcuda, "cuStreamCreate", &cu.stream_create) &&
-               find(libcuda, "cuStreamSynchronize", &cu.stream_synchronize) &&
-               find(libcuda, "cuCtxSynchronize", &cu.ctx_synchronize) &&
-               find(libcuda, "cuMemAlloc_v2", &cu.mem_alloc) &&
-               find(libcuda, "cuMemcpyDtoH_v2", &cu.memcpy_dtoh);
-  if (!found) return 1;
+  if (!cu.find(libcuda)) return 1;
 #ifdef DRIVER_APP_LINKED
   // The first door: the program is linked with libcuda and calls cuLaunchKernel by name.
   if (how == "linked") cu.launch_kernel = &::cuLaunchKernel;
 #endif
   if (how == "proc") {
     decltype(&::cuGetProcAddress_v2) get_proc = nullptr;
-    if (!find(libcuda, "cuGetProcAddress_v2", &get_proc)) return 1;
+    if (!dlsym_driver::find(libcuda, "cuGetProcAddress_v2", &get_proc)) return 1;
     void* fn = nullptr;
     CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
     report("cuGetProcAddress_v2(cuLaunchKernel)",

@@ -20,7 +20,6 @@
 // half-way through the first pass (every kernel loaded, the first N/2 launched once) and at the end; they are
 // the only lines that differ between runs.
 #include <cuda.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -28,6 +27,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "../programs/dlsym_driver.h"
 
 namespace {
 
@@ -40,28 +41,17 @@ bool check(const char* what, int result) {
   return false;
 }
 
-struct Driver {
-  decltype(&::cuInit) init = nullptr;
-  decltype(&::cuDeviceGet) device_get = nullptr;
-  decltype(&::cuDevicePrimaryCtxRetain) primary_ctx_retain = nullptr;
-  decltype(&::cuCtxSetCurrent) ctx_set_current = nullptr;
-  decltype(&::cuModuleLoadData) module_load_data = nullptr;
-  decltype(&::cuModuleGetFunction) module_get_function = nullptr;
-  decltype(&::cuLibraryLoadData) library_load_data = nullptr;
-  decltype(&::cuLibraryGetKernel) library_get_kernel = nullptr;
-  decltype(&::cuLaunchKernel) launch_kernel = nullptr;
-  decltype(&::cuLaunchKernelEx) launch_kernel_ex = nullptr;
-  decltype(&::cuStreamCreate) stream_create = nullptr;
-  decltype(&::cuStreamSynchronize) stream_synchronize = nullptr;
-  decltype(&::cuCtxSynchronize) ctx_synchronize = nullptr;
-};
-
-template <typename T>
-bool find(void* handle, const char* name, T* out) {
-  *out = reinterpret_cast<T>(dlsym(handle, name));
-  if (!*out) std::printf("dlsym %s: not found\n", name);
-  return *out != nullptr;
-}
+// The driver functions it calls, found with dlsym (tests/programs/dlsym_driver.h).
+#define MANY_KERNELS_FUNCTIONS(X)            \
+  DLSYM_DRIVER_SETUP_FUNCTIONS(X)            \
+  X(library_load_data, cuLibraryLoadData)    \
+  X(library_get_kernel, cuLibraryGetKernel)  \
+  X(launch_kernel, cuLaunchKernel)           \
+  X(launch_kernel_ex, cuLaunchKernelEx)      \
+  X(stream_create, cuStreamCreate)           \
+  X(stream_synchronize, cuStreamSynchronize) \
+  X(ctx_synchronize, cuCtxSynchronize)
+DLSYM_DRIVER_TABLE(Driver, MANY_KERNELS_FUNCTIONS)
 
 // Peak and current resident memory of this process (VmHWM, VmRSS), and the current one split into anonymous
 // memory (heap, stacks, TLS) and pages of mapped files (code, data, files read through mmap), in kB, from
@@ -109,25 +99,10 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  void* libcuda = dlopen("libcuda.so.1", RTLD_NOW);
-  if (!libcuda) {
-    std::printf("dlopen libcuda.so.1 failed\n");
-    return 1;
-  }
+  void* libcuda = dlsym_driver::open_libcuda();
+  if (!libcuda) return 1;
   Driver cu;
-  bool found = find(libcuda, "cuInit", &cu.init) && find(libcuda, "cuDeviceGet", &cu.device_get) &&
-               find(libcuda, "cuDevicePrimaryCtxRetain", &cu.primary_ctx_retain) &&
-               find(libcuda, "cuCtxSetCurrent", &cu.ctx_set_current) &&
-               find(libcuda, "cuModuleLoadData", &cu.module_load_data) &&
-               find(libcuda, "cuModuleGetFunction", &cu.module_get_function) &&
-               find(libcuda, "cuLibraryLoadData", &cu.library_load_data) &&
-               find(libcuda, "cuLibraryGetKernel", &cu.library_get_kernel) &&
-               find(libcuda, "cuLaunchKernel", &cu.launch_kernel) &&
-               find(libcuda, "cuLaunchKernelEx", &cu.launch_kernel_ex) &&
-               find(libcuda, "cuStreamCreate", &cu.stream_create) &&
-               find(libcuda, "cuStreamSynchronize", &cu.stream_synchronize) &&
-               find(libcuda, "cuCtxSynchronize", &cu.ctx_synchronize);
-  if (!found) return 1;
+  if (!cu.find(libcuda)) return 1;
 
   check("cuInit", cu.init(0));
   CUdevice device = 0;

@@ -9,10 +9,10 @@
 // CUDA_SIM_FAULT_SURFACES=sync, "in flight" on its stream until a call that waits on that stream.
 //
 // Exported names are exactly those the CUDA 13 cuda.h compiles calls to (cuMemAlloc_v2,
-// cuStreamBeginCapture_v2,
-// ...), plus the _ptsz/_ptds flavours the real driver exports, plus the legacy entry points the runtime can
-// ask for. All definitions below use those final names explicitly, so the renaming macros of cuda.h do not
-// matter.
+// cuStreamBeginCapture_v2, ...), plus the _ptsz/_ptds flavours the real driver exports, plus the legacy entry
+// points the runtime can ask for. All definitions use those final names explicitly, so the renaming macros of
+// cuda.h do not matter. entry_points.def lists every entry point: it makes the ones that only forward to the
+// model (at the end of this file) and cuGetProcAddress's table; the others are written out below.
 
 #include <cuda.h>
 
@@ -442,6 +442,11 @@ bool is_device_accessible(uint64_t p, size_t n) {
   return find_alloc(static_cast<uintptr_t>(p), n ? n : 1) != nullptr;
 }
 
+// A host pointer as a device address: the same number (unified addressing).
+CUdeviceptr device_address(const void* p) {
+  return reinterpret_cast<CUdeviceptr>(p);
+}
+
 // --- fault injection (CUDA_SIM_FAULT)
 // ---------------------------------------------------------------------------
 
@@ -475,11 +480,10 @@ CUresult parse_error_kind(const std::string& e) {
   return CUDA_ERROR_ILLEGAL_ADDRESS;
 }
 
-void parse_fault_specs() {
-  State& st = S();
-  if (st.fault_specs_parsed) return;
-  st.fault_specs_parsed = true;
-  const char* env = std::getenv("CUDA_SIM_FAULT");
+// Calls `use` with each non-empty item of the comma-separated list in the environment variable `name`.
+template <class Use>
+void for_each_env_item(const char* name, Use use) {
+  const char* env = std::getenv(name);
   if (!env) return;
   std::string all(env);
   size_t start = 0;
@@ -487,14 +491,22 @@ void parse_fault_specs() {
     size_t comma = all.find(',', start);
     std::string item = all.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     start = comma == std::string::npos ? all.size() + 1 : comma + 1;
-    if (item.empty()) continue;
+    if (!item.empty()) use(item);
+  }
+}
+
+void parse_fault_specs() {
+  State& st = S();
+  if (st.fault_specs_parsed) return;
+  st.fault_specs_parsed = true;
+  for_each_env_item("CUDA_SIM_FAULT", [&](const std::string& item) {
     std::vector<std::string> f = split_fields(item);
     FaultSpec spec;
     spec.pattern = f[0];
     if (f.size() > 1 && !f[1].empty()) spec.ordinal = std::strtoul(f[1].c_str(), nullptr, 10);
     if (f.size() > 2) spec.err = parse_error_kind(f[2]);
     if (!spec.pattern.empty() && spec.ordinal > 0) st.fault_specs.push_back(spec);
-  }
+  });
 }
 
 // "_Z7stencilPfix" -> "stencil"; "_ZN2ns4kernIiEEvPT_" -> "ns::kern<int>" (and "ns::kern" below).
@@ -576,25 +588,17 @@ void parse_kernel_times() {
   State& st = S();
   if (st.kernel_times_parsed) return;
   st.kernel_times_parsed = true;
-  const char* env = std::getenv("CUDA_SIM_KERNEL_US");
-  if (!env) return;
-  std::string all(env);
-  size_t start = 0;
-  while (start <= all.size()) {
-    size_t comma = all.find(',', start);
-    std::string item = all.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    start = comma == std::string::npos ? all.size() + 1 : comma + 1;
-    if (item.empty()) continue;
+  for_each_env_item("CUDA_SIM_KERNEL_US", [&](const std::string& item) {
     const size_t eq = item.rfind('=');
     char* end = nullptr;
     const unsigned long us = eq == std::string::npos ? 0 : std::strtoul(item.c_str() + eq + 1, &end, 10);
     if (eq == std::string::npos || eq == 0 || eq + 1 == item.size() || !end || *end != '\0') {
       std::fprintf(stderr, "[cuda-sim] CUDA_SIM_KERNEL_US: ignoring '%s' (expected NAME=MICROSECONDS)\n",
                    item.c_str());
-      continue;
+      return;
     }
     st.kernel_times.push_back(KernelTime{item.substr(0, eq), us});
-  }
+  });
 }
 
 // How long a launch of the kernel takes: the first matching CUDA_SIM_KERNEL_US item, else 0.
@@ -671,6 +675,25 @@ void execute_node(Stream* s, const Node& n) {
     case Node::HostFunc:
       break;  // run by the caller with the lock released
   }
+}
+
+// An asynchronous operation that route_async sent into a capture (`rec`) becomes a node of its graph;
+// otherwise it runs now, if `runs` (a copy or memset of 0 bytes does nothing).
+void record_or_run(Stream* s, Graph* rec, const Node& node, bool runs) {
+  if (rec)
+    rec->nodes.push_back(std::make_unique<Node>(node));
+  else if (runs)
+    execute_node(s, node);
+}
+
+Node memset_node(CUdeviceptr dst, uint32_t value, size_t count, unsigned elem) {
+  Node node;
+  node.type = Node::Memset;
+  node.dst = dst;
+  node.value = value;
+  node.bytes = count * elem;
+  node.elem = elem;
+  return node;
 }
 
 // --- driver error log (cuLogsRegisterCallback)
@@ -827,6 +850,17 @@ CUresult do_launch(const char* entry, CUfunction f, unsigned gx, unsigned gy, un
   return CUDA_SUCCESS;
 }
 
+// cuLaunchKernelEx[_ptsz]: the configuration's cooperative attribute makes it a cooperative launch.
+CUresult launch_ex(const char* entry, const CUlaunchConfig* c, CUfunction f, void** params, bool ptsz) {
+  if (!c) return ApiLog(entry).ret(CUDA_ERROR_INVALID_VALUE);
+  bool cooperative = false;
+  for (unsigned i = 0; i < c->numAttrs; ++i)
+    if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && c->attrs[i].value.cooperative)
+      cooperative = true;
+  return do_launch(entry, f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
+                   c->sharedMemBytes, c->hStream, params, ptsz, cooperative);
+}
+
 // Synchronous memcpy/memset: wait for the device (all streams; with _ptds the thread's default stream and the
 // legacy stream), then run. Argument errors come first and wait for nothing.
 CUresult sync_copy_prologue() {
@@ -860,6 +894,14 @@ bool unified_ok(CUdeviceptr p, size_t n) {
   return p + n <= it->first + it->second.size;
 }
 
+CUresult memcpy_unified(CUdeviceptr d, CUdeviceptr s, size_t n, bool ptds) {
+  {
+    std::lock_guard<std::mutex> lk(S().mu);
+    if (n && S().initialized && (!unified_ok(d, n) || !unified_ok(s, n))) return CUDA_ERROR_INVALID_VALUE;
+  }
+  return copy_sync(d, s, n, false, false, ptds);
+}
+
 CUresult copy_async(CUdeviceptr dst, CUdeviceptr src, size_t n, bool dst_dev, bool src_dev, CUstream hs,
                     bool ptsz) {
   std::lock_guard<std::mutex> lk(S().mu);
@@ -877,10 +919,7 @@ CUresult copy_async(CUdeviceptr dst, CUdeviceptr src, size_t n, bool dst_dev, bo
   node.dst = dst;
   node.src = src;
   node.bytes = n;
-  if (rec)
-    rec->nodes.push_back(std::make_unique<Node>(node));
-  else if (n)
-    execute_node(s, node);
+  record_or_run(s, rec, node, n != 0);
   return CUDA_SUCCESS;
 }
 
@@ -890,13 +929,7 @@ CUresult memset_sync(CUdeviceptr dst, uint32_t value, size_t count, unsigned ele
   if (count == 0) return CUDA_SUCCESS;
   if (!is_device_accessible(dst, count * elem) || (elem == 4 && dst % 4)) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = sync_copy_wait(ptds)) return r;
-  Node node;
-  node.type = Node::Memset;
-  node.dst = dst;
-  node.value = value;
-  node.bytes = count * elem;
-  node.elem = elem;
-  execute_node(&S().legacy, node);
+  execute_node(&S().legacy, memset_node(dst, value, count, elem));
   return CUDA_SUCCESS;
 }
 
@@ -910,16 +943,7 @@ CUresult memset_async(CUdeviceptr dst, uint32_t value, size_t count, unsigned el
     return CUDA_ERROR_INVALID_VALUE;
   Graph* rec = nullptr;
   if (CUresult r = route_async(s, &rec, true)) return r;
-  Node node;
-  node.type = Node::Memset;
-  node.dst = dst;
-  node.value = value;
-  node.bytes = count * elem;
-  node.elem = elem;
-  if (rec)
-    rec->nodes.push_back(std::make_unique<Node>(node));
-  else if (count)
-    execute_node(s, node);
+  record_or_run(s, rec, memset_node(dst, value, count, elem), count != 0);
   return CUDA_SUCCESS;
 }
 
@@ -982,10 +1006,7 @@ CUresult write_value64(CUstream hs, CUdeviceptr addr, cuuint64_t value, unsigned
   node.dst = addr;
   node.value = value;
   S().stats.stream_writes++;
-  if (rec)
-    rec->nodes.push_back(std::make_unique<Node>(node));
-  else
-    execute_node(s, node);
+  record_or_run(s, rec, node, true);
   return CUDA_SUCCESS;
 }
 
@@ -1537,12 +1558,6 @@ SIM_API CUresult cuCtxSynchronize(void) {
   return result;
 }
 
-// CUDA 13's flavour, with a context (null: the current one): what cuGetProcAddress("cuCtxSynchronize") hands
-// out at version 13000, so the static runtime's cudaDeviceSynchronize comes here.
-SIM_API CUresult cuCtxSynchronize_v2(CUcontext) {
-  return cuCtxSynchronize();  // the simulated device has one context
-}
-
 // --- streams
 // ------------------------------------------------------------------------------------------------------
 
@@ -1557,10 +1572,6 @@ SIM_API CUresult cuStreamCreate(CUstream* ph, unsigned int flags) {
   S().objects[s] = Kind::Stream;
   *ph = reinterpret_cast<CUstream>(s);
   return CUDA_SUCCESS;
-}
-
-SIM_API CUresult cuStreamCreateWithPriority(CUstream* ph, unsigned int flags, int /*priority*/) {
-  return cuStreamCreate(ph, flags);
 }
 
 SIM_API CUresult cuStreamDestroy_v2(CUstream h) {
@@ -1582,19 +1593,6 @@ SIM_API CUresult cuStreamDestroy_v2(CUstream h) {
   return CUDA_SUCCESS;
 }
 
-SIM_API CUresult cuStreamSynchronize(CUstream h) {
-  return stream_sync(h, false, false);
-}
-SIM_API CUresult cuStreamSynchronize_ptsz(CUstream h) {
-  return stream_sync(h, true, false);
-}
-SIM_API CUresult cuStreamQuery(CUstream h) {
-  return stream_sync(h, false, true);
-}
-SIM_API CUresult cuStreamQuery_ptsz(CUstream h) {
-  return stream_sync(h, true, true);
-}
-
 SIM_API CUresult cuStreamGetFlags(CUstream h, unsigned int* flags) {
   std::lock_guard<std::mutex> lk(S().mu);
   if (CUresult r = require_init()) return r;
@@ -1603,19 +1601,6 @@ SIM_API CUresult cuStreamGetFlags(CUstream h, unsigned int* flags) {
   if (!flags) return CUDA_ERROR_INVALID_VALUE;
   *flags = s->flags;
   return CUDA_SUCCESS;
-}
-
-SIM_API CUresult cuStreamWriteValue64_v2(CUstream s, CUdeviceptr a, cuuint64_t v, unsigned int f) {
-  return write_value64(s, a, v, f, false);
-}
-SIM_API CUresult cuStreamWriteValue64_v2_ptsz(CUstream s, CUdeviceptr a, cuuint64_t v, unsigned int f) {
-  return write_value64(s, a, v, f, true);
-}
-SIM_API CUresult cuStreamWriteValue64(CUstream s, CUdeviceptr a, cuuint64_t v, unsigned int f) {
-  return write_value64(s, a, v, f, false);
-}
-SIM_API CUresult cuStreamWriteValue64_ptsz(CUstream s, CUdeviceptr a, cuuint64_t v, unsigned int f) {
-  return write_value64(s, a, v, f, true);
 }
 
 // --- events
@@ -1631,20 +1616,6 @@ SIM_API CUresult cuEventCreate(CUevent* ph, unsigned int flags) {
   S().objects[e] = Kind::Event;
   *ph = reinterpret_cast<CUevent>(e);
   return CUDA_SUCCESS;
-}
-
-SIM_API CUresult cuEventRecord(CUevent e, CUstream s) {
-  return event_record(e, s, false);
-}
-SIM_API CUresult cuEventRecord_ptsz(CUevent e, CUstream s) {
-  return event_record(e, s, true);
-}
-
-SIM_API CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
-  return stream_wait_event(s, e, flags, false);
-}
-SIM_API CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int flags) {
-  return stream_wait_event(s, e, flags, true);
 }
 
 SIM_API CUresult cuEventSynchronize(CUevent he) {
@@ -1667,14 +1638,6 @@ SIM_API CUresult cuEventQuery(CUevent he) {
   if (e->captured) return CUDA_ERROR_CAPTURED_EVENT;
   if (CUresult r = sticky_error()) return r;
   return e->fault ? make_sticky(e->fault) : CUDA_SUCCESS;
-}
-
-SIM_API CUresult cuEventElapsedTime_v2(float* ms, CUevent start, CUevent end) {
-  return event_elapsed(ms, start, end);
-}
-// The pre-12.8 entry point, still exported; the same function on the real driver.
-SIM_API CUresult cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
-  return event_elapsed(ms, start, end);
 }
 
 SIM_API CUresult cuEventDestroy_v2(CUevent he) {
@@ -1729,10 +1692,6 @@ SIM_API CUresult cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {
   return CUDA_SUCCESS;
 }
 
-SIM_API CUresult cuMemAllocHost_v2(void** pp, size_t bytes) {
-  return cuMemHostAlloc(pp, bytes, 0);
-}
-
 SIM_API CUresult cuMemFreeHost(void* p) {
   std::lock_guard<std::mutex> lk(S().mu);
   if (CUresult r = require_init()) return r;
@@ -1754,177 +1713,8 @@ SIM_API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* pd, void* p, unsigned
   return CUDA_SUCCESS;
 }
 
-#define SIM_HTOD(dst, src, n, ptds) copy_sync(dst, reinterpret_cast<CUdeviceptr>(src), n, true, false, ptds)
-#define SIM_DTOH(dst, src, n, ptds) copy_sync(reinterpret_cast<CUdeviceptr>(dst), src, n, false, true, ptds)
-SIM_API CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void* s, size_t n) {
-  return SIM_HTOD(d, s, n, false);
-}
-SIM_API CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr d, const void* s, size_t n) {
-  return SIM_HTOD(d, s, n, true);
-}
-SIM_API CUresult cuMemcpyDtoH_v2(void* d, CUdeviceptr s, size_t n) {
-  return SIM_DTOH(d, s, n, false);
-}
-SIM_API CUresult cuMemcpyDtoH_v2_ptds(void* d, CUdeviceptr s, size_t n) {
-  return SIM_DTOH(d, s, n, true);
-}
-SIM_API CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) {
-  return copy_sync(d, s, n, true, true, false);
-}
-SIM_API CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) {
-  return copy_sync(d, s, n, true, true, true);
-}
-
-static CUresult memcpy_unified(CUdeviceptr d, CUdeviceptr s, size_t n, bool ptds) {
-  {
-    std::lock_guard<std::mutex> lk(S().mu);
-    if (n && S().initialized && (!unified_ok(d, n) || !unified_ok(s, n))) return CUDA_ERROR_INVALID_VALUE;
-  }
-  return copy_sync(d, s, n, false, false, ptds);
-}
-SIM_API CUresult cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n) {
-  return memcpy_unified(d, s, n, false);
-}
-SIM_API CUresult cuMemcpy_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) {
-  return memcpy_unified(d, s, n, true);
-}
-
-SIM_API CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h) {
-  return copy_async(d, s, n, false, false, h, false);
-}
-SIM_API CUresult cuMemcpyAsync_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h) {
-  return copy_async(d, s, n, false, false, h, true);
-}
-SIM_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void* s, size_t n, CUstream h) {
-  return copy_async(d, reinterpret_cast<CUdeviceptr>(s), n, true, false, h, false);
-}
-SIM_API CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr d, const void* s, size_t n, CUstream h) {
-  return copy_async(d, reinterpret_cast<CUdeviceptr>(s), n, true, false, h, true);
-}
-SIM_API CUresult cuMemcpyDtoHAsync_v2(void* d, CUdeviceptr s, size_t n, CUstream h) {
-  return copy_async(reinterpret_cast<CUdeviceptr>(d), s, n, false, true, h, false);
-}
-SIM_API CUresult cuMemcpyDtoHAsync_v2_ptsz(void* d, CUdeviceptr s, size_t n, CUstream h) {
-  return copy_async(reinterpret_cast<CUdeviceptr>(d), s, n, false, true, h, true);
-}
-SIM_API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h) {
-  return copy_async(d, s, n, true, true, h, false);
-}
-SIM_API CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h) {
-  return copy_async(d, s, n, true, true, h, true);
-}
-
-SIM_API CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) {
-  return memset_sync(d, v, n, 1, false);
-}
-SIM_API CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n) {
-  return memset_sync(d, v, n, 1, true);
-}
-SIM_API CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n) {
-  return memset_sync(d, v, n, 4, false);
-}
-SIM_API CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n) {
-  return memset_sync(d, v, n, 4, true);
-}
-SIM_API CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream h) {
-  return memset_async(d, v, n, 1, h, false);
-}
-SIM_API CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream h) {
-  return memset_async(d, v, n, 1, h, true);
-}
-SIM_API CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream h) {
-  return memset_async(d, v, n, 4, h, false);
-}
-SIM_API CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream h) {
-  return memset_async(d, v, n, 4, h, true);
-}
-
-// --- launches
-// -----------------------------------------------------------------------------------------------------
-
-SIM_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                                unsigned bz, unsigned shmem, CUstream s, void** params, void** /*extra*/) {
-  return do_launch("cuLaunchKernel", f, gx, gy, gz, bx, by, bz, shmem, s, params, false, false);
-}
-SIM_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                                     unsigned by, unsigned bz, unsigned shmem, CUstream s, void** params,
-                                     void** /*extra*/) {
-  return do_launch("cuLaunchKernel_ptsz", f, gx, gy, gz, bx, by, bz, shmem, s, params, true, false);
-}
-
-static CUresult launch_ex(const CUlaunchConfig* c, CUfunction f, void** params, bool ptsz) {
-  const char* entry = ptsz ? "cuLaunchKernelEx_ptsz" : "cuLaunchKernelEx";
-  if (!c) return ApiLog(entry).ret(CUDA_ERROR_INVALID_VALUE);
-  bool cooperative = false;
-  for (unsigned i = 0; i < c->numAttrs; ++i)
-    if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && c->attrs[i].value.cooperative)
-      cooperative = true;
-  return do_launch(entry, f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
-                   c->sharedMemBytes, c->hStream, params, ptsz, cooperative);
-}
-SIM_API CUresult cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, void** params, void** /*extra*/) {
-  return launch_ex(c, f, params, false);
-}
-SIM_API CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* c, CUfunction f, void** params,
-                                       void** /*extra*/) {
-  return launch_ex(c, f, params, true);
-}
-
-SIM_API CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                                           unsigned by, unsigned bz, unsigned shmem, CUstream s,
-                                           void** params) {
-  return do_launch("cuLaunchCooperativeKernel", f, gx, gy, gz, bx, by, bz, shmem, s, params, false, true);
-}
-SIM_API CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                                                unsigned bx, unsigned by, unsigned bz, unsigned shmem,
-                                                CUstream s, void** params) {
-  return do_launch("cuLaunchCooperativeKernel_ptsz", f, gx, gy, gz, bx, by, bz, shmem, s, params, true, true);
-}
-
-SIM_API CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void* u) {
-  return launch_host_func(s, fn, u, false);
-}
-SIM_API CUresult cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void* u) {
-  return launch_host_func(s, fn, u, true);
-}
-
 // --- stream capture and graphs
 // --------------------------------------------------------------------------------------
-
-SIM_API CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode m) {
-  return begin_capture(s, m, false);
-}
-SIM_API CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode m) {
-  return begin_capture(s, m, true);
-}
-// CUDA 10.0 form: no mode argument, global mode.
-SIM_API CUresult cuStreamBeginCapture(CUstream s) {
-  return begin_capture(s, CU_STREAM_CAPTURE_MODE_GLOBAL, false);
-}
-SIM_API CUresult cuStreamBeginCapture_ptsz(CUstream s) {
-  return begin_capture(s, CU_STREAM_CAPTURE_MODE_GLOBAL, true);
-}
-SIM_API CUresult cuStreamEndCapture(CUstream s, CUgraph* g) {
-  return end_capture(s, g, false);
-}
-SIM_API CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph* g) {
-  return end_capture(s, g, true);
-}
-SIM_API CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) {
-  return is_capturing(s, st, false);
-}
-SIM_API CUresult cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus* st) {
-  return is_capturing(s, st, true);
-}
-SIM_API CUresult cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus* st, cuuint64_t* id, CUgraph* g,
-                                           const CUgraphNode** d, const CUgraphEdgeData** e, size_t* n) {
-  return capture_info(s, st, id, g, d, e, n, false);
-}
-SIM_API CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream s, CUstreamCaptureStatus* st, cuuint64_t* id,
-                                                CUgraph* g, const CUgraphNode** d, const CUgraphEdgeData** e,
-                                                size_t* n) {
-  return capture_info(s, st, id, g, d, e, n, true);
-}
 
 SIM_API CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
   if (!mode) return CUDA_ERROR_INVALID_VALUE;
@@ -1987,13 +1777,6 @@ SIM_API CUresult cuGraphInstantiateWithFlags(CUgraphExec* pe, CUgraph hg, unsign
   S().objects[e] = Kind::GraphExec;
   *pe = reinterpret_cast<CUgraphExec>(e);
   return CUDA_SUCCESS;
-}
-
-SIM_API CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
-  return graph_launch(e, s, false);
-}
-SIM_API CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) {
-  return graph_launch(e, s, true);
 }
 
 SIM_API CUresult cuGraphDestroy(CUgraph hg) {
@@ -2209,18 +1992,35 @@ SIM_API CUresult cuGetErrorString(CUresult error, const char** pStr) {
   return CUDA_ERROR_INVALID_VALUE;
 }
 
-// --- cuGetProcAddress
-// -------------------------------------------------------------------------------------------------
+// --- the one-line entry points and cuGetProcAddress, from entry_points.def
+// --------------------------------------------------------------------------------------------------------
 
-SIM_API CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
-                                     CUdriverProcAddressQueryResult* status);
-SIM_API CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags);
+namespace {
+CUresult lookup_proc(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                     CUdriverProcAddressQueryResult* status);
+}  // namespace
+
+#define SIM_DRIVER_FORWARD(base_name, version, function, parameters, call) \
+  SIM_API CUresult function parameters {                                   \
+    return call;                                                           \
+  }
+#define SIM_DRIVER_PER_THREAD(base_name, version, function, per_thread_function, parameters, call) \
+  SIM_API CUresult function parameters {                                                           \
+    [[maybe_unused]] constexpr bool per_thread = false;                                            \
+    [[maybe_unused]] constexpr const char* entry_point = #function;                                \
+    return call;                                                                                   \
+  }                                                                                                \
+  SIM_API CUresult per_thread_function parameters {                                                \
+    [[maybe_unused]] constexpr bool per_thread = true;                                             \
+    [[maybe_unused]] constexpr const char* entry_point = #per_thread_function;                     \
+    return call;                                                                                   \
+  }
+#include "entry_points.def"
 
 namespace {
 
 // One row per (base name, version that introduced this flavour). A request gets the newest row whose version
-// is
-// <= cudaVersion; ptsz is handed out when the caller sets CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM.
+// is <= cudaVersion; ptsz is handed out when the caller sets CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM.
 struct ProcEntry {
   const char* name;
   int version;
@@ -2230,86 +2030,12 @@ struct ProcEntry {
 
 #define P(f) reinterpret_cast<void*>(&f)
 const ProcEntry kProcs[] = {
-    {"cuGetProcAddress", 11030, P(cuGetProcAddress), nullptr},
-    {"cuGetProcAddress", 12000, P(cuGetProcAddress_v2), nullptr},
-    {"cuInit", 2000, P(cuInit), nullptr},
-    {"cuDriverGetVersion", 2020, P(cuDriverGetVersion), nullptr},
-    {"cuDeviceGet", 2000, P(cuDeviceGet), nullptr},
-    {"cuDeviceGetCount", 2000, P(cuDeviceGetCount), nullptr},
-    {"cuDeviceGetName", 2000, P(cuDeviceGetName), nullptr},
-    {"cuDeviceGetAttribute", 2000, P(cuDeviceGetAttribute), nullptr},
-    {"cuDevicePrimaryCtxRetain", 7000, P(cuDevicePrimaryCtxRetain), nullptr},
-    {"cuDevicePrimaryCtxRelease", 11000, P(cuDevicePrimaryCtxRelease_v2), nullptr},
-    {"cuCtxGetCurrent", 4000, P(cuCtxGetCurrent), nullptr},
-    {"cuCtxSetCurrent", 4000, P(cuCtxSetCurrent), nullptr},
-    {"cuCtxGetDevice", 2000, P(cuCtxGetDevice), nullptr},
-    {"cuCtxSynchronize", 2000, P(cuCtxSynchronize), nullptr},
-    {"cuCtxSynchronize", 13000, P(cuCtxSynchronize_v2), nullptr},
-    {"cuStreamCreate", 2000, P(cuStreamCreate), nullptr},
-    {"cuStreamCreateWithPriority", 5050, P(cuStreamCreateWithPriority), nullptr},
-    {"cuStreamDestroy", 4000, P(cuStreamDestroy_v2), nullptr},
-    {"cuStreamSynchronize", 2000, P(cuStreamSynchronize), P(cuStreamSynchronize_ptsz)},
-    {"cuStreamQuery", 2000, P(cuStreamQuery), P(cuStreamQuery_ptsz)},
-    {"cuStreamGetFlags", 5050, P(cuStreamGetFlags), nullptr},
-    {"cuStreamWriteValue64", 9000, P(cuStreamWriteValue64), P(cuStreamWriteValue64_ptsz)},
-    {"cuStreamWriteValue64", 11070, P(cuStreamWriteValue64_v2), P(cuStreamWriteValue64_v2_ptsz)},
-    {"cuStreamWaitEvent", 3020, P(cuStreamWaitEvent), P(cuStreamWaitEvent_ptsz)},
-    {"cuEventCreate", 2000, P(cuEventCreate), nullptr},
-    {"cuEventRecord", 2000, P(cuEventRecord), P(cuEventRecord_ptsz)},
-    {"cuEventSynchronize", 2000, P(cuEventSynchronize), nullptr},
-    {"cuEventQuery", 2000, P(cuEventQuery), nullptr},
-    {"cuEventElapsedTime", 2000, P(cuEventElapsedTime), nullptr},
-    {"cuEventElapsedTime", 12080, P(cuEventElapsedTime_v2), nullptr},
-    {"cuEventDestroy", 4000, P(cuEventDestroy_v2), nullptr},
-    {"cuMemAlloc", 3020, P(cuMemAlloc_v2), nullptr},
-    {"cuMemFree", 3020, P(cuMemFree_v2), nullptr},
-    {"cuMemHostAlloc", 2020, P(cuMemHostAlloc), nullptr},
-    {"cuMemAllocHost", 3020, P(cuMemAllocHost_v2), nullptr},
-    {"cuMemFreeHost", 2000, P(cuMemFreeHost), nullptr},
-    {"cuMemHostGetDevicePointer", 3020, P(cuMemHostGetDevicePointer_v2), nullptr},
-    {"cuMemcpy", 4000, P(cuMemcpy), P(cuMemcpy_ptds)},
-    {"cuMemcpyAsync", 4000, P(cuMemcpyAsync), P(cuMemcpyAsync_ptsz)},
-    {"cuMemcpyHtoD", 3020, P(cuMemcpyHtoD_v2), P(cuMemcpyHtoD_v2_ptds)},
-    {"cuMemcpyDtoH", 3020, P(cuMemcpyDtoH_v2), P(cuMemcpyDtoH_v2_ptds)},
-    {"cuMemcpyDtoD", 3020, P(cuMemcpyDtoD_v2), P(cuMemcpyDtoD_v2_ptds)},
-    {"cuMemcpyHtoDAsync", 3020, P(cuMemcpyHtoDAsync_v2), P(cuMemcpyHtoDAsync_v2_ptsz)},
-    {"cuMemcpyDtoHAsync", 3020, P(cuMemcpyDtoHAsync_v2), P(cuMemcpyDtoHAsync_v2_ptsz)},
-    {"cuMemcpyDtoDAsync", 3020, P(cuMemcpyDtoDAsync_v2), P(cuMemcpyDtoDAsync_v2_ptsz)},
-    {"cuMemsetD8", 3020, P(cuMemsetD8_v2), P(cuMemsetD8_v2_ptds)},
-    {"cuMemsetD32", 3020, P(cuMemsetD32_v2), P(cuMemsetD32_v2_ptds)},
-    {"cuMemsetD8Async", 3020, P(cuMemsetD8Async), P(cuMemsetD8Async_ptsz)},
-    {"cuMemsetD32Async", 3020, P(cuMemsetD32Async), P(cuMemsetD32Async_ptsz)},
-    {"cuLaunchKernel", 4000, P(cuLaunchKernel), P(cuLaunchKernel_ptsz)},
-    {"cuLaunchKernelEx", 11060, P(cuLaunchKernelEx), P(cuLaunchKernelEx_ptsz)},
-    {"cuLaunchCooperativeKernel", 9000, P(cuLaunchCooperativeKernel), P(cuLaunchCooperativeKernel_ptsz)},
-    {"cuLaunchHostFunc", 10000, P(cuLaunchHostFunc), P(cuLaunchHostFunc_ptsz)},
-    {"cuStreamBeginCapture", 10000, P(cuStreamBeginCapture), P(cuStreamBeginCapture_ptsz)},
-    {"cuStreamBeginCapture", 10010, P(cuStreamBeginCapture_v2), P(cuStreamBeginCapture_v2_ptsz)},
-    {"cuStreamEndCapture", 10000, P(cuStreamEndCapture), P(cuStreamEndCapture_ptsz)},
-    {"cuStreamIsCapturing", 10000, P(cuStreamIsCapturing), P(cuStreamIsCapturing_ptsz)},
-    {"cuStreamGetCaptureInfo", 12030, P(cuStreamGetCaptureInfo_v3), P(cuStreamGetCaptureInfo_v3_ptsz)},
-    {"cuThreadExchangeStreamCaptureMode", 10010, P(cuThreadExchangeStreamCaptureMode), nullptr},
-    {"cuGraphCreate", 10000, P(cuGraphCreate), nullptr},
-    {"cuGraphAddKernelNode", 12000, P(cuGraphAddKernelNode_v2), nullptr},
-    {"cuGraphInstantiateWithFlags", 11040, P(cuGraphInstantiateWithFlags), nullptr},
-    {"cuGraphInstantiate", 12000, P(cuGraphInstantiateWithFlags), nullptr},
-    {"cuGraphLaunch", 10000, P(cuGraphLaunch), P(cuGraphLaunch_ptsz)},
-    {"cuGraphDestroy", 10000, P(cuGraphDestroy), nullptr},
-    {"cuGraphExecDestroy", 10000, P(cuGraphExecDestroy), nullptr},
-    {"cuGraphGetNodes", 10000, P(cuGraphGetNodes), nullptr},
-    {"cuLibraryLoadData", 12000, P(cuLibraryLoadData), nullptr},
-    {"cuLibraryUnload", 12000, P(cuLibraryUnload), nullptr},
-    {"cuLibraryGetKernel", 12000, P(cuLibraryGetKernel), nullptr},
-    {"cuKernelGetFunction", 12000, P(cuKernelGetFunction), nullptr},
-    {"cuKernelGetName", 12030, P(cuKernelGetName), nullptr},
-    {"cuFuncGetName", 12030, P(cuFuncGetName), nullptr},
-    {"cuModuleLoadData", 2000, P(cuModuleLoadData), nullptr},
-    {"cuModuleGetFunction", 2000, P(cuModuleGetFunction), nullptr},
-    {"cuModuleUnload", 2000, P(cuModuleUnload), nullptr},
-    {"cuGetErrorName", 6000, P(cuGetErrorName), nullptr},
-    {"cuGetErrorString", 6000, P(cuGetErrorString), nullptr},
-    {"cuLogsRegisterCallback", 12090, P(cuLogsRegisterCallback), nullptr},
-    {"cuLogsUnregisterCallback", 12090, P(cuLogsUnregisterCallback), nullptr},
+#define SIM_DRIVER_OWN(base_name, version, function) {base_name, version, P(function), nullptr},
+#define SIM_DRIVER_FORWARD(base_name, version, function, parameters, call) \
+  {base_name, version, P(function), nullptr},
+#define SIM_DRIVER_PER_THREAD(base_name, version, function, per_thread_function, parameters, call) \
+  {base_name, version, P(function), P(per_thread_function)},
+#include "entry_points.def"
 };
 #undef P
 
@@ -2336,13 +2062,3 @@ CUresult lookup_proc(const char* symbol, void** pfn, int version, cuuint64_t fla
 }
 
 }  // namespace
-
-SIM_API CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
-                                     CUdriverProcAddressQueryResult* status) {
-  return lookup_proc(symbol, pfn, cudaVersion, flags, status);
-}
-
-// The CUDA 11.3 form, still exported by the driver (cuda.h's legacy section).
-SIM_API CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags) {
-  return lookup_proc(symbol, pfn, cudaVersion, flags, nullptr);
-}

@@ -6,7 +6,9 @@
 // real runtime adds: the nvcc host-registration ABI (host stub -> mangled name -> CUkernel: every registered
 // fatbin loaded with cuLibraryLoadData when the first kernel is needed, each kernel fetched with
 // cuLibraryGetKernel on its first use), the <<<>>> call-configuration stack, the per-thread "last error" and
-// the runtime error names and strings.
+// the runtime error names and strings. The entry points that only forward (to the driver, or to a helper
+// here with the legacy or the per-thread default stream) are the rows of entry_points.def, expanded at the
+// end of this file; the others are written out below.
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -29,8 +31,9 @@
 namespace {
 
 // --- driver entry points
-// ------------------------------------------------------------------------------------------ X(member, name
-// looked up, declared function giving the type, per-thread flavour?)
+// ------------------------------------------------------------------------------------------
+// The driver functions the runtime fetches at start-up, as X(member, name looked up, declared function giving
+// the type, per-thread flavour?).
 #define SIM_DRIVER_FUNCS(X)                                                                                  \
   X(Init, "cuInit", cuInit, false)                                                                           \
   X(DeviceGet, "cuDeviceGet", cuDeviceGet, false)                                                            \
@@ -453,21 +456,6 @@ SIM_RT cudaError_t __cudaGetKernel(cudaKernel_t* out, const void* hostFun) {
   return cudaSuccess;
 }
 
-// CUDA 13 passes the CUkernel to cuLaunchKernel cast to CUfunction.
-SIM_RT cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void** args, size_t shmem,
-                                      cudaStream_t s) {
-  ENSURE();
-  return ret(g_drv.LaunchKernel(reinterpret_cast<CUfunction>(k), g.x, g.y, g.z, b.x, b.y, b.z,
-                                static_cast<unsigned>(shmem), s, args, nullptr));
-}
-
-SIM_RT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t k, dim3 g, dim3 b, void** args, size_t shmem,
-                                           cudaStream_t s) {
-  ENSURE();
-  return ret(g_drv.LaunchKernel_ptsz(reinterpret_cast<CUfunction>(k), g.x, g.y, g.z, b.x, b.y, b.z,
-                                     static_cast<unsigned>(shmem), s, args, nullptr));
-}
-
 // =====================================================================================================================
 // Launch API
 // =====================================================================================================================
@@ -508,31 +496,6 @@ cudaError_t launch_coop(const void* func, dim3 g, dim3 b, void** args, size_t sh
 }
 }  // namespace
 
-SIM_RT cudaError_t cudaLaunchKernel(const void* f, dim3 g, dim3 b, void** a, size_t sm, cudaStream_t s) {
-  return launch(f, g, b, a, sm, s, false);
-}
-SIM_RT cudaError_t cudaLaunchKernel_ptsz(const void* f, dim3 g, dim3 b, void** a, size_t sm, cudaStream_t s) {
-  return launch(f, g, b, a, sm, s, true);
-}
-SIM_RT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* c, const void* f, void** a) {
-  return launch_ex(c, f, a, false);
-}
-SIM_RT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* c, const void* f, void** a) {
-  return launch_ex(c, f, a, true);
-}
-SIM_RT cudaError_t cudaLaunchCooperativeKernel(const void* f, dim3 g, dim3 b, void** a, size_t sm,
-                                               cudaStream_t s) {
-  return launch_coop(f, g, b, a, sm, s, false);
-}
-SIM_RT cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* f, dim3 g, dim3 b, void** a, size_t sm,
-                                                    cudaStream_t s) {
-  return launch_coop(f, g, b, a, sm, s, true);
-}
-
-SIM_RT cudaError_t cudaGetKernel(cudaKernel_t* out, const void* entry) {
-  return __cudaGetKernel(out, entry);
-}
-
 SIM_RT cudaError_t cudaFuncGetName(const char** name, const void* func) {
   if (!name || !func) return fail(cudaErrorInvalidValue);
   {
@@ -559,24 +522,10 @@ SIM_RT cudaError_t cudaGetFuncBySymbol(cudaFunction_t* out, const void* symbol) 
   return cudaSuccess;
 }
 
-SIM_RT cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void* user) {
-  ENSURE();
-  return ret(g_drv.LaunchHostFunc(s, fn, user));
-}
-SIM_RT cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t s, cudaHostFn_t fn, void* user) {
-  ENSURE();
-  return ret(g_drv.LaunchHostFunc_ptsz(s, fn, user));
-}
-
 // =====================================================================================================================
 // Device, streams, events
 // =====================================================================================================================
 
-SIM_RT cudaError_t cudaGetDeviceCount(int* n) {
-  if (!n) return fail(cudaErrorInvalidValue);
-  ENSURE();
-  return ret(g_drv.DeviceGetCount(n));
-}
 SIM_RT cudaError_t cudaSetDevice(int d) {
   ENSURE();
   return d == 0 ? cudaSuccess : fail(cudaErrorInvalidDevice);
@@ -586,10 +535,6 @@ SIM_RT cudaError_t cudaGetDevice(int* d) {
   ENSURE();
   *d = 0;
   return cudaSuccess;
-}
-SIM_RT cudaError_t cudaDeviceGetAttribute(int* v, enum cudaDeviceAttr attr, int d) {
-  ENSURE();
-  return ret(g_drv.DeviceGetAttribute(v, static_cast<CUdevice_attribute>(attr), d));
 }
 SIM_RT cudaError_t cudaDriverGetVersion(int* v) {
   if (!v) return fail(cudaErrorInvalidValue);
@@ -605,10 +550,6 @@ SIM_RT cudaError_t cudaRuntimeGetVersion(int* v) {
   if (!v) return fail(cudaErrorInvalidValue);
   *v = 13000;
   return cudaSuccess;
-}
-SIM_RT cudaError_t cudaDeviceSynchronize(void) {
-  ENSURE();
-  return ret(g_drv.CtxSynchronize(nullptr));
 }
 // A real reset destroys the primary context; the sim keeps it (documented as not modelled).
 SIM_RT cudaError_t cudaDeviceReset(void) {
@@ -639,78 +580,6 @@ SIM_RT const char* cudaGetErrorString(cudaError_t e) {
   return t ? t->text : "unrecognized error code";
 }
 
-SIM_RT cudaError_t cudaStreamCreate(cudaStream_t* s) {
-  if (!s) return fail(cudaErrorInvalidValue);
-  ENSURE();
-  return ret(g_drv.StreamCreate(s, 0));
-}
-SIM_RT cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int flags) {
-  if (!s) return fail(cudaErrorInvalidValue);
-  ENSURE();
-  return ret(g_drv.StreamCreate(s, flags));
-}
-SIM_RT cudaError_t cudaStreamDestroy(cudaStream_t s) {
-  ENSURE();
-  return ret(g_drv.StreamDestroy(s));
-}
-SIM_RT cudaError_t cudaStreamSynchronize(cudaStream_t s) {
-  ENSURE();
-  return ret(g_drv.StreamSynchronize(s));
-}
-SIM_RT cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t s) {
-  ENSURE();
-  return ret(g_drv.StreamSynchronize_ptsz(s));
-}
-SIM_RT cudaError_t cudaStreamQuery(cudaStream_t s) {
-  ENSURE();
-  return ret(g_drv.StreamQuery(s));
-}
-SIM_RT cudaError_t cudaStreamQuery_ptsz(cudaStream_t s) {
-  ENSURE();
-  return ret(g_drv.StreamQuery_ptsz(s));
-}
-
-// Flags: cudaEventWaitDefault / cudaEventWaitExternal, equal to the driver's CU_EVENT_WAIT_*.
-SIM_RT cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flags) {
-  ENSURE();
-  return ret(g_drv.StreamWaitEvent(s, e, flags));
-}
-SIM_RT cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t s, cudaEvent_t e, unsigned int flags) {
-  ENSURE();
-  return ret(g_drv.StreamWaitEvent_ptsz(s, e, flags));
-}
-
-SIM_RT cudaError_t cudaEventCreate(cudaEvent_t* e) {
-  if (!e) return fail(cudaErrorInvalidValue);
-  ENSURE();
-  return ret(g_drv.EventCreate(e, 0));
-}
-SIM_RT cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int flags) {
-  if (!e) return fail(cudaErrorInvalidValue);
-  ENSURE();
-  return ret(g_drv.EventCreate(e, flags));
-}
-SIM_RT cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
-  ENSURE();
-  return ret(g_drv.EventRecord(e, s));
-}
-SIM_RT cudaError_t cudaEventRecord_ptsz(cudaEvent_t e, cudaStream_t s) {
-  ENSURE();
-  return ret(g_drv.EventRecord_ptsz(e, s));
-}
-SIM_RT cudaError_t cudaEventSynchronize(cudaEvent_t e) {
-  ENSURE();
-  return ret(g_drv.EventSynchronize(e));
-}
-SIM_RT cudaError_t cudaEventQuery(cudaEvent_t e) {
-  ENSURE();
-  return ret(g_drv.EventQuery(e));
-}
-SIM_RT cudaError_t cudaEventDestroy(cudaEvent_t e) {
-  ENSURE();
-  return ret(g_drv.EventDestroy(e));
-}
-
 // =====================================================================================================================
 // Memory
 // =====================================================================================================================
@@ -730,14 +599,6 @@ SIM_RT cudaError_t cudaMalloc(void** p, size_t size) {
 SIM_RT cudaError_t cudaFree(void* p) {
   ENSURE();
   return p ? ret(g_drv.MemFree(dp(p))) : cudaSuccess;
-}
-SIM_RT cudaError_t cudaHostAlloc(void** p, size_t size, unsigned int flags) {
-  if (!p) return fail(cudaErrorInvalidValue);
-  ENSURE();
-  return ret(g_drv.MemHostAlloc(p, size, flags));  // cudaHostAlloc* flags equal CU_MEMHOSTALLOC_*
-}
-SIM_RT cudaError_t cudaMallocHost(void** p, size_t size) {
-  return cudaHostAlloc(p, size, cudaHostAllocDefault);
 }
 SIM_RT cudaError_t cudaFreeHost(void* p) {
   ENSURE();
@@ -786,102 +647,36 @@ cudaError_t memcpy_async(void* dst, const void* src, size_t n, cudaMemcpyKind ki
 }
 }  // namespace
 
-SIM_RT cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind k) {
-  return memcpy_sync(d, s, n, k, false);
-}
-SIM_RT cudaError_t cudaMemcpy_ptds(void* d, const void* s, size_t n, cudaMemcpyKind k) {
-  return memcpy_sync(d, s, n, k, true);
-}
-SIM_RT cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind k, cudaStream_t st) {
-  return memcpy_async(d, s, n, k, st, false);
-}
-SIM_RT cudaError_t cudaMemcpyAsync_ptsz(void* d, const void* s, size_t n, cudaMemcpyKind k, cudaStream_t st) {
-  return memcpy_async(d, s, n, k, st, true);
-}
-SIM_RT cudaError_t cudaMemset(void* p, int v, size_t n) {
-  ENSURE();
-  return ret(g_drv.MemsetD8(dp(p), static_cast<unsigned char>(v), n));
-}
-SIM_RT cudaError_t cudaMemset_ptds(void* p, int v, size_t n) {
-  ENSURE();
-  return ret(g_drv.MemsetD8_ptds(dp(p), static_cast<unsigned char>(v), n));
-}
-SIM_RT cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t s) {
-  ENSURE();
-  return ret(g_drv.MemsetD8Async(dp(p), static_cast<unsigned char>(v), n, s));
-}
-SIM_RT cudaError_t cudaMemsetAsync_ptsz(void* p, int v, size_t n, cudaStream_t s) {
-  ENSURE();
-  return ret(g_drv.MemsetD8Async_ptsz(dp(p), static_cast<unsigned char>(v), n, s));
-}
-
 // =====================================================================================================================
-// Stream capture and graphs (enumeration values are shared with the driver)
+// The entry points that only forward: the rows of entry_points.def
 // =====================================================================================================================
 
-SIM_RT cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode m) {
-  ENSURE();
-  return ret(g_drv.StreamBeginCapture(s, static_cast<CUstreamCaptureMode>(m)));
-}
-SIM_RT cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t s, enum cudaStreamCaptureMode m) {
-  ENSURE();
-  return ret(g_drv.StreamBeginCapture_ptsz(s, static_cast<CUstreamCaptureMode>(m)));
-}
-SIM_RT cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* g) {
-  ENSURE();
-  return ret(g_drv.StreamEndCapture(s, g));
-}
-SIM_RT cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t s, cudaGraph_t* g) {
-  ENSURE();
-  return ret(g_drv.StreamEndCapture_ptsz(s, g));
-}
-SIM_RT cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus* st) {
-  ENSURE();
-  return ret(g_drv.StreamIsCapturing(s, reinterpret_cast<CUstreamCaptureStatus*>(st)));
-}
-SIM_RT cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t s, enum cudaStreamCaptureStatus* st) {
-  ENSURE();
-  return ret(g_drv.StreamIsCapturing_ptsz(s, reinterpret_cast<CUstreamCaptureStatus*>(st)));
-}
-SIM_RT cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, enum cudaStreamCaptureStatus* st,
-                                            unsigned long long* id, cudaGraph_t* g,
-                                            const cudaGraphNode_t** deps, const cudaGraphEdgeData** edges,
-                                            size_t* n) {
-  ENSURE();
-  return ret(g_drv.StreamGetCaptureInfo(s, reinterpret_cast<CUstreamCaptureStatus*>(st),
-                                        reinterpret_cast<cuuint64_t*>(id), g, deps,
-                                        reinterpret_cast<const CUgraphEdgeData**>(edges), n));
-}
-SIM_RT cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t s, enum cudaStreamCaptureStatus* st,
-                                                 unsigned long long* id, cudaGraph_t* g,
-                                                 const cudaGraphNode_t** deps,
-                                                 const cudaGraphEdgeData** edges, size_t* n) {
-  ENSURE();
-  return ret(g_drv.StreamGetCaptureInfo_ptsz(s, reinterpret_cast<CUstreamCaptureStatus*>(st),
-                                             reinterpret_cast<cuuint64_t*>(id), g, deps,
-                                             reinterpret_cast<const CUgraphEdgeData**>(edges), n));
-}
-SIM_RT cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode* m) {
-  ENSURE();
-  return ret(g_drv.ThreadExchangeStreamCaptureMode(reinterpret_cast<CUstreamCaptureMode*>(m)));
-}
-SIM_RT cudaError_t cudaGraphInstantiate(cudaGraphExec_t* e, cudaGraph_t g, unsigned long long flags) {
-  ENSURE();
-  return ret(g_drv.GraphInstantiate(e, g, flags));
-}
-SIM_RT cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s) {
-  ENSURE();
-  return ret(g_drv.GraphLaunch(e, s));
-}
-SIM_RT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t e, cudaStream_t s) {
-  ENSURE();
-  return ret(g_drv.GraphLaunch_ptsz(e, s));
-}
-SIM_RT cudaError_t cudaGraphDestroy(cudaGraph_t g) {
-  ENSURE();
-  return ret(g_drv.GraphDestroy(g));
-}
-SIM_RT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) {
-  ENSURE();
-  return ret(g_drv.GraphExecDestroy(e));
-}
+#define SIM_RUNTIME_FORWARD(function, parameters, call) \
+  SIM_RT cudaError_t function parameters {              \
+    return call;                                        \
+  }
+#define SIM_RUNTIME_PER_THREAD(function, per_thread_function, parameters, call) \
+  SIM_RT cudaError_t function parameters {                                      \
+    constexpr bool per_thread = false;                                          \
+    return call;                                                                \
+  }                                                                             \
+  SIM_RT cudaError_t per_thread_function parameters {                           \
+    constexpr bool per_thread = true;                                           \
+    return call;                                                                \
+  }
+#define SIM_RUNTIME_DRIVER(function, parameters, driver_function, arguments) \
+  SIM_RT cudaError_t function parameters {                                   \
+    ENSURE();                                                                \
+    return ret(g_drv.driver_function arguments);                             \
+  }
+#define SIM_RUNTIME_DRIVER_CHECKED(function, parameters, required, driver_function, arguments) \
+  SIM_RT cudaError_t function parameters {                                                     \
+    if (!(required)) return fail(cudaErrorInvalidValue);                                       \
+    ENSURE();                                                                                  \
+    return ret(g_drv.driver_function arguments);                                               \
+  }
+#define SIM_RUNTIME_DRIVER_PER_THREAD(function, per_thread_function, parameters, driver_function, \
+                                      per_thread_driver_function, arguments)                      \
+  SIM_RUNTIME_DRIVER(function, parameters, driver_function, arguments)                            \
+  SIM_RUNTIME_DRIVER(per_thread_function, parameters, per_thread_driver_function, arguments)
+#include "entry_points.def"
