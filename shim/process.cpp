@@ -19,7 +19,7 @@
 #include <spdlog/spdlog.h>
 
 #include "blocking.h"
-#include "capture.h"
+#include "call_stack.h"
 #include "python_frames.h"
 #include "facts.h"
 #include "loaded_objects.h"
@@ -310,8 +310,8 @@ void create_engine() {
       }
       if (!report) engine->report_shim_problem(problem);
     }
-    if (g_config->callsites != "none") warm_up_capture();
-    engine->start(std::move(info), std::move(report), capture_launch_site, capture_python);
+    if (g_config->callsites != "none") warm_up_stack_walk();
+    engine->start(std::move(info), std::move(report), take_call_stack, read_python_stack);
     Engine* created = engine.release();
     g_engine.store(created, std::memory_order_release);
     install_fatal_signal_reports(created, log_file, created->report_file());

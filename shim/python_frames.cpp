@@ -969,7 +969,7 @@ void capture_with_gil(const Cpython& py, PythonStack* out) {
 
 void capture_frames(PythonStack* out);
 
-// Everything but the fast answer NoPython of capture_python.
+// Everything but the fast answer NoPython of read_python_stack.
 [[gnu::noinline]] void capture(PythonStack* out) {
   if (t_capturing) {
     // The GIL-held path can run a garbage collection (it creates frame objects), whose finalizers may
@@ -1037,7 +1037,7 @@ void capture_frames(PythonStack* out) {
 
 }  // namespace
 
-void capture_python(PythonStack* out) {
+void read_python_stack(PythonStack* out) {
   out->status = PythonStatus::NotCaptured;
   out->count = 0;
   out->gil_held = false;

@@ -1,4 +1,4 @@
-// The innermost Python frames of the thread that launches a CUDA kernel, captured on the launch path
+// The innermost Python frames of the thread that launches a CUDA kernel, read on the launch path
 // (src/callsite.h holds the result). The shim builds without Python headers and links no libpython:
 // CPython is found at run time, in whatever form the host process has it (a python executable that
 // exports its symbols, libpython3.x.so, an embedding program that loads it late), or not at all.
@@ -23,6 +23,6 @@ namespace blockrun::shim {
 //   Unavailable    CPython is finalizing, or its frames cannot be read safely (another version without the
 //                  GIL, a failed sanity check); `reason` says which
 // Function names are co_qualname on CPython 3.11+ (`Linear.forward`), co_name before.
-void capture_python(PythonStack* out);
+void read_python_stack(PythonStack* out);
 
 }  // namespace blockrun::shim

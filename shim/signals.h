@@ -7,9 +7,10 @@ namespace blockrun::shim {
 
 // Installs handlers for SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT (once per process; again in a forked
 // child's new engine) that write one line to the log (`log_file`, or null) and one `fatal_signal` record to
-// the report (`report_file`, or null) with write(2) alone (OutputFile::write_record), then hand the signal on: to the handler the program had
-// installed, or to the default action (the faulting instruction is re-executed, or the signal raised again),
-// so the exit status and core dumps are what they are without the shim.
+// the report (`report_file`, or null) with write(2) alone (OutputFile::write_record), then hand the signal
+// on: to the handler the program had installed, or to the default action (the faulting instruction is
+// re-executed, or the signal raised again), so the exit status and core dumps are what they are without the
+// shim.
 void install_fatal_signal_reports(Engine* engine, OutputFile* log_file, OutputFile* report_file);
 // In a forked child (pthread_atfork): the parent's engine and files are forgotten until the child's own.
 void forget_fatal_signal_reports_after_fork();

@@ -1,6 +1,6 @@
-// Where a launch came from, as captured on the launch path: raw native return addresses and the
-// innermost Python frames of the launching thread. Fixed-size plain data: capturing allocates nothing,
-// and records holding a capture can be copied freely. Symbolization (src/symbolize.h) happens later,
+// Where a launch came from, its call stack as taken on the launch path: raw native return addresses and the
+// innermost Python frames of the launching thread. Fixed-size plain data: taking one allocates nothing,
+// and records holding one can be copied freely. Symbolization (src/symbolize.h) happens later,
 // only for records that are reported.
 #pragma once
 
@@ -9,7 +9,7 @@
 
 namespace blockrun {
 
-// Native frames: innermost first. frames[0] is the capturing function's own caller chain start; the
+// Native frames: innermost first. frames[0] is the walking function's own caller chain start; the
 // call site is chosen when the record is reported (src/symbolize.h: call_site_index).
 constexpr size_t kMaxNativeFrames = 48;
 struct NativeStack {
@@ -36,7 +36,7 @@ constexpr size_t kPythonInnermostKept = 4;
 constexpr size_t kMaxPythonFramesScanned = 64;
 constexpr size_t kPythonFileBytes = 192;
 constexpr size_t kPythonFunctionBytes = 64;
-// No initializers on purpose: a Capture lives in every Launch on the launch path, and zeroing its
+// No initializers on purpose: a CallStack lives in every Launch on the launch path, and zeroing its
 // buffers there would cost more than the launch; `count` says which frames are valid (NUL-terminated).
 struct PythonFrame {
   int line;
@@ -67,8 +67,8 @@ static_assert(kPythonInnermostKept <= kMaxPythonFrames &&
                   kMaxPythonFramesScanned - kPythonInnermostKept <= 255,
               "PythonStack.skipped counts the frames passed over in a uint8_t");
 
-// Everything captured for one launch.
-struct Capture {
+// Everything taken for one launch: its call stack. ("Capture" in this project means CUDA stream capture.)
+struct CallStack {
   NativeStack native;
   PythonStack python;
 };

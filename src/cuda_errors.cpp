@@ -32,7 +32,7 @@ ErrorMeaning cublas_meaning(int number) {
 ErrorMeaning error_meaning(ErrorCode code) {
   if (code.ok()) return ErrorMeaning::Own;
   return code.layer == Layer::Cublas || code.layer == Layer::CublasLt ? cublas_meaning(code.code)
-                                                                          : cuda_meaning(code.code);
+                                                                      : cuda_meaning(code.code);
 }
 
 const char* error_meaning_name(ErrorMeaning meaning) {

@@ -130,20 +130,20 @@ Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescr
       ledger_(ring_capacity_for(config_), config_.callsites == "all"),
       api_counts_(kApiCapacity) {
   if (!terminate_) terminate_ = default_terminate;
-  capture_all_ = config_.callsites == "all";
-  capture_auto_ = config_.callsites == "auto";
+  stack_all_ = config_.callsites == "all";
+  stack_auto_ = config_.callsites == "auto";
   stream_breadcrumbs_ = config_.breadcrumbs;
   graph_breadcrumbs_ = config_.graph_breadcrumbs;
   symbolizer_ = std::make_unique<Symbolizer>(config_.libdw);
 }
 
-void Engine::start(ProcessInfo info, std::unique_ptr<ReportFile> report, CaptureFunction capture,
-                   PythonCaptureFunction python) {
+void Engine::start(ProcessInfo info, std::unique_ptr<ReportFile> report, StackFunction stack,
+                   PythonStackFunction python) {
   process_ = std::move(info);
   report_ = std::move(report);
-  capture_ = config_.callsites == "none" ? nullptr : capture;
+  take_stack_ = config_.callsites == "none" ? nullptr : stack;
   if (config_.callsites != "none" && python) {
-    python_capture_ = python;
+    read_python_ = python;
     python_sites_ = std::make_unique<PythonSiteTable>(kPythonSiteCapacity);
     python_every_launch_ = config_.breadcrumbs;
   }
@@ -239,17 +239,17 @@ void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
   fill_record(request, &record);
   launch.decision = decide(request, record);
   record.blocked = launch.decision.blocks();
-  record.captured = false;
+  record.has_stack = false;
   record.refused = false;
   // A launch into a capture is where the user wrote a graph node: its stack is walked (captures are rare and
   // not a hot path), since a C++ program's own frame is often below the CUDA runtime's.
-  if (capture_ && (wants_capture(launch.decision) || request.in_capture)) {
-    capture_(&launch.capture);
-    record.captured = true;
+  if (take_stack_ && (wants_stack(launch.decision) || request.in_capture)) {
+    take_stack_(&launch.stack);
+    record.has_stack = true;
   }
   record.python_site = record.python_innermost = 0;
   record.python_status = PythonStatus::NotCaptured;
-  if (python_capture_ && (python_every_launch_ || request.in_capture)) keep_python_site(launch);
+  if (read_python_ && (python_every_launch_ || request.in_capture)) keep_python_site(launch);
   count_api(record.api);
   record.graph_replay = 0;
   if (record.graph)
@@ -262,15 +262,15 @@ void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
   launch.stream = stream_state(record.stream);
   // A launch into a capture becomes a graph node and runs only when the graph does (as that graph launch's
   // work): it is never one of its stream's unfinished launches.
-  if (launch.stream && !record.in_capture) launch.stream->push(record, &launch.capture);
+  if (launch.stream && !record.in_capture) launch.stream->push(record, &launch.stack);
 }
 
 // With breadcrumbs a culprit is named long after its launch: keep the Python line of every launch (the frames
 // alone, about 0.6 us without the GIL; no native stack walk), as interned numbers.
 void Engine::keep_python_site(Launch& launch) {
   LaunchRecord& record = launch.record;
-  PythonStack& python = launch.capture.python;  // a full capture's frames, else a scratch (record.captured)
-  if (!record.captured) python_capture_(&python);
+  PythonStack& python = launch.stack.python;  // the call stack's frames, else a scratch (record.has_stack)
+  if (!record.has_stack) read_python_(&python);
   record.python_status = python.status;
   intern_python_sites(python, &record.python_site, &record.python_innermost);
 }
@@ -281,12 +281,12 @@ void Engine::intern_python_sites(const PythonStack& python, uint32_t* site, uint
   if (user > 0) *innermost = python_sites_->intern(python.frames[0]);
 }
 
-PythonCallSite Engine::python_call_site_of(const LaunchRecord& record, const Capture* capture) const {
+PythonCallSite Engine::python_call_site_of(const LaunchRecord& record, const CallStack* stack) const {
   PythonCallSite found;
-  if (capture) {
-    int user = python_call_site(capture->python);
-    if (user >= 0) found.user = &capture->python.frames[user];
-    if (user > 0) found.innermost = &capture->python.frames[0];
+  if (stack) {
+    int user = python_call_site(stack->python);
+    if (user >= 0) found.user = &stack->python.frames[user];
+    if (user > 0) found.innermost = &stack->python.frames[0];
   } else if (python_sites_) {
     found.user = python_sites_->get(record.python_site);
     if (found.user) found.innermost = python_sites_->get(record.python_innermost);
@@ -314,10 +314,10 @@ void Engine::count_api(const char* api) {
   last.count->launches.fetch_add(1, std::memory_order_relaxed);
 }
 
-void Engine::capture_now(Launch& launch) {
-  if (launch.record.captured || !capture_) return;
-  capture_(&launch.capture);
-  launch.record.captured = true;
+void Engine::take_stack_now(Launch& launch) {
+  if (launch.record.has_stack || !take_stack_) return;
+  take_stack_(&launch.stack);
+  launch.record.has_stack = true;
 }
 
 void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome outcome, ErrorCode sync_result,
@@ -352,7 +352,7 @@ void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome ou
 void Engine::launch_failed(Launch& launch, ErrorCode launch_result) {
   const LaunchRecord& record = launch.record;
   // The thread is still in the launch call, so its call site can be taken now.
-  capture_now(launch);
+  take_stack_now(launch);
   if (config_.log_launches) log_launch(launch, "failed", launch_result);
   ErrorMeaning meaning = error_meaning(launch_result);
   // An unknown code may have come after the launch was enqueued: it stays a suspect.
@@ -377,7 +377,7 @@ void Engine::launch_blocked(Launch& launch, ErrorCode sync_result, const char* s
     return;
   }
   // The launching thread is still inside the launch call: its call site is taken now.
-  capture_now(launch);
+  take_stack_now(launch);
   std::vector<ReportedLaunch> others = may_have_faulted_instead(launch);
   bool exact = others.empty() && error_meaning(sync_result) != ErrorMeaning::Unknown;
   first_error(sync_api, sync_result, "blocking synchronize after the launch",
@@ -386,8 +386,8 @@ void Engine::launch_blocked(Launch& launch, ErrorCode sync_result, const char* s
     ErrorText text = describe_error_(sync_result);
     std::lock_guard<std::mutex> guard(report_mutex_);
     if (++blocked_error_records_ <= kMaxBlockedErrorRecords) {
-      const Capture* capture = launch.record.captured ? &launch.capture : nullptr;
-      LaunchView view = view_of(launch.record, capture, true, true, kCapturedLaunchesReported);
+      const CallStack* stack = launch.record.has_stack ? &launch.stack : nullptr;
+      LaunchView view = view_of(launch.record, stack, true, true, kCapturedLaunchesReported);
       report_->write_record(blocked_error_record(view, text, sync_api, sync_result));
     }
   }
@@ -572,7 +572,7 @@ bool Engine::surfaced_by_breadcrumbs(const char* api, ErrorCode result, Surfacin
   if (view.heads.size() == 1 && view.lost.empty() && error_meaning(result) == ErrorMeaning::Asynchronous) {
     Launch culprit;
     culprit.record = view.heads.front().record;
-    if (const Capture* capture = view.heads.front().capture.get()) culprit.capture = *capture;
+    if (const CallStack* stack = view.heads.front().stack.get()) culprit.stack = *stack;
     first_error(api, result, "", Accused{&culprit, true, {}, FoundBy::Breadcrumbs}, where);
     return true;
   }
@@ -658,15 +658,13 @@ Finding Engine::find(const char* api, ErrorCode result, const char* how, const A
   bool whole_stack = report_ || config_.stack;
   size_t told = report_ ? kCapturedLaunchesReported : kCapturedLaunchesLogged;
   if (const Launch* culprit = accused.culprit) {
-    const Capture* capture = culprit->record.captured ? &culprit->capture : nullptr;
-    finding.culprit =
-        std::make_unique<LaunchView>(view_of(culprit->record, capture, whole_stack, true, told));
+    const CallStack* stack = culprit->record.has_stack ? &culprit->stack : nullptr;
+    finding.culprit = std::make_unique<LaunchView>(view_of(culprit->record, stack, whole_stack, true, told));
   }
   // A launch the context refused: where the error surfaced, with its own call site.
   if (const Launch* refused = where.refused_launch) {
-    const Capture* capture = refused->record.captured ? &refused->capture : nullptr;
-    finding.refused =
-        std::make_unique<LaunchView>(view_of(refused->record, capture, whole_stack, false, told));
+    const CallStack* stack = refused->record.has_stack ? &refused->stack : nullptr;
+    finding.refused = std::make_unique<LaunchView>(view_of(refused->record, stack, whole_stack, false, told));
   }
   bool by_breadcrumbs = accused.found_by == FoundBy::Breadcrumbs;
   for (const ReportedLaunch& suspect : accused.suspects)
@@ -726,13 +724,13 @@ std::vector<std::string> Engine::recent_driver_logs() {
 void Engine::log_launch(const Launch& launch, const char* what, ErrorCode result) {
   LaunchRecord record = launch.record;
   record.blocked = false;  // `what` says what happened; the record says only what the policy wanted
-  const Capture* capture = launch.record.captured ? &launch.capture : nullptr;
+  const CallStack* stack = launch.record.has_stack ? &launch.stack : nullptr;
   std::lock_guard<std::mutex> guard(report_mutex_);
   logger_->info("launch: {}{}{} via {}{}{}", blockrun::describe(record), *what ? " -> " : "", what,
                 record.api, record.driver_api ? " > " : "", record.driver_api ? record.driver_api : "");
   bool write_record = report_ && config_.log_launches;
   size_t told = write_record ? kCapturedLaunchesReported : kCapturedLaunchesLogged;
-  LaunchView view = view_of(record, capture, write_record || config_.stack, false, told);
+  LaunchView view = view_of(record, stack, write_record || config_.stack, false, told);
   log_launch_site(SiteLog{*logger_, "  ", false, config_.stack}, view);
   if (!write_record) return;
   view.record = &launch.record;  // the report keeps what the policy wanted
@@ -740,13 +738,13 @@ void Engine::log_launch(const Launch& launch, const char* what, ErrorCode result
   report_->write_record(launch_record(view, what, result.ok() ? nullptr : &error_name));
 }
 
-LaunchView Engine::view_of(const LaunchRecord& record, const Capture* capture, bool whole_stack, bool failed,
+LaunchView Engine::view_of(const LaunchRecord& record, const CallStack* stack, bool whole_stack, bool failed,
                            size_t told) {
   LaunchView view;
   view.record = &record;
-  view.capture = capture;
-  view.site = site_of(record, capture, whole_stack);
-  view.python = python_call_site_of(record, capture);
+  view.stack = stack;
+  view.site = site_of(record, stack, whole_stack);
+  view.python = python_call_site_of(record, stack);
   view.failed = failed;
   view.graph = graph_view(record, failed, told);
   return view;
@@ -773,8 +771,8 @@ std::unique_ptr<GraphCaptureView> Engine::graph_view(const LaunchRecord& record,
   return view;
 }
 
-Site Engine::site_of(const LaunchRecord& record, const Capture* capture, bool whole_stack) {
-  return site_of(record.caller, capture, record.kernel ? &record.kernel->name : nullptr, whole_stack);
+Site Engine::site_of(const LaunchRecord& record, const CallStack* stack, bool whole_stack) {
+  return site_of(record.caller, stack, record.kernel ? &record.kernel->name : nullptr, whole_stack);
 }
 
 Site Engine::site_of(const CapturedLaunch& launch) {
@@ -785,8 +783,8 @@ Site Engine::site_of(const CapturedLaunch& launch) {
   return resolve_site(*symbolizer_, stack, process_.shim_module, kernel, false);
 }
 
-Site Engine::site_of(uintptr_t caller, const Capture* capture, const KernelName* kernel, bool whole_stack) {
-  if (capture) return resolve_site(*symbolizer_, capture->native, process_.shim_module, kernel, whole_stack);
+Site Engine::site_of(uintptr_t caller, const CallStack* stack, const KernelName* kernel, bool whole_stack) {
+  if (stack) return resolve_site(*symbolizer_, stack->native, process_.shim_module, kernel, whole_stack);
   // No stack was walked: the return address into the code that called CUDA is the one frame known (often
   // the program's own, or its launch stub inlined into it).
   NativeStack one;
@@ -822,9 +820,9 @@ void Engine::begin_capture(uint64_t id, uintptr_t caller) {
   auto record = std::make_unique<CaptureRecord>();
   record->id = id;
   record->begun_by = caller;
-  if (capture_) {
-    record->begun_at = std::make_unique<Capture>();
-    capture_(record->begun_at.get());
+  if (take_stack_) {
+    record->begun_at = std::make_unique<CallStack>();
+    take_stack_(record->begun_at.get());
     if (python_sites_)
       intern_python_sites(record->begun_at->python, &record->python_site, &record->python_innermost);
   }
@@ -841,8 +839,8 @@ void Engine::keep_captured_launch(Launch& launch, uint64_t capture_id) {
   kept.caller = record.caller;
   kept.python_site = record.python_site;
   kept.python_innermost = record.python_innermost;
-  if (record.captured) {
-    const NativeStack& stack = launch.capture.native;
+  if (record.has_stack) {
+    const NativeStack& stack = launch.stack.native;
     kept.frames.assign(stack.frames, stack.frames + std::min<size_t>(stack.depth, kCapturedFrames));
   }
   CapturePlace place = graphs_.keep_launch(capture_id, kept, graph_breadcrumbs_ ? &breadcrumbs_ : nullptr);
@@ -858,9 +856,9 @@ void Engine::note_graph_kernel_node(const void* graph, const KernelInfo* kernel,
   CapturedLaunch kept;
   kept.kernel = kernel;
   kept.caller = caller;
-  if (python_capture_) {
+  if (read_python_) {
     PythonStack python;
-    python_capture_(&python);
+    read_python_(&python);
     intern_python_sites(python, &kept.python_site, &kept.python_innermost);
   }
   graphs_.keep_kernel_node(graph, kept);
@@ -877,14 +875,16 @@ void Engine::finish() {
   std::lock_guard<std::mutex> guard(report_mutex_);
   bool used = ledger_.launches() > 0 || first_error_taken_.load();
   if (used && !finished_.exchange(true) && (config_.summary || report_)) {
-    Summary counts = summary();
+    // The table of every kernel is built only where it is told: in the report, or in the log when launches
+    // were blocked (at exit it is the shim's largest allocation, docs/memory.md).
+    Summary counts = summary(report_ || blocked_.load() > 0);
     if (config_.summary) log_summary(*logger_, counts);
     if (report_) report_->write_record(summary_record(counts));
   }
   logger_->flush();
 }
 
-Summary Engine::summary() {
+Summary Engine::summary(bool with_units) {
   Summary counts;
   counts.launches = ledger_.launches();
   api_counts_.for_each(
@@ -897,6 +897,7 @@ Summary Engine::summary() {
   counts.first_error_summary = first_error_summary_;
   counts.later_errors = later_errors_.load();
   counts.gpu_time = config_.gpu_time;
+  if (!with_units) return counts;
   kernels_.for_each([&](KernelInfo& kernel) {
     counts.units.push_back(
         {&kernel.name.demangled, &kernel.name.mangled, nullptr, kernel.launches.load(), &kernel.stats});

@@ -54,7 +54,7 @@ struct Launch {
   LaunchRecord record;
   struct StreamState* stream = nullptr;
   Decision decision;
-  Capture capture;  // valid when record.captured
+  CallStack stack;  // valid when record.has_stack
   BlockTiming timing;
   // A launch into a capture with graph breadcrumbs: the slot its breadcrumb node writes and the value (its
   // capture position); -1: no breadcrumb node.
@@ -63,10 +63,10 @@ struct Launch {
   bool block() const { return decision.blocks(); }
 };
 
-// Takes a Capture of the calling thread (the shim's stack walk and Python frames; tests pass their own).
-using CaptureFunction = void (*)(Capture* out);
-// Takes the calling thread's Python frames alone (the shim's capture_python).
-using PythonCaptureFunction = void (*)(PythonStack* out);
+// Takes a CallStack of the calling thread (the shim's stack walk and Python frames; tests pass their own).
+using StackFunction = void (*)(CallStack* out);
+// Takes the calling thread's Python frames alone (the shim's read_python_stack).
+using PythonStackFunction = void (*)(PythonStack* out);
 
 // Ends the process after a blocked launch failed under an `abort` or `exit=N` rule, once the report is
 // written and flushed. Tests replace it.
@@ -94,10 +94,10 @@ class Engine {
   ~Engine();
 
   // Before the engine is used: the process facts and, when configured, the report file (the `start`
-  // record is written now), and how to capture call sites: `capture` the whole stack, `python` the Python
+  // record is written now), and how to take call sites: `stack` the whole stack, `python` the Python
   // frames alone (kept for every launch with breadcrumbs, as an interned site: python_sites.h).
-  void start(ProcessInfo info, std::unique_ptr<ReportFile> report, CaptureFunction capture,
-             PythonCaptureFunction python = nullptr);
+  void start(ProcessInfo info, std::unique_ptr<ReportFile> report, StackFunction stack,
+             PythonStackFunction python = nullptr);
 
   const Config& config() const { return config_; }
 
@@ -129,18 +129,18 @@ class Engine {
   void note_graph_kernel_node(const void* graph, const KernelInfo* kernel, uintptr_t caller);
 
   // Numbers and records a launch and asks the policy; captures its call site when it needs one
-  // (wants_capture). Cheap: no lock but the stream's own, no allocation for known kernels and streams.
+  // (wants_stack). Cheap: no lock but the stream's own, no allocation for known kernels and streams.
   void begin_launch(const LaunchRequest& request, Launch* launch);
 
   // Whether a launch with this decision gets its call site captured as it is launched
   // (CUDA_BLOCKRUN_CALLSITES). With `auto`, only launches that are logged: a blocked launch is captured only
   // if its synchronize fails, and a launch that fails itself when it returns, both still on the launching
   // thread inside the call, so a blocked launch that succeeds costs no stack walk.
-  bool wants_capture(const Decision& decision) const {
-    return capture_all_ || (capture_auto_ && (decision.action == Action::Log || config_.log_launches));
+  bool wants_stack(const Decision& decision) const {
+    return stack_all_ || (stack_auto_ && (decision.action == Action::Log || config_.log_launches));
   }
   // Captures the call site of a launch that did not get one at begin_launch (a launch that failed).
-  void capture_now(Launch& launch);
+  void take_stack_now(Launch& launch);
   Launch begin_launch(const LaunchRequest& request) {
     Launch launch;
     begin_launch(request, &launch);
@@ -296,30 +296,30 @@ class Engine {
   BlockStats* stats_of(const LaunchRecord& record);
   void count_api(const char* api);
   void keep_python_site(Launch& launch);
-  PythonCallSite python_call_site_of(const LaunchRecord& record, const Capture* capture) const;
+  PythonCallSite python_call_site_of(const LaunchRecord& record, const CallStack* stack) const;
   const PythonFrame* python_line(uint32_t site) const {
     return python_sites_ ? python_sites_->get(site) : nullptr;
   }
   // A launch as the writers tell it: its call site symbolized (`whole_stack` or up to the program's frame),
   // and a graph launch's capture with the sites of its first `told` launches. With report_mutex_ held (the
   // symbolizer is not shared).
-  LaunchView view_of(const LaunchRecord& record, const Capture* capture, bool whole_stack, bool failed,
+  LaunchView view_of(const LaunchRecord& record, const CallStack* stack, bool whole_stack, bool failed,
                      size_t told);
   LaunchView view_of(const ReportedLaunch& launch, bool whole_stack, bool failed, size_t told) {
-    return view_of(launch.record, launch.capture.get(), whole_stack, failed, told);
+    return view_of(launch.record, launch.stack.get(), whole_stack, failed, told);
   }
   std::unique_ptr<GraphCaptureView> graph_view(const LaunchRecord& record, bool failed, size_t told);
   void keep_captured_launch(Launch& launch, uint64_t capture_id);
-  Site site_of(const LaunchRecord& record, const Capture* capture, bool whole_stack = true);
+  Site site_of(const LaunchRecord& record, const CallStack* stack, bool whole_stack = true);
   // The same from its parts: the stack walked, else the one return address `caller`.
-  Site site_of(uintptr_t caller, const Capture* capture, const KernelName* kernel, bool whole_stack);
+  Site site_of(uintptr_t caller, const CallStack* stack, const KernelName* kernel, bool whole_stack);
   // Where a launch into a capture was made: its stack walked then, else its caller.
   Site site_of(const CapturedLaunch& launch);
   // The program's own Python line and the innermost frame, as PythonSiteTable numbers (left as they are where
   // there is no frame).
   void intern_python_sites(const PythonStack& python, uint32_t* site, uint32_t* innermost);
   std::vector<std::string> recent_driver_logs();
-  Summary summary();
+  Summary summary(bool with_units);
 
   Config config_;
   std::shared_ptr<spdlog::logger> logger_;
@@ -355,10 +355,10 @@ class Engine {
     return config.breadcrumbs ? std::max(config.ring, StreamState::kRing) : StreamState::kRing;
   }
 
-  bool capture_all_ = false;
-  bool capture_auto_ = true;
-  CaptureFunction capture_ = nullptr;
-  PythonCaptureFunction python_capture_ = nullptr;
+  bool stack_all_ = false;
+  bool stack_auto_ = true;
+  StackFunction take_stack_ = nullptr;
+  PythonStackFunction read_python_ = nullptr;
   std::unique_ptr<PythonSiteTable> python_sites_;  // unless call sites are off
   bool python_every_launch_ = false;               // breadcrumbs: every launch's line; else captured ones
 

@@ -18,9 +18,9 @@ uint64_t next_serial() {
 
 }  // namespace
 
-LaunchLedger::LaunchLedger(size_t ring_capacity, bool keep_captures)
+LaunchLedger::LaunchLedger(size_t ring_capacity, bool keep_stacks)
     : ring_capacity_(ring_capacity),
-      keep_captures_(keep_captures),
+      keep_stacks_(keep_stacks),
       serial_(next_serial()),
       streams_(kStreamCapacity),
       streams_by_number_(new std::atomic<StreamState*>[kStreamCapacity + 1]()),
@@ -39,7 +39,7 @@ StreamState* LaunchLedger::stream(StreamId id) {
   thread_local LastStream last{0, 0, nullptr};
   if (last.ledger == serial_ && last.key == key) return last.state;
   StreamState* state = streams_.find_or_insert(key, [&] {
-    auto* created = new StreamState(ring_capacity_, keep_captures_);
+    auto* created = new StreamState(ring_capacity_, keep_stacks_);
     created->id = id;
     uint32_t number = next_stream_number_.fetch_add(1, std::memory_order_relaxed) + 1;
     if (number <= kStreamCapacity) {

@@ -19,7 +19,7 @@ namespace blockrun {
 // A launch as reported: its record and, when one was taken, its capture.
 struct ReportedLaunch {
   LaunchRecord record;
-  std::shared_ptr<const Capture> capture;
+  std::shared_ptr<const CallStack> stack;
 };
 
 struct StreamState;
@@ -54,10 +54,10 @@ class SpinGuard {
 // serializes launches into one stream anyway, so threads rarely meet here.
 struct StreamState {
   static constexpr size_t kRing = 8;  // "up to 8 suspects, newest last"
-  StreamState(size_t capacity, bool with_captures)
+  StreamState(size_t capacity, bool with_stacks)
       : capacity(capacity),
         ring(new LaunchRecord[capacity]),
-        captures(with_captures ? new Capture[capacity] : nullptr) {}
+        stacks(with_stacks ? new CallStack[capacity] : nullptr) {}
   StreamId id;
   std::atomic_flag lock = ATOMIC_FLAG_INIT;
   uint64_t written = 0;
@@ -65,7 +65,7 @@ struct StreamState {
   const size_t capacity;         // kRing, or the breadcrumbs' larger ring (Config::ring)
   std::unique_ptr<LaunchRecord[]> ring;
   // The call sites of the ring's launches, only with CUDA_BLOCKRUN_CALLSITES=all (about 2.5 KB each).
-  std::unique_ptr<Capture[]> captures;
+  std::unique_ptr<CallStack[]> stacks;
   std::atomic<uint64_t> synced_through{0};
   std::atomic<int32_t> breadcrumb{-1};  // its slot in the breadcrumb memory, once it has one
   uint16_t number = 0;  // 1-based, in order of creation, for EventState's records (0: past their room)
@@ -83,13 +83,13 @@ struct StreamState {
   Wait waits[kWaits];
   uint64_t waits_written = 0;
 
-  void push(const LaunchRecord& record, const Capture* capture) {
+  void push(const LaunchRecord& record, const CallStack* stack) {
     detail::SpinGuard guard(lock);
     size_t slot = written++ % capacity;
     if (written > capacity) evicted_through = ring[slot].sequence;
     ring[slot] = record;
-    ring[slot].captured = captures && capture && record.captured;
-    if (ring[slot].captured) captures[slot] = *capture;
+    ring[slot].has_stack = stacks && stack && record.has_stack;
+    if (ring[slot].has_stack) stacks[slot] = *stack;
   }
   // Records newer than `after`, in the order they were pushed.
   void collect(uint64_t after, uint64_t exclude, std::vector<ReportedLaunch>* out) {
@@ -99,7 +99,7 @@ struct StreamState {
       const LaunchRecord& record = ring[i % capacity];
       if (record.sequence <= after || record.sequence == exclude || record.refused) continue;
       ReportedLaunch reported{record, nullptr};
-      if (record.captured) reported.capture = std::make_shared<Capture>(captures[i % capacity]);
+      if (record.has_stack) reported.stack = std::make_shared<CallStack>(stacks[i % capacity]);
       out->push_back(std::move(reported));
     }
   }
@@ -154,8 +154,8 @@ inline bool atomic_max(std::atomic<uint64_t>& target, uint64_t value) {
 
 class LaunchLedger {
  public:
-  // `ring_capacity` launches kept per stream; `keep_captures`: their call sites too (--callsites all).
-  LaunchLedger(size_t ring_capacity, bool keep_captures);
+  // `ring_capacity` launches kept per stream; `keep_stacks`: their call sites too (--callsites all).
+  LaunchLedger(size_t ring_capacity, bool keep_stacks);
   LaunchLedger(const LaunchLedger&) = delete;
   LaunchLedger& operator=(const LaunchLedger&) = delete;
 
@@ -200,7 +200,7 @@ class LaunchLedger {
 
  private:
   const size_t ring_capacity_;
-  const bool keep_captures_;
+  const bool keep_stacks_;
   const uint64_t serial_;  // distinguishes ledgers for the per-thread cache of the last stream (never 0)
   std::atomic<uint64_t> next_sequence_{1};
   std::atomic<uint64_t> device_synced_through_{0};

@@ -32,6 +32,7 @@ std::shared_ptr<LogFileSink> open_log_file(const std::string& path, bool private
 
 // The sentence for the user about a file that cannot be used: "cannot open the <what> file '<path>'
 // (<reason>); <instead>".
-std::string cannot_open(const char* what, const std::string& path, const std::string& reason, const char* instead);
+std::string cannot_open(const char* what, const std::string& path, const std::string& reason,
+                        const char* instead);
 
 }  // namespace blockrun

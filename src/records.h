@@ -96,9 +96,9 @@ struct GraphBranch {
 // One stream capture: where it began and the launches it took, in capture order (a graph's kernel nodes
 // made by capture). Made by Engine::begin_capture, kept for the process's life once a graph came of it.
 struct CaptureRecord {
-  uint64_t id = 0;                    // the driver's capture id (0: a graph built node by node)
-  std::unique_ptr<Capture> begun_at;  // the stack where the capture began (nullptr: not taken)
-  uintptr_t begun_by = 0;             // return address into the code that began it
+  uint64_t id = 0;                      // the driver's capture id (0: a graph built node by node)
+  std::unique_ptr<CallStack> begun_at;  // the stack where the capture began (nullptr: not taken)
+  uintptr_t begun_by = 0;               // return address into the code that began it
   uint32_t python_site = 0, python_innermost = 0;
   std::vector<CapturedLaunch> launches;
   uint64_t launches_dropped = 0;      // past the process's bound on captured launches kept
@@ -140,7 +140,7 @@ struct LaunchRecord {
   uint32_t graph_replay = 0;  // a graph launch: which launch of its executable graph this is, from 1
   PythonStatus python_status = PythonStatus::NotCaptured;
   bool blocked = false;
-  bool captured = false;  // a Capture (call site) was taken for this launch
+  bool has_stack = false;  // its call stack (call site) was taken
   bool in_capture =
       false;  // recorded into a stream capture (a graph node): it did not run, and is no suspect
   // The launch call returned an error that says nothing was enqueued (src/cuda_errors.def): it never ran, so

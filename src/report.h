@@ -68,7 +68,8 @@ class ReportFile {
   OutputFile* file() const { return file_.get(); }
 
  private:
-  ReportFile(std::unique_ptr<OutputFile> file, std::string path) : file_(std::move(file)), path_(std::move(path)) {}
+  ReportFile(std::unique_ptr<OutputFile> file, std::string path)
+      : file_(std::move(file)), path_(std::move(path)) {}
   std::unique_ptr<OutputFile> file_;
   std::string path_;
 };

@@ -136,25 +136,25 @@ void write_native_site(JsonWriter& json, const LaunchView& launch) {
   }
   // "full": the stack was walked; "caller": only the return address into the code that called CUDA is
   // known (a launch nobody asked to capture); "none".
-  json.field(key::stack, launch.capture ? "full" : record.caller ? "caller" : "none");
+  json.field(key::stack, launch.stack ? "full" : record.caller ? "caller" : "none");
   json.key(key::frames);
-  if (launch.capture || record.caller) {
+  if (launch.stack || record.caller) {
     json.begin_array();
     for (const Frame& frame : site.frames) write_frame(json, frame);
     json.end_array();
-    json.field(key::frames_truncated, launch.capture ? launch.capture->native.truncated : true);
+    json.field(key::frames_truncated, launch.stack ? launch.stack->native.truncated : true);
   } else {
     json.null();
   }
 }
 
-void write_python_frames(JsonWriter& json, const Capture* capture) {
+void write_python_frames(JsonWriter& json, const CallStack* stack) {
   json.key(key::python);
-  if (!capture || capture->python.status != PythonStatus::Captured) {
+  if (!stack || stack->python.status != PythonStatus::Captured) {
     json.null();
     return;
   }
-  const PythonStack& python = capture->python;
+  const PythonStack& python = stack->python;
   json.begin_array();
   for (uint8_t i = 0; i < python.count; ++i) write_python_line(json, &python.frames[i]);
   json.end_array();
@@ -187,14 +187,14 @@ const char* python_status_name(PythonStatus status) {
 
 std::string python_status_text(const LaunchView& launch) {
   const LaunchRecord& record = *launch.record;
-  const Capture* capture = launch.capture;
-  if (!capture) {
+  const CallStack* stack = launch.stack;
+  if (!stack) {
     // Breadcrumbs kept the line of every launch (python_callsite), not its frames.
     if (record.python_status == PythonStatus::Captured)
       return launch.python.user ? "line kept for every launch" : "line not kept (too many distinct lines)";
     return python_status_name(record.python_status);
   }
-  const PythonStack& python = capture->python;
+  const PythonStack& python = stack->python;
   if (python.status == PythonStatus::Captured)
     return python.gil_held ? "captured, GIL held" : "captured, GIL released";
   if (python.status == PythonStatus::Unavailable)
@@ -259,7 +259,7 @@ void write_launch(JsonWriter& json, const LaunchView& launch) {
   write_native_site(json, launch);
   json.key(key::python_callsite);
   write_python_line(json, launch.python.user);
-  write_python_frames(json, launch.capture);
+  write_python_frames(json, launch.stack);
   json.field(key::python_status, python_status_text(launch));
   json.end_object();
 }
@@ -295,15 +295,15 @@ std::string what_was_captured(const CapturedLaunch& launch) {
 void log_stack(const SiteLog& log, const LaunchView& launch) {
   auto level = level_of(log);
   const Site& site = launch.site;
-  const Capture& capture = *launch.capture;
+  const CallStack& stack = *launch.stack;
   for (size_t i = 0; i < site.frames.size(); ++i) {
     const Frame& frame = site.frames[i];
     log.logger.log(
         level, "{}  #{:<2} {}{} {}", log.indent, i, static_cast<int>(i) == site.call_site ? "*" : " ",
         printable(frame.function.empty() ? "??" : frame.function), printable(short_location(frame)));
   }
-  if (capture.native.truncated) log.logger.log(level, "{}  ... (more frames)", log.indent);
-  const PythonStack& python = capture.python;
+  if (stack.native.truncated) log.logger.log(level, "{}  ... (more frames)", log.indent);
+  const PythonStack& python = stack.python;
   if (python.status != PythonStatus::Captured) return;
   auto gap = [&] {
     log.logger.log(level, "{}  py   ... {} frame{} of library or generated code ...", log.indent,
@@ -319,7 +319,7 @@ void log_stack(const SiteLog& log, const LaunchView& launch) {
 
 void log_call_site(const SiteLog& log, const LaunchView& launch) {
   const PythonCallSite& python_site = launch.python;
-  if (!launch.capture && !launch.record->caller && !python_site.user) return;
+  if (!launch.stack && !launch.record->caller && !python_site.user) return;
   auto level = level_of(log);
   const Site& site = launch.site;
   if (site.call_site >= 0) {
@@ -327,7 +327,7 @@ void log_call_site(const SiteLog& log, const LaunchView& launch) {
     std::string where = short_location(frame);
     if (!frame.function.empty() && frame.line > 0) where += " in " + frame.function;
     log.logger.log(level, "{}launched at {}", log.indent, printable(where));
-  } else if (!site.frames.empty() && launch.capture) {
+  } else if (!site.frames.empty() && launch.stack) {
     log.logger.log(level, "{}launched from CUDA's own code (no frame of the program on the stack)",
                    log.indent);
   }
@@ -338,8 +338,8 @@ void log_call_site(const SiteLog& log, const LaunchView& launch) {
       through = fmt::format(" (innermost: {})", python_text(*top));
     log.logger.log(level, "{}python: {}{}", log.indent, python_text(*python_site.user), through);
   }
-  if (!launch.capture) return;
-  const PythonStack& python = launch.capture->python;
+  if (!launch.stack) return;
+  const PythonStack& python = launch.stack->python;
   if (!python_site.user && python.status == PythonStatus::Unavailable) {
     log.logger.log(level, "{}python: frames unavailable: {}", log.indent,
                    python.reason ? python.reason : "unknown reason");

@@ -29,7 +29,7 @@ struct ErrorText {
   std::string text;
 };
 
-// The Python frames a report gives for a launch: its full capture's, else the sites kept in the ring.
+// The Python frames a report gives for a launch: its call stack's, else the sites kept in the ring.
 struct PythonCallSite {
   const PythonFrame* user = nullptr;       // the program's own line
   const PythonFrame* innermost = nullptr;  // set when different from `user` (a framework's frame)
@@ -56,7 +56,7 @@ struct GraphCaptureView {
 // A launch as the report and the log tell it.
 struct LaunchView {
   const LaunchRecord* record = nullptr;
-  const Capture* capture = nullptr;  // the stack walked (nullptr: only `record.caller` is known)
+  const CallStack* stack = nullptr;  // the stack walked (nullptr: only `record.caller` is known)
   Site site;
   PythonCallSite python;
   std::unique_ptr<GraphCaptureView> graph;  // a graph launch whose capture the engine saw

@@ -1,4 +1,4 @@
-// A program without Python, as most CUDA programs are: capture_python must answer NoPython in a few ns.
+// A program without Python, as most CUDA programs are: read_python_stack must answer NoPython in a few ns.
 // Given a libpython and its home, it then embeds CPython late, privately (dlopen RTLD_LOCAL, so not in
 // the global symbol scope) and checks that the capture finds it within its once-a-second re-check, reads
 // the frames of Python code calling into C with and without the GIL, and answers NoPython again once
@@ -22,7 +22,7 @@ namespace {
 
 using blockrun::PythonStack;
 using blockrun::PythonStatus;
-using blockrun::shim::capture_python;
+using blockrun::shim::read_python_stack;
 
 int passes = 0;
 int failures = 0;
@@ -64,9 +64,9 @@ PythonStack released_capture;
 // A METH_NOARGS function, called from Python: captures with the GIL, then with it released, as a
 // PyTorch operator does.
 void* probe_function(void*, void*) {
-  capture_python(&held_capture);
+  read_python_stack(&held_capture);
   void* thread_state = python.save_thread();
-  capture_python(&released_capture);
+  read_python_stack(&released_capture);
   python.restore_thread(thread_state);
   python.increment(python.none);
   return python.none;
@@ -89,13 +89,13 @@ bool find(void* library, const char* name, Function* function) {
 
 void check_without_python() {
   PythonStack stack;
-  capture_python(&stack);  // the first call looks for CPython
+  read_python_stack(&stack);  // the first call looks for CPython
   check(stack.status == PythonStatus::NoPython, "no CPython in the process: NoPython", &stack);
   constexpr int kCalls = 1000000;
   bool all = true;
   auto start = std::chrono::steady_clock::now();
   for (int call = 0; call < kCalls; ++call) {
-    capture_python(&stack);
+    read_python_stack(&stack);
     all = all && stack.status == PythonStatus::NoPython;
   }
   std::chrono::duration<double, std::nano> elapsed = std::chrono::steady_clock::now() - start;
@@ -135,11 +135,11 @@ void check_embedded(const char* library_path, const char* home) {
   // Found by the next re-check, at most about a second after the last look.
   auto loaded = std::chrono::steady_clock::now();
   PythonStack stack;
-  capture_python(&stack);
+  read_python_stack(&stack);
   while (stack.status == PythonStatus::NoPython &&
          std::chrono::steady_clock::now() - loaded < std::chrono::seconds(3)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    capture_python(&stack);
+    read_python_stack(&stack);
   }
   std::chrono::duration<double> waited = std::chrono::steady_clock::now() - loaded;
   std::printf("CPython loaded late (RTLD_LOCAL) found after %.2f s\n", waited.count());
@@ -148,7 +148,7 @@ void check_embedded(const char* library_path, const char* home) {
         &stack);
 
   PythonStack worker_stack;
-  std::thread worker([&worker_stack] { capture_python(&worker_stack); });
+  std::thread worker([&worker_stack] { read_python_stack(&worker_stack); });
   worker.join();
   check(worker_stack.status == PythonStatus::NoThreadState, "a C++ thread: NoThreadState", &worker_stack);
 
@@ -170,7 +170,7 @@ void check_embedded(const char* library_path, const char* home) {
   std::printf("embedded: %s\n", blockrun::probe::to_json(released_capture).c_str());
 
   check(python.finalize() == 0, "the interpreter finalized");
-  capture_python(&stack);
+  read_python_stack(&stack);
   check(stack.status == PythonStatus::NoPython, "after Py_FinalizeEx: NoPython", &stack);
 }
 

@@ -1,4 +1,4 @@
-// The probe library that the Python tests load with ctypes: it calls the shim's capture_python from
+// The probe library that the Python tests load with ctypes: it calls the shim's read_python_stack from
 // inside CPython, the way the shim does on a launch, and hands the result back as JSON. Loaded with
 // ctypes.PyDLL the calls keep the GIL; with ctypes.CDLL they release it, as PyTorch does around its
 // launches. It links no libpython: like the shim, it finds CPython at run time.
@@ -28,7 +28,7 @@ extern "C" {
 // The calling thread's frames, as JSON in `buffer`. Returns the JSON's length, or -1 if it does not fit.
 __attribute__((visibility("default"))) int blockrun_probe_capture(char* buffer, size_t size) {
   blockrun::PythonStack stack;
-  blockrun::shim::capture_python(&stack);
+  blockrun::shim::read_python_stack(&stack);
   return write_result(stack, buffer, size);
 }
 
@@ -36,7 +36,7 @@ __attribute__((visibility("default"))) int blockrun_probe_capture(char* buffer, 
 __attribute__((visibility("default"))) int blockrun_probe_capture_in_native_thread(char* buffer,
                                                                                    size_t size) {
   blockrun::PythonStack stack;
-  std::thread worker([&stack] { blockrun::shim::capture_python(&stack); });
+  std::thread worker([&stack] { blockrun::shim::read_python_stack(&stack); });
   worker.join();
   return write_result(stack, buffer, size);
 }
@@ -53,12 +53,12 @@ __attribute__((visibility("default"))) int blockrun_probe_capture_with_error_pen
   return blockrun_probe_capture(buffer, size);
 }
 
-// Nanoseconds per capture_python call, over `iterations` calls from the calling thread.
+// Nanoseconds per read_python_stack call, over `iterations` calls from the calling thread.
 __attribute__((visibility("default"))) double blockrun_probe_benchmark(int iterations) {
   blockrun::PythonStack stack;
-  blockrun::shim::capture_python(&stack);  // the first call resolves CPython's symbols
+  blockrun::shim::read_python_stack(&stack);  // the first call resolves CPython's symbols
   auto start = std::chrono::steady_clock::now();
-  for (int iteration = 0; iteration < iterations; ++iteration) blockrun::shim::capture_python(&stack);
+  for (int iteration = 0; iteration < iterations; ++iteration) blockrun::shim::read_python_stack(&stack);
   std::chrono::duration<double, std::nano> elapsed = std::chrono::steady_clock::now() - start;
   return iterations > 0 ? elapsed.count() / iterations : 0.0;
 }

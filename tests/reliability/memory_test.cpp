@@ -473,11 +473,11 @@ Bound shim_bound(BoundOptions options) {
   // StreamState: its id, lock, counters and pointers (engine.cpp; 96 bytes cover them), and its ring, an
   // allocation of its own (8 records; with breadcrumbs more, not measured here).
   const uint64_t per_stream = chunk(96) + chunk(kRing * sizeof(blockrun::LaunchRecord)) +
-                              (options.captures ? chunk(kRing * sizeof(blockrun::Capture)) : 0);
+                              (options.captures ? chunk(kRing * sizeof(blockrun::CallStack)) : 0);
   bound.terms.push_back(
       {std::to_string(kStreamStates) + " streams x " + std::to_string(per_stream) +
            " B (8 LaunchRecords of " + std::to_string(sizeof(blockrun::LaunchRecord)) + " B" +
-           (options.captures ? " + 8 Captures of " + std::to_string(sizeof(blockrun::Capture)) + " B"
+           (options.captures ? " + 8 Captures of " + std::to_string(sizeof(blockrun::CallStack)) + " B"
                              : std::string()) +
            ")",
        kStreamStates * per_stream});

@@ -53,16 +53,19 @@ TEST(ErrorMeaning, TheReportDocumentationListsTheTable) {
   text << in.rdbuf();
   std::string docs = text.str();
   int listed = 0;
-#define CUDA_BLOCKRUN_ERROR(meaning, number, runtime_name, driver_name)                                  \
-  if (ErrorMeaning::meaning != ErrorMeaning::Own) {                                                      \
-    ++listed;                                                                                            \
-    EXPECT_NE(docs.find("| " #number " | "), std::string::npos) << #number " is missing from docs/report.md"; \
+#define CUDA_BLOCKRUN_ERROR(meaning, number, runtime_name, driver_name) \
+  if (ErrorMeaning::meaning != ErrorMeaning::Own) {                     \
+    ++listed;                                                           \
+    EXPECT_NE(docs.find("| " #number " | "), std::string::npos)         \
+        << #number " is missing from docs/report.md";                   \
   }
 #include "cuda_errors.def"
   size_t rows = 0;
-  for (size_t at = docs.find("| asynchronous |"); at != std::string::npos; at = docs.find("| asynchronous |", at + 1))
+  for (size_t at = docs.find("| asynchronous |"); at != std::string::npos;
+       at = docs.find("| asynchronous |", at + 1))
     ++rows;
-  for (size_t at = docs.find("| unknown |"); at != std::string::npos; at = docs.find("| unknown |", at + 1)) ++rows;
+  for (size_t at = docs.find("| unknown |"); at != std::string::npos; at = docs.find("| unknown |", at + 1))
+    ++rows;
   EXPECT_EQ(rows, static_cast<size_t>(listed));
 }
 
@@ -84,7 +87,8 @@ class AttributionTest : public ::testing::Test {
     config.block = *Policy::parse(policy, &error);
     config.breadcrumbs = breadcrumbs;
     config.ring = breadcrumbs ? 256 : 0;
-    auto logger = std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log_));
+    auto logger =
+        std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log_));
     logger->set_pattern("%v");
     auto engine = std::make_unique<Engine>(config, logger, [](ErrorCode code) {
       return ErrorText{"error " + std::to_string(code.code), "?"};
@@ -153,8 +157,8 @@ class AttributionTest : public ::testing::Test {
 // launch never ran; without breadcrumbs the culprit is unknown and the earlier launches are the suspects.
 TEST_F(AttributionTest, ALaunchReturningAStickyErrorIsWhereItSurfacedNotTheCulprit) {
   auto engine = make("none", false);
-  run(*engine, fill_, nullptr);     // #1
-  run(*engine, stencil_, nullptr);  // #2 faults
+  run(*engine, fill_, nullptr);                           // #1
+  run(*engine, stencil_, nullptr);                        // #2 faults
   run(*engine, scale_, nullptr, false, kIllegalAddress);  // #3 refused
   JsonValue record = first_error();
   EXPECT_EQ(record.text("certainty"), "suspects");
@@ -182,8 +186,8 @@ TEST_F(AttributionTest, BreadcrumbsNameTheKernelBeforeTheRefusedLaunch) {
   EXPECT_EQ(culprit(record), 2u);
 }
 
-// The faulting kernel ran on stream A; the refused launch was on stream B. B's stream has no unfinished launch
-// of its own once the refused one is left out, so the breadcrumbs still name A's exactly.
+// The faulting kernel ran on stream A; the refused launch was on stream B. B's stream has no unfinished
+// launch of its own once the refused one is left out, so the breadcrumbs still name A's exactly.
 TEST_F(AttributionTest, ARefusedLaunchOnAnotherStreamIsNoCandidate) {
   auto engine = make("none", true);
   run(*engine, fill_, kStreamB, true);                     // #1 B, completed
@@ -234,7 +238,8 @@ TEST_F(AttributionTest, ABlockedLaunchIsNotExactWhileAnotherStreamHadWorkInFligh
   auto engine = make("stencil", false);
   run(*engine, fill_, kStreamB);  // #1 on B: not known to have completed
   Launch blocked = begin(*engine, stencil_, kStreamA);
-  engine->end_launch(blocked, ErrorCode{}, BlockOutcome::Synchronized, kIllegalAddress, "cudaStreamSynchronize");
+  engine->end_launch(blocked, ErrorCode{}, BlockOutcome::Synchronized, kIllegalAddress,
+                     "cudaStreamSynchronize");
   JsonValue record = first_error();
   EXPECT_EQ(record.text("certainty"), "suspects");
   EXPECT_EQ(culprit(record), 2u);
@@ -246,17 +251,18 @@ TEST_F(AttributionTest, ABlockedLaunchIsExactWhenBreadcrumbsShowEveryOtherStream
   run(*engine, fill_, kStreamB, true);  // #1 on B, completed
   Launch blocked = begin(*engine, stencil_, kStreamA);
   engine->breadcrumb_slot(blocked);
-  engine->end_launch(blocked, ErrorCode{}, BlockOutcome::Synchronized, kIllegalAddress, "cudaStreamSynchronize");
+  engine->end_launch(blocked, ErrorCode{}, BlockOutcome::Synchronized, kIllegalAddress,
+                     "cudaStreamSynchronize");
   JsonValue record = first_error();
   EXPECT_EQ(record.text("certainty"), "exact");
   EXPECT_EQ(culprit(record), 2u);
 }
 
-// The calls that only touch the device (an allocation, an event): their own errors are the program's, a sticky
-// error surfacing there is the first error.
+// The calls that only touch the device (an allocation, an event): their own errors are the program's, a
+// sticky error surfacing there is the first error.
 TEST_F(AttributionTest, AWatchedCallIgnoresItsOwnErrorsAndTakesAStickyOne) {
   auto engine = make("none", false);
-  run(*engine, stencil_, nullptr);  // #1 faults
+  run(*engine, stencil_, nullptr);                                                    // #1 faults
   engine->watch_error("cuMemAlloc_v2", ErrorCode{Layer::Driver, 2}, nullptr, false);  // out of memory
   EXPECT_FALSE(engine->has_first_error());
   engine->watch_error("cuMemAlloc_v2", ErrorCode{Layer::Driver, 700}, nullptr, false);

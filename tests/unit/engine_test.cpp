@@ -361,7 +361,7 @@ TEST_F(BreadcrumbTest, NothingUnfinishedFallsBackToTheHostsView) {
 }
 
 // The Python line of every launch is kept (interned) with breadcrumbs: the fake capture below says which line
-// launched, innermost first, as the shim's capture_python would.
+// launched, innermost first, as the shim's read_python_stack would.
 int g_python_line = 0;
 void fake_python(PythonStack* out) {
   out->status = PythonStatus::Captured;

@@ -176,9 +176,10 @@ TEST(Localize, AKernelALibraryCallLaunchedIsToldWithTheCall) {
   // clang-format on
   std::vector<std::string> lines = describe_culprit(*parse_json(gemm));
   ASSERT_GE(lines.size(), 1u);
-  EXPECT_EQ(lines[0],
-            "kernel sm90_xmma_gemm_f32f32, launch #7 (its launch 1), launched by cublasSgemm_v2 m=512 n=256 k=128 "
-            "transa=N transb=T, stream 0x0");
+  EXPECT_EQ(
+      lines[0],
+      "kernel sm90_xmma_gemm_f32f32, launch #7 (its launch 1), launched by cublasSgemm_v2 m=512 n=256 k=128 "
+      "transa=N transb=T, stream 0x0");
 }
 
 }  // namespace

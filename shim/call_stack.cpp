@@ -1,5 +1,5 @@
-// Capturing where a launch came from (see capture.h).
-#include "capture.h"
+// Taking where a launch came from (see call_stack.h).
+#include "call_stack.h"
 
 #include <unwind.h>
 
@@ -28,7 +28,7 @@ _Unwind_Reason_Code record_frame(struct _Unwind_Context* context, void* data) {
 
 }  // namespace
 
-void capture_native(NativeStack* out) {
+void walk_native_stack(NativeStack* out) {
   // libgcc's unwinder: with glibc 2.35+ it finds each frame's tables through _dl_find_object, without
   // the loader lock and without allocating. The shim's own frames are dropped when the record is
   // reported (by module), not here, so that inlining cannot make this skip the wrong frames.
@@ -38,14 +38,14 @@ void capture_native(NativeStack* out) {
   _Unwind_Backtrace(record_frame, &walk);
 }
 
-void capture_launch_site(Capture* out) {
-  capture_native(&out->native);
-  capture_python(&out->python);
+void take_call_stack(CallStack* out) {
+  walk_native_stack(&out->native);
+  read_python_stack(&out->python);
 }
 
-void warm_up_capture() {
+void warm_up_stack_walk() {
   NativeStack stack;
-  capture_native(&stack);
+  walk_native_stack(&stack);
 }
 
 }  // namespace blockrun::shim
