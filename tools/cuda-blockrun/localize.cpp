@@ -13,8 +13,8 @@
 
 #include "cli.h"
 #include "config.h"
-#include "json_read.h"
 #include "localize.h"
+#include "report_json.h"
 
 extern char** environ;
 
@@ -74,7 +74,7 @@ std::vector<std::pair<std::string, std::string>> read_reports(const std::string&
   return reports;
 }
 
-void say_culprit(const blockrun::JsonValue& first_error) {
+void say_culprit(const blockrun::Json& first_error) {
   bool first = true;
   for (const std::string& line : blockrun::describe_culprit(first_error)) {
     say((first ? "localize: culprit: " : "  ") + line);
@@ -82,13 +82,13 @@ void say_culprit(const blockrun::JsonValue& first_error) {
   }
 }
 
-void say_suspects(const blockrun::JsonValue& first_error) {
+void say_suspects(const blockrun::Json& first_error) {
   say("localize: the culprit is among the launches not known to have completed, oldest first:");
   for (const std::string& line : blockrun::describe_suspects(first_error)) say("    " + line);
 }
 
 // Run 1's finding, where run 2 could not improve on it: its culprit (found by breadcrumbs) or its suspects.
-void say_first_finding(const blockrun::JsonValue& first_error) {
+void say_first_finding(const blockrun::Json& first_error) {
   if (blockrun::is_exact(first_error)) {
     say_culprit(first_error);
     say("  found in run 1 by breadcrumbs (its call site is the caller of the CUDA entry point only)");
@@ -128,7 +128,7 @@ int localize_culprit(char** program_argv, bool breadcrumbs) {
   bool exact = blockrun::is_exact(first.first_error);
   if (!blockrun::needs_second_run(first.first_error)) {
     say_culprit(first.first_error);
-    if (first.first_error.text("method") == "breadcrumbs") {
+    if (blockrun::string_member(first.first_error, "method") == "breadcrumbs") {
       say("  found in run 1 by breadcrumbs, nothing blocked: the first launch on its stream that did not "
           "complete; its call site is the caller of the CUDA entry point" +
           std::string(blockrun::has_python_line(first.first_error)
@@ -136,14 +136,14 @@ int localize_culprit(char** program_argv, bool breadcrumbs) {
                           : "") +
           ". No second run needed.");
     } else {
-      say("  found in run 1: " + first.first_error.text("how"));
+      say("  found in run 1: " + blockrun::string_member(first.first_error, "how"));
     }
     return status;
   }
   std::string policy = blockrun::second_run_policy(first.first_error);
   bool graphs = blockrun::second_run_wants_graph_breadcrumbs(first.first_error);
-  say("localize: run 1: " + first.first_error.text("error") + " surfaced at " +
-      first.first_error.text("surfaced_api") +
+  say("localize: run 1: " + blockrun::string_member(first.first_error, "error") + " surfaced at " +
+      blockrun::string_member(first.first_error, "surfaced_api") +
       (exact ? graphs ? ", in a graph replay found by breadcrumbs, its node not known"
                       : ", its launch found by breadcrumbs but not where it was launched"
              : ", not pinned to a launch") +
@@ -159,7 +159,8 @@ int localize_culprit(char** program_argv, bool breadcrumbs) {
                 : "  found in run 2, which blocked '" + policy + "'; run 1 gave the same error unpinned");
       break;
     case blockrun::SecondRun::NotPinned:
-      say("localize: run 2 (--block '" + policy + "') failed with " + second.first_error.text("error") +
+      say("localize: run 2 (--block '" + policy + "') failed with " +
+          blockrun::string_member(second.first_error, "error") +
           " but not at a blocked launch either; keeping run 1's finding. Try --block all.");
       say_first_finding(first.first_error);
       break;

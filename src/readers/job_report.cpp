@@ -16,11 +16,10 @@ namespace blockrun {
 namespace {
 
 // The launch a first error points at: its pinned launch, else its first (oldest) suspect; or nullptr.
-const JsonValue* pointed_launch(const JsonValue& first_error) {
-  if (const JsonValue* launch = first_error.object_member("launch")) return launch;
-  const JsonValue* suspects = first_error.array_member("suspects");
-  if (suspects && !suspects->array.empty() && suspects->array.front().type == JsonValue::Type::Object)
-    return &suspects->array.front();
+const Json* pointed_launch(const Json& first_error) {
+  if (const Json* launch = object_member(first_error, "launch")) return launch;
+  const Json* suspects = array_member(first_error, "suspects");
+  if (suspects && !suspects->empty() && suspects->front().is_object()) return &suspects->front();
   return nullptr;
 }
 
@@ -72,18 +71,18 @@ int tier(ProcessOutcome::Kind kind) {
 
 // What the breadcrumbs said was still running when a fatal signal came: an NCCL collective first (a rank
 // stuck in it), else the oldest unfinished launch; "" without breadcrumbs or with nothing unfinished.
-std::string in_flight_text(const JsonValue& fatal_signal) {
-  const JsonValue* in_flight = fatal_signal.array_member("in_flight");
-  if (!in_flight || in_flight->array.empty()) return "";
-  for (const JsonValue& launch : in_flight->array) {
-    std::string collective = launch.text("collective");
+std::string in_flight_text(const Json& fatal_signal) {
+  const Json* in_flight = array_member(fatal_signal, "in_flight");
+  if (!in_flight || in_flight->empty()) return "";
+  for (const Json& launch : *in_flight) {
+    std::string collective = string_member(launch, "collective");
     if (!collective.empty())
       return fmt::format("; stuck in NCCL {} (launch #{} had not completed)", collective,
-                         launch.whole("seq"));
+                         whole_member(launch, "seq"));
   }
-  const JsonValue& oldest = in_flight->array.front();
-  return fmt::format("; not completed: kernel {}, launch #{}", oldest.text("kernel", "?"),
-                     oldest.whole("seq"));
+  const Json& oldest = in_flight->front();
+  return fmt::format("; not completed: kernel {}, launch #{}", string_member(oldest, "kernel", "?"),
+                     whole_member(oldest, "seq"));
 }
 
 // One line: what became of a process.
@@ -91,64 +90,61 @@ std::string outcome_text(const ProcessOutcome& process) {
   switch (process.kind()) {
     case ProcessOutcome::Kind::CudaError:
     case ProcessOutcome::Kind::Collective: {
-      const JsonValue& error = *process.first_error;
-      std::string text = fmt::format("{} returned by {}", error.text("error"), error.text("surfaced_api"));
-      const JsonValue* launch = pointed_launch(error);
+      const Json& error = *process.first_error;
+      std::string text = fmt::format("{} returned by {}", string_member(error, "error"),
+                                     string_member(error, "surfaced_api"));
+      const Json* launch = pointed_launch(error);
       if (!launch) return text;
-      std::string kernel = launch->text("kernel", launch->text("api", "a launch"));
-      std::string collective = launch->text("collective");
+      std::string kernel = string_member(*launch, "kernel", string_member(*launch, "api", "a launch"));
+      std::string collective = string_member(*launch, "collective");
       std::string what =
           fmt::format("kernel {}{}, launch #{}", kernel,
-                      collective.empty() ? "" : " (NCCL " + collective + ")", launch->whole("seq"));
+                      collective.empty() ? "" : " (NCCL " + collective + ")", whole_member(*launch, "seq"));
       if (is_exact(error)) return text + ", in " + what;
-      const JsonValue* suspects = error.array_member("suspects");
-      size_t count = suspects ? suspects->array.size() : 1;
+      const Json* suspects = array_member(error, "suspects");
+      size_t count = suspects ? suspects->size() : 1;
       return text + fmt::format(", culprit among {} unfinished launch{} (oldest: {})", count,
                                 count == 1 ? "" : "es", what);
     }
     case ProcessOutcome::Kind::Fault:
       return fmt::format("fatal signal {} (a fault in the program), no CUDA error seen{}",
-                         process.fatal_signal->text("signal"), in_flight_text(*process.fatal_signal));
+                         string_member(*process.fatal_signal, "signal"),
+                         in_flight_text(*process.fatal_signal));
     case ProcessOutcome::Kind::Killed:
       return fmt::format(
           "fatal signal {} sent to it (a watchdog's abort(), the launcher, a kill), no CUDA error seen{}",
-          process.fatal_signal->text("signal"), in_flight_text(*process.fatal_signal));
+          string_member(*process.fatal_signal, "signal"), in_flight_text(*process.fatal_signal));
     case ProcessOutcome::Kind::CutShort:
       return "its report ends without a summary: killed outright (SIGKILL, out of memory) or still running";
     case ProcessOutcome::Kind::Clean:
       return fmt::format("exited without a CUDA error ({} launches)",
-                         process.summary ? process.summary->whole("launches") : "?");
+                         process.summary ? whole_member(*process.summary, "launches") : "?");
   }
   return "";
 }
 
-void write_value(JsonWriter& json, const JsonValue& value) {
-  switch (value.type) {
-    case JsonValue::Type::Null:
-      json.null();
-      break;
-    case JsonValue::Type::Bool:
-      json.value(value.boolean);
-      break;
-    case JsonValue::Type::Number:
-      json.value(value.number);
-      break;
-    case JsonValue::Type::String:
-      json.value(value.string);
-      break;
-    case JsonValue::Type::Array:
-      json.begin_array();
-      for (const JsonValue& item : value.array) write_value(json, item);
-      json.end_array();
-      break;
-    case JsonValue::Type::Object:
-      json.begin_object();
-      for (const auto& [key, item] : value.object) {
-        json.key(key);
-        write_value(json, item);
-      }
-      json.end_object();
-      break;
+// A record read back, written out again. Every number is written as a double, as the job record has
+// always written them (an integer past 2^53 as 1.2e+19).
+void write_value(JsonWriter& json, const Json& value) {
+  if (value.is_object()) {
+    json.begin_object();
+    for (auto item = value.begin(); item != value.end(); ++item) {
+      json.key(item.key());
+      write_value(json, item.value());
+    }
+    json.end_object();
+  } else if (value.is_array()) {
+    json.begin_array();
+    for (const Json& item : value) write_value(json, item);
+    json.end_array();
+  } else if (value.is_string()) {
+    json.value(value.get_ref<const std::string&>());
+  } else if (value.is_boolean()) {
+    json.value(value.get<bool>());
+  } else if (value.is_number()) {
+    json.value(value.get<double>());
+  } else {
+    json.null();
   }
 }
 
@@ -176,22 +172,24 @@ std::vector<size_t> verdict_order(const std::vector<ProcessOutcome>& processes) 
 
 ProcessOutcome::Kind ProcessOutcome::kind() const {
   if (first_error) return collective().empty() ? Kind::CudaError : Kind::Collective;
-  if (fatal_signal)
-    return fatal_signal->get("sent") && fatal_signal->get("sent")->boolean ? Kind::Killed : Kind::Fault;
+  if (fatal_signal) {
+    const Json* sent = member(*fatal_signal, "sent");
+    return sent && sent->is_boolean() && sent->get<bool>() ? Kind::Killed : Kind::Fault;
+  }
   if (!summary) return Kind::CutShort;
   return Kind::Clean;
 }
 
 std::optional<double> ProcessOutcome::failed_at() const {
-  if (first_error) return first_error->num("time");
-  if (fatal_signal) return fatal_signal->num("time");
+  if (first_error) return number_member(*first_error, "time");
+  if (fatal_signal) return number_member(*fatal_signal, "time");
   return std::nullopt;
 }
 
 std::string ProcessOutcome::collective() const {
   if (!first_error) return "";
-  const JsonValue* launch = pointed_launch(*first_error);
-  return launch ? launch->text("collective") : "";
+  const Json* launch = pointed_launch(*first_error);
+  return launch ? string_member(*launch, "collective") : "";
 }
 
 std::string ProcessOutcome::who() const {
@@ -205,8 +203,8 @@ std::vector<ProcessOutcome> read_job(const std::vector<std::pair<std::string, st
     size_t first_of_file = processes.size();
     processes.emplace_back();
     processes.back().report = path;
-    size_t unreadable = for_each_json_line(contents, [&, &path = path](JsonValue&& record) {
-      std::string type = record.text("type");
+    size_t unreadable = for_each_json_line(contents, [&, &path = path](Json&& record) {
+      std::string type = string_member(record, "type");
       if (type == "start") {
         if (processes.back().started) {  // another process of the same file
           processes.emplace_back();
@@ -214,10 +212,10 @@ std::vector<ProcessOutcome> read_job(const std::vector<std::pair<std::string, st
         }
         ProcessOutcome& process = processes.back();
         process.started = true;
-        process.host = record.text("host", "?");
-        process.pid = static_cast<long>(record.num("pid"));
-        process.rank = static_cast<long>(record.num("rank"));
-        process.process = record.text("process", "?");
+        process.host = string_member(record, "host", "?");
+        process.pid = static_cast<long>(number_member(record, "pid"));
+        process.rank = static_cast<long>(number_member(record, "rank"));
+        process.process = string_member(record, "process", "?");
         return;
       }
       ProcessOutcome& process = processes.back();
@@ -269,21 +267,21 @@ std::vector<std::string> describe_job(const std::vector<ProcessOutcome>& process
     const ProcessOutcome& culprit = processes[static_cast<size_t>(first)];
     lines.push_back(fmt::format("first to fail: {}, at {}", culprit.who(), wall_time(*culprit.failed_at())));
     if (culprit.first_error) {
-      const JsonValue& error = *culprit.first_error;
+      const Json& error = *culprit.first_error;
       if (is_exact(error)) {
         for (const std::string& line : describe_culprit(error)) lines.push_back("  " + line);
-        std::string method = error.text("method");
+        std::string method = string_member(error, "method");
         lines.push_back(method == "breadcrumbs"
                             ? "  found by breadcrumbs: the first launch on its stream that did not "
                               "complete; the error surfaced at a later call"
                         : method == "blocking" ? "  found by blocking: the launch's own synchronize failed"
-                                               : "  " + error.text("how"));
+                                               : "  " + string_member(error, "how"));
       } else {
-        lines.push_back(fmt::format("  error: {} ({}), returned by {}", error.text("error"),
-                                    error.text("message"), error.text("surfaced_api")));
+        lines.push_back(fmt::format("  error: {} ({}), returned by {}", string_member(error, "error"),
+                                    string_member(error, "message"), string_member(error, "surfaced_api")));
         lines.push_back("  the culprit is among the launches not known to have completed, oldest first:");
         for (const std::string& line : describe_suspects(error)) lines.push_back("    " + line);
-        std::string rule = error.text("pin_rule");
+        std::string rule = string_member(error, "pin_rule");
         if (!rule.empty())
           lines.push_back(fmt::format("  to pin it: run rank {} again with --ranks {} --block '{}'",
                                       culprit.rank, culprit.rank, rule));
