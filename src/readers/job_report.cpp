@@ -241,73 +241,150 @@ int first_failure(const std::vector<ProcessOutcome>& processes) {
   return static_cast<int>(order.front());
 }
 
-std::vector<std::string> describe_job(const std::vector<ProcessOutcome>& processes) {
-  std::vector<std::string> lines;
-  std::set<std::string> hosts, files;
-  for (const ProcessOutcome& process : processes) {
+namespace {
+
+// The hosts of the processes whose start record was read.
+std::set<std::string> started_hosts(const std::vector<ProcessOutcome>& processes) {
+  std::set<std::string> hosts;
+  for (const ProcessOutcome& process : processes)
     if (process.started) hosts.insert(process.host);
-    files.insert(process.report);
-  }
-  lines.push_back(fmt::format("{} process{} ({} report file{}) on {}", processes.size(),
-                              processes.size() == 1 ? "" : "es", files.size(), files.size() == 1 ? "" : "s",
-                              hosts.empty() ? "unknown hosts" : fmt::format("{}", fmt::join(hosts, ", "))));
+  return hosts;
+}
+
+// The verdict's first lines: how many processes and files, on which hosts; a note where processes shared a
+// file.
+void add_overview(const std::vector<ProcessOutcome>& processes, std::vector<std::string>* lines) {
+  std::set<std::string> hosts = started_hosts(processes), files;
+  for (const ProcessOutcome& process : processes) files.insert(process.report);
+  lines->push_back(fmt::format("{} process{} ({} report file{}) on {}", processes.size(),
+                               processes.size() == 1 ? "" : "es", files.size(), files.size() == 1 ? "" : "s",
+                               hosts.empty() ? "unknown hosts" : fmt::format("{}", fmt::join(hosts, ", "))));
   for (const ProcessOutcome& process : processes) {
     if (process.shared_file) {
-      lines.push_back(
+      lines->push_back(
           fmt::format("note: several processes wrote {}; give each its own file with %p or %r in the "
                       "report path (their records may be mixed up)",
                       process.report));
       break;
     }
   }
-  int first = first_failure(processes);
-  if (first < 0) {
-    lines.push_back("no process failed");
+}
+
+// A first error pinned to its launch: the culprit, and how it was found.
+void add_pinned_error(const Json& error, std::vector<std::string>* lines) {
+  for (const std::string& line : describe_culprit(error)) lines->push_back("  " + line);
+  std::string method = string_member(error, "method");
+  lines->push_back(method == "breadcrumbs"
+                       ? "  found by breadcrumbs: the first launch on its stream that did not "
+                         "complete; the error surfaced at a later call"
+                   : method == "blocking" ? "  found by blocking: the launch's own synchronize failed"
+                                          : "  " + string_member(error, "how"));
+}
+
+// A first error not pinned to a launch: the suspects, and how to pin the culprit among them.
+void add_unpinned_error(const Json& error, long rank, std::vector<std::string>* lines) {
+  lines->push_back(fmt::format("  error: {} ({}), returned by {}", string_member(error, "error"),
+                               string_member(error, "message"), string_member(error, "surfaced_api")));
+  lines->push_back("  the culprit is among the launches not known to have completed, oldest first:");
+  for (const std::string& line : describe_suspects(error)) lines->push_back("    " + line);
+  std::string rule = string_member(error, "pin_rule");
+  if (!rule.empty())
+    lines->push_back(
+        fmt::format("  to pin it: run rank {} again with --ranks {} --block '{}'", rank, rank, rule));
+}
+
+// The process that failed first: who, when, and what it did.
+void add_first_failure(const ProcessOutcome& culprit, std::vector<std::string>* lines) {
+  lines->push_back(fmt::format("first to fail: {}, at {}", culprit.who(), wall_time(*culprit.failed_at())));
+  if (!culprit.first_error) {
+    lines->push_back("  " + outcome_text(culprit));
+  } else if (is_exact(*culprit.first_error)) {
+    add_pinned_error(*culprit.first_error, lines);
   } else {
-    const ProcessOutcome& culprit = processes[static_cast<size_t>(first)];
-    lines.push_back(fmt::format("first to fail: {}, at {}", culprit.who(), wall_time(*culprit.failed_at())));
-    if (culprit.first_error) {
-      const Json& error = *culprit.first_error;
-      if (is_exact(error)) {
-        for (const std::string& line : describe_culprit(error)) lines.push_back("  " + line);
-        std::string method = string_member(error, "method");
-        lines.push_back(method == "breadcrumbs"
-                            ? "  found by breadcrumbs: the first launch on its stream that did not "
-                              "complete; the error surfaced at a later call"
-                        : method == "blocking" ? "  found by blocking: the launch's own synchronize failed"
-                                               : "  " + string_member(error, "how"));
-      } else {
-        lines.push_back(fmt::format("  error: {} ({}), returned by {}", string_member(error, "error"),
-                                    string_member(error, "message"), string_member(error, "surfaced_api")));
-        lines.push_back("  the culprit is among the launches not known to have completed, oldest first:");
-        for (const std::string& line : describe_suspects(error)) lines.push_back("    " + line);
-        std::string rule = string_member(error, "pin_rule");
-        if (!rule.empty())
-          lines.push_back(fmt::format("  to pin it: run rank {} again with --ranks {} --block '{}'",
-                                      culprit.rank, culprit.rank, rule));
-      }
-    } else {
-      lines.push_back("  " + outcome_text(culprit));
-    }
+    add_unpinned_error(*culprit.first_error, culprit.rank, lines);
   }
-  std::vector<size_t> order = verdict_order(processes);
+}
+
+// Every process but the first to fail, in the verdict's order: those that failed (with their time after the
+// first's), then those that did not.
+void add_others(const std::vector<ProcessOutcome>& processes, int first, std::vector<std::string>* lines) {
   bool after_header = false, quiet_header = false;
-  for (size_t index : order) {
+  for (size_t index : verdict_order(processes)) {
     if (static_cast<int>(index) == first) continue;
     const ProcessOutcome& process = processes[index];
     std::optional<double> when = process.failed_at();
     if (when) {
-      if (!after_header) lines.push_back(first >= 0 ? "after it:" : "failed:");
+      if (!after_header) lines->push_back(first >= 0 ? "after it:" : "failed:");
       after_header = true;
       double first_time = *processes[static_cast<size_t>(first)].failed_at();
-      lines.push_back(
+      lines->push_back(
           fmt::format("  {}: {:+.3f} s: {}", process.who(), *when - first_time, outcome_text(process)));
     } else {
-      if (!quiet_header) lines.push_back("without a failure of their own:");
+      if (!quiet_header) lines->push_back("without a failure of their own:");
       quiet_header = true;
-      lines.push_back(fmt::format("  {}: {}", process.who(), outcome_text(process)));
+      lines->push_back(fmt::format("  {}: {}", process.who(), outcome_text(process)));
     }
   }
+}
+
+// A number, or null where there is none.
+void write_number_or_null(JsonWriter& json, std::optional<double> number) {
+  if (number) {
+    json.value(*number);
+  } else {
+    json.null();
+  }
+}
+
+// A record read back, or null where there is none.
+void write_record_or_null(JsonWriter& json, const std::optional<Json>& record) {
+  if (record) {
+    write_value(json, *record);
+  } else {
+    json.null();
+  }
+}
+
+// One process of the verdict's order. `first_time`: when the first to fail failed, if one did.
+void write_process(JsonWriter& json, const ProcessOutcome& process, size_t index,
+                   std::optional<double> first_time) {
+  json.begin_object()
+      .field("index", static_cast<uint64_t>(index))
+      .field("report", process.report)
+      .field("started", process.started)
+      .field("host", process.host)
+      .field("pid", static_cast<int64_t>(process.pid))
+      .field("rank", static_cast<int64_t>(process.rank))
+      .field("process", process.process)
+      .field("outcome", kind_name(process.kind()))
+      .field("description", outcome_text(process));
+  std::optional<double> when = process.failed_at();
+  json.key("time");
+  write_number_or_null(json, when);
+  json.key("after_first_s");
+  write_number_or_null(json, when && first_time ? std::optional<double>(*when - *first_time) : std::nullopt);
+  std::string collective = process.collective();
+  json.key("collective").value(collective.empty() ? nullptr : collective.c_str());
+  json.key("first_error");
+  write_record_or_null(json, process.first_error);
+  json.key("fatal_signal");
+  write_record_or_null(json, process.fatal_signal);
+  json.field("unreadable_lines", static_cast<uint64_t>(process.unreadable));
+  json.end_object();
+}
+
+}  // namespace
+
+std::vector<std::string> describe_job(const std::vector<ProcessOutcome>& processes) {
+  std::vector<std::string> lines;
+  add_overview(processes, &lines);
+  int first = first_failure(processes);
+  if (first < 0) {
+    lines.push_back("no process failed");
+  } else {
+    add_first_failure(processes[static_cast<size_t>(first)], &lines);
+  }
+  add_others(processes, first, &lines);
   return lines;
 }
 
@@ -315,13 +392,10 @@ std::string job_json(const std::vector<ProcessOutcome>& processes) {
   int first = first_failure(processes);
   std::optional<double> first_time =
       first >= 0 ? processes[static_cast<size_t>(first)].failed_at() : std::optional<double>();
-  std::set<std::string> hosts;
-  for (const ProcessOutcome& process : processes)
-    if (process.started) hosts.insert(process.host);
   JsonWriter json;
   json.begin_object().field("type", "job").field("processes", static_cast<uint64_t>(processes.size()));
   json.key("hosts").begin_array();
-  for (const std::string& host : hosts) json.value(host);
+  for (const std::string& host : started_hosts(processes)) json.value(host);
   json.end_array();
   json.key("first_failure");
   if (first >= 0) {
@@ -330,48 +404,7 @@ std::string job_json(const std::vector<ProcessOutcome>& processes) {
     json.null();
   }
   json.key("order").begin_array();
-  for (size_t index : verdict_order(processes)) {
-    const ProcessOutcome& process = processes[index];
-    json.begin_object()
-        .field("index", static_cast<uint64_t>(index))
-        .field("report", process.report)
-        .field("started", process.started)
-        .field("host", process.host)
-        .field("pid", static_cast<int64_t>(process.pid))
-        .field("rank", static_cast<int64_t>(process.rank))
-        .field("process", process.process)
-        .field("outcome", kind_name(process.kind()))
-        .field("description", outcome_text(process));
-    std::optional<double> when = process.failed_at();
-    json.key("time");
-    if (when) {
-      json.value(*when);
-    } else {
-      json.null();
-    }
-    json.key("after_first_s");
-    if (when && first_time) {
-      json.value(*when - *first_time);
-    } else {
-      json.null();
-    }
-    std::string collective = process.collective();
-    json.key("collective").value(collective.empty() ? nullptr : collective.c_str());
-    json.key("first_error");
-    if (process.first_error) {
-      write_value(json, *process.first_error);
-    } else {
-      json.null();
-    }
-    json.key("fatal_signal");
-    if (process.fatal_signal) {
-      write_value(json, *process.fatal_signal);
-    } else {
-      json.null();
-    }
-    json.field("unreadable_lines", static_cast<uint64_t>(process.unreadable));
-    json.end_object();
-  }
+  for (size_t index : verdict_order(processes)) write_process(json, processes[index], index, first_time);
   json.end_array();
   json.end_object();
   return json.text();
