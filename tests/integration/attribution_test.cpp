@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "json_read.h"
+#include "report_json.h"
 #include "sim_programs.h"
 
 namespace blockrun::testing {
@@ -50,17 +50,17 @@ const Mode kModes[] = {
 };
 
 // The report's first_error record (a null value where there is none).
-JsonValue first_error_of(const std::string& path) {
-  JsonValue found;
-  for_each_json_line(read_file(path), [&](JsonValue&& record) {
-    if (record.text("type") == "first_error") found = std::move(record);
+Json first_error_of(const std::string& path) {
+  Json found;
+  for_each_json_line(read_file(path), [&](Json&& record) {
+    if (string_member(record, "type") == "first_error") found = std::move(record);
   });
   return found;
 }
 
-bool is_faulting_launch(const JsonValue& launch, const Scenario& scenario) {
-  return launch.text("kernel_base") == "stencil" &&
-         static_cast<uint64_t>(launch.num("kernel_launch")) == scenario.faulting_launch;
+bool is_faulting_launch(const Json& launch, const Scenario& scenario) {
+  return string_member(launch, "kernel_base") == "stencil" &&
+         static_cast<uint64_t>(number_member(launch, "kernel_launch")) == scenario.faulting_launch;
 }
 
 void PrintTo(const Scenario& scenario, std::ostream* out) {
@@ -92,31 +92,30 @@ TEST_P(Attribution, EveryModeNamesTheFaultingLaunchOrNoneExactly) {
       EXPECT_EQ(r.status, alone.status) << r.err;
       EXPECT_EQ(r.out, alone.out) << r.err;
     }
-    JsonValue error = first_error_of(report);
-    ASSERT_EQ(error.text("type"), "first_error") << "no first error in " << report << "\n" << r.err;
-    const JsonValue* launch = error.object_member("launch");
-    bool exact = error.text("certainty") == "exact";
+    Json error = first_error_of(report);
+    ASSERT_EQ(string_member(error, "type"), "first_error") << "no first error in " << report << "\n" << r.err;
+    const Json* launch = object_member(error, "launch");
+    bool exact = string_member(error, "certainty") == "exact";
     if (exact) {
       ASSERT_NE(launch, nullptr);
       EXPECT_TRUE(is_faulting_launch(*launch, scenario))
-          << "WRONG EXACT: " << launch->text("kernel_base") << " launch " << launch->whole("kernel_launch")
-          << "\n"
+          << "WRONG EXACT: " << string_member(*launch, "kernel_base") << " launch "
+          << whole_member(*launch, "kernel_launch") << "\n"
           << r.err;
     }
     if (mode.must_be_exact) EXPECT_TRUE(exact) << r.err;
     // Not exact: the faulting launch is the named one or among the suspects.
     bool listed = launch && is_faulting_launch(*launch, scenario);
-    if (const JsonValue* suspects = error.array_member("suspects"))
-      for (const JsonValue& suspect : suspects->array)
-        listed = listed || is_faulting_launch(suspect, scenario);
+    if (const Json* suspects = array_member(error, "suspects"))
+      for (const Json& suspect : *suspects) listed = listed || is_faulting_launch(suspect, scenario);
     EXPECT_TRUE(listed) << r.err;
     // A launch that only returned the error is never named.
-    if (const JsonValue* refused = error.object_member("surfaced_at_launch")) {
-      EXPECT_FALSE(launch && launch->num("seq") == refused->num("seq")) << r.err;
-      EXPECT_NE(refused->text("kernel_base"), "stencil") << r.err;
+    if (const Json* refused = object_member(error, "surfaced_at_launch")) {
+      EXPECT_FALSE(launch && number_member(*launch, "seq") == number_member(*refused, "seq")) << r.err;
+      EXPECT_NE(string_member(*refused, "kernel_base"), "stencil") << r.err;
     }
     if (mode.options.front() != "--block") {
-      EXPECT_EQ(error.text("surfaced_api"), scenario.surfaced_api) << r.err;
+      EXPECT_EQ(string_member(error, "surfaced_api"), scenario.surfaced_api) << r.err;
     }
     if (std::string(scenario.name) == "fault-then-exit" && mode.options.front() != "--block") {
       EXPECT_TRUE(contains(r.err, "surfaced only at exit")) << r.err;
@@ -170,17 +169,17 @@ TEST_P(SideStream, AnotherStreamsLaunchIsASuspectUntilSomethingProvedItComplete)
   ProcessResult r = run_wrapped({"--block", "stencil", "--breadcrumbs=0", "--report", report},
                                 {kApp, "side-stream", ordering.order}, fault);
   EXPECT_TRUE(contains(r.out, "done")) << r.out << r.err;
-  JsonValue error = first_error_of(report);
-  ASSERT_EQ(error.text("type"), "first_error") << r.err;
-  const JsonValue* launch = error.object_member("launch");
+  Json error = first_error_of(report);
+  ASSERT_EQ(string_member(error, "type"), "first_error") << r.err;
+  const Json* launch = object_member(error, "launch");
   ASSERT_NE(launch, nullptr) << r.err;
-  EXPECT_EQ(launch->text("kernel_base"), "stencil") << r.err;
-  EXPECT_EQ(launch->whole("kernel_launch"), "2") << r.err;
+  EXPECT_EQ(string_member(*launch, "kernel_base"), "stencil") << r.err;
+  EXPECT_EQ(whole_member(*launch, "kernel_launch"), "2") << r.err;
   bool fill_suspected = false;
-  if (const JsonValue* suspects = error.array_member("suspects"))
-    for (const JsonValue& suspect : suspects->array)
-      fill_suspected = fill_suspected || suspect.text("kernel_base") == "fill";
-  EXPECT_EQ(error.text("certainty"), ordering.proves_fill ? "exact" : "suspects") << r.err;
+  if (const Json* suspects = array_member(error, "suspects"))
+    for (const Json& suspect : *suspects)
+      fill_suspected = fill_suspected || string_member(suspect, "kernel_base") == "fill";
+  EXPECT_EQ(string_member(error, "certainty"), ordering.proves_fill ? "exact" : "suspects") << r.err;
   EXPECT_EQ(fill_suspected, !ordering.proves_fill) << r.err;
 }
 

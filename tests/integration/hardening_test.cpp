@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "json_read.h"
+#include "report_json.h"
 #include "sim_programs.h"
 
 namespace {
@@ -63,7 +63,8 @@ std::vector<std::string> record_types(const std::string& path) {
     start = end + 1;
     if (line.empty()) continue;
     auto record = blockrun::parse_json(line);
-    types.push_back(record && record->get("type") ? record->text("type") : "not JSON");
+    types.push_back(record && blockrun::member(*record, "type") ? blockrun::string_member(*record, "type")
+                                                                : "not JSON");
   }
   return types;
 }

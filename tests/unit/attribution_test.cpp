@@ -12,7 +12,7 @@
 
 #include "cuda_errors.h"
 #include "engine.h"
-#include "json_read.h"
+#include "report_json.h"
 
 namespace blockrun {
 namespace {
@@ -126,24 +126,24 @@ class AttributionTest : public ::testing::Test {
   }
 
   // The report's first_error record (a null value where there is none).
-  JsonValue first_error() const {
+  Json first_error() const {
     std::ifstream in(path_);
     std::stringstream text;
     text << in.rdbuf();
-    JsonValue found;
-    for_each_json_line(text.str(), [&](JsonValue&& record) {
-      if (record.text("type") == "first_error") found = std::move(record);
+    Json found;
+    for_each_json_line(text.str(), [&](Json&& record) {
+      if (string_member(record, "type") == "first_error") found = std::move(record);
     });
     return found;
   }
-  static uint64_t culprit(const JsonValue& record) {
-    const JsonValue* launch = record.object_member("launch");
-    return launch ? static_cast<uint64_t>(launch->num("seq")) : 0;
+  static uint64_t culprit(const Json& record) {
+    const Json* launch = object_member(record, "launch");
+    return launch ? static_cast<uint64_t>(number_member(*launch, "seq")) : 0;
   }
-  static std::vector<uint64_t> suspects(const JsonValue& record) {
+  static std::vector<uint64_t> suspects(const Json& record) {
     std::vector<uint64_t> found;
-    if (const JsonValue* list = record.array_member("suspects"))
-      for (const JsonValue& suspect : list->array) found.push_back(static_cast<uint64_t>(suspect.num("seq")));
+    if (const Json* list = array_member(record, "suspects"))
+      for (const Json& suspect : *list) found.push_back(static_cast<uint64_t>(number_member(suspect, "seq")));
     return found;
   }
 
@@ -160,16 +160,17 @@ TEST_F(AttributionTest, ALaunchReturningAStickyErrorIsWhereItSurfacedNotTheCulpr
   run(*engine, fill_, nullptr);                           // #1
   run(*engine, stencil_, nullptr);                        // #2 faults
   run(*engine, scale_, nullptr, false, kIllegalAddress);  // #3 refused
-  JsonValue record = first_error();
-  EXPECT_EQ(record.text("certainty"), "suspects");
-  EXPECT_EQ(record.text("meaning"), "asynchronous");
+  Json record = first_error();
+  EXPECT_EQ(string_member(record, "certainty"), "suspects");
+  EXPECT_EQ(string_member(record, "meaning"), "asynchronous");
   EXPECT_EQ(culprit(record), 0u) << "no launch may be named when none is known";
   EXPECT_EQ(suspects(record), (std::vector<uint64_t>{1, 2})) << "the refused launch never ran";
-  const JsonValue* where = record.object_member("surfaced_at_launch");
+  const Json* where = object_member(record, "surfaced_at_launch");
   ASSERT_NE(where, nullptr);
-  EXPECT_EQ(where->num("seq"), 3);
-  EXPECT_NE(record.text("how").find("surfaced at the launch of scale (launch #3)"), std::string::npos)
-      << record.text("how");
+  EXPECT_EQ(number_member(*where, "seq"), 3);
+  EXPECT_NE(string_member(record, "how").find("surfaced at the launch of scale (launch #3)"),
+            std::string::npos)
+      << string_member(record, "how");
   EXPECT_NE(log_.str().find("surfaced at kernel scale(float*, int, float), launch #3"), std::string::npos)
       << log_.str();
 }
@@ -180,9 +181,9 @@ TEST_F(AttributionTest, BreadcrumbsNameTheKernelBeforeTheRefusedLaunch) {
   run(*engine, fill_, nullptr, true);                     // #1 completed
   run(*engine, stencil_, nullptr, false);                 // #2 faulted: its write never lands
   run(*engine, scale_, nullptr, false, kIllegalAddress);  // #3 refused
-  JsonValue record = first_error();
-  EXPECT_EQ(record.text("certainty"), "exact");
-  EXPECT_EQ(record.text("method"), "breadcrumbs");
+  Json record = first_error();
+  EXPECT_EQ(string_member(record, "certainty"), "exact");
+  EXPECT_EQ(string_member(record, "method"), "breadcrumbs");
   EXPECT_EQ(culprit(record), 2u);
 }
 
@@ -194,8 +195,8 @@ TEST_F(AttributionTest, ARefusedLaunchOnAnotherStreamIsNoCandidate) {
   run(*engine, fill_, kStreamA, true);                     // #2 A, completed
   run(*engine, stencil_, kStreamA, false);                 // #3 A faulted
   run(*engine, scale_, kStreamB, false, kIllegalAddress);  // #4 B refused
-  JsonValue record = first_error();
-  EXPECT_EQ(record.text("certainty"), "exact");
+  Json record = first_error();
+  EXPECT_EQ(string_member(record, "certainty"), "exact");
   EXPECT_EQ(culprit(record), 3u);
 }
 
@@ -204,9 +205,9 @@ TEST_F(AttributionTest, ALaunchsOwnErrorNamesItExactly) {
   auto engine = make("none", true);
   run(*engine, fill_, nullptr, true);
   run(*engine, stencil_, nullptr, false, ErrorCode{Layer::Runtime, 9});  // invalid configuration
-  JsonValue record = first_error();
-  EXPECT_EQ(record.text("certainty"), "exact");
-  EXPECT_EQ(record.text("method"), "launch");
+  Json record = first_error();
+  EXPECT_EQ(string_member(record, "certainty"), "exact");
+  EXPECT_EQ(string_member(record, "method"), "launch");
   EXPECT_EQ(culprit(record), 2u);
 }
 
@@ -216,8 +217,8 @@ TEST_F(AttributionTest, AnUnknownCodeIsNeverExact) {
   run(*engine, fill_, nullptr, true);
   run(*engine, stencil_, nullptr, false);
   engine->observe_error("cudaStreamSynchronize", ErrorCode{Layer::Runtime, 999}, nullptr, false);
-  JsonValue record = first_error();
-  EXPECT_EQ(record.text("certainty"), "suspects");
+  Json record = first_error();
+  EXPECT_EQ(string_member(record, "certainty"), "suspects");
   EXPECT_EQ(culprit(record), 0u);
   EXPECT_EQ(suspects(record), (std::vector<uint64_t>{2}));
 }
@@ -228,8 +229,8 @@ TEST_F(AttributionTest, ACallsOwnErrorBlamesNoRunningKernel) {
   run(*engine, fill_, nullptr, true);
   run(*engine, stencil_, nullptr, false);  // still running
   engine->observe_error("cudaMemcpyAsync", ErrorCode{Layer::Runtime, 1}, nullptr, false);
-  JsonValue record = first_error();
-  EXPECT_EQ(record.text("certainty"), "suspects");
+  Json record = first_error();
+  EXPECT_EQ(string_member(record, "certainty"), "suspects");
   EXPECT_EQ(culprit(record), 0u);
 }
 
@@ -240,8 +241,8 @@ TEST_F(AttributionTest, ABlockedLaunchIsNotExactWhileAnotherStreamHadWorkInFligh
   Launch blocked = begin(*engine, stencil_, kStreamA);
   engine->end_launch(blocked, ErrorCode{}, BlockOutcome::Synchronized, kIllegalAddress,
                      "cudaStreamSynchronize");
-  JsonValue record = first_error();
-  EXPECT_EQ(record.text("certainty"), "suspects");
+  Json record = first_error();
+  EXPECT_EQ(string_member(record, "certainty"), "suspects");
   EXPECT_EQ(culprit(record), 2u);
   EXPECT_EQ(suspects(record), (std::vector<uint64_t>{1}));
 }
@@ -253,8 +254,8 @@ TEST_F(AttributionTest, ABlockedLaunchIsExactWhenBreadcrumbsShowEveryOtherStream
   engine->breadcrumb_slot(blocked);
   engine->end_launch(blocked, ErrorCode{}, BlockOutcome::Synchronized, kIllegalAddress,
                      "cudaStreamSynchronize");
-  JsonValue record = first_error();
-  EXPECT_EQ(record.text("certainty"), "exact");
+  Json record = first_error();
+  EXPECT_EQ(string_member(record, "certainty"), "exact");
   EXPECT_EQ(culprit(record), 2u);
 }
 
@@ -262,12 +263,12 @@ TEST_F(AttributionTest, ABlockedLaunchIsExactWhenBreadcrumbsShowEveryOtherStream
 // sticky error surfacing there is the first error.
 TEST_F(AttributionTest, AWatchedCallIgnoresItsOwnErrorsAndTakesAStickyOne) {
   auto engine = make("none", false);
-  run(*engine, stencil_, nullptr);                                                    // #1 faults
+  run(*engine, stencil_, nullptr);                                                     // #1 faults
   engine->watch_error("cuMemAlloc_v2", ErrorCode{Layer::Driver, 2}, nullptr, false);  // out of memory
   EXPECT_FALSE(engine->has_first_error());
   engine->watch_error("cuMemAlloc_v2", ErrorCode{Layer::Driver, 700}, nullptr, false);
-  JsonValue record = first_error();
-  EXPECT_EQ(record.text("surfaced_api"), "cuMemAlloc_v2");
+  Json record = first_error();
+  EXPECT_EQ(string_member(record, "surfaced_api"), "cuMemAlloc_v2");
   EXPECT_EQ(suspects(record), (std::vector<uint64_t>{1}));
 }
 
@@ -279,9 +280,9 @@ TEST_F(AttributionTest, AStickyErrorSeenOnlyAtExitIsTheFirstError) {
   engine->check_at_exit("cuStreamQuery", ErrorCode{Layer::Driver, 600});  // not ready: nothing
   EXPECT_FALSE(engine->has_first_error());
   engine->check_at_exit("cuStreamQuery", ErrorCode{Layer::Driver, 700});
-  JsonValue record = first_error();
-  EXPECT_EQ(record.text("how"), "surfaced only at exit: no call of the program returned it");
-  EXPECT_EQ(record.text("certainty"), "exact");
+  Json record = first_error();
+  EXPECT_EQ(string_member(record, "how"), "surfaced only at exit: no call of the program returned it");
+  EXPECT_EQ(string_member(record, "certainty"), "exact");
   EXPECT_EQ(culprit(record), 2u);
   engine->finish();
   EXPECT_NE(log_.str().find("surfaced only at exit"), std::string::npos) << log_.str();
@@ -292,7 +293,7 @@ TEST_F(AttributionTest, TheExitCheckChangesNothingAfterAFirstError) {
   run(*engine, stencil_, nullptr);
   engine->observe_error("cudaDeviceSynchronize", kIllegalAddress, nullptr, false);
   engine->check_at_exit("cuStreamQuery", ErrorCode{Layer::Driver, 700});
-  EXPECT_EQ(first_error().text("surfaced_api"), "cudaDeviceSynchronize");
+  EXPECT_EQ(string_member(first_error(), "surfaced_api"), "cudaDeviceSynchronize");
   EXPECT_EQ(engine->later_errors(), 0u) << "the shim's own check is not one of the program's errors";
 }
 

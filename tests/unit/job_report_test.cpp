@@ -1,4 +1,5 @@
-// `cuda-blockrun report`: the reports of a job's processes merged into one verdict (src/job_report.h).
+// `cuda-blockrun report`: the reports of a job's processes merged into one verdict
+// (src/readers/job_report.h).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -152,18 +153,18 @@ TEST(JobReport, JsonGivesTheOrderAndEveryRecord) {
       {"r.0.jsonl", start(0, 10) + kSummary},
       {"r.1.jsonl", start(1, 11) + first_error(20.5, "lookup", 38)},
   });
-  std::optional<JsonValue> parsed = parse_json(job_json(job));
+  std::optional<Json> parsed = parse_json(job_json(job));
   ASSERT_TRUE(parsed);
-  EXPECT_EQ(parsed->text("type"), "job");
-  EXPECT_EQ(parsed->num("first_failure"), 1);
-  const JsonValue* order = parsed->get("order");
-  ASSERT_TRUE(order && order->array.size() == 2);
-  EXPECT_EQ(order->array[0].num("rank"), 1);
-  EXPECT_EQ(order->array[0].text("outcome"), "cuda_error");
-  EXPECT_EQ(order->array[0].num("after_first_s", -1), 0);
-  EXPECT_EQ(order->array[0].get("first_error")->get("launch")->text("kernel"), "lookup");
-  EXPECT_EQ(order->array[1].text("outcome"), "clean");
-  EXPECT_TRUE(order->array[1].get("time")->is_null());
+  EXPECT_EQ(string_member(*parsed, "type"), "job");
+  EXPECT_EQ(number_member(*parsed, "first_failure"), 1);
+  const Json* order = member(*parsed, "order");
+  ASSERT_TRUE(order && order->size() == 2);
+  EXPECT_EQ(number_member((*order)[0], "rank"), 1);
+  EXPECT_EQ(string_member((*order)[0], "outcome"), "cuda_error");
+  EXPECT_EQ(number_member((*order)[0], "after_first_s", -1), 0);
+  EXPECT_EQ(string_member(*member(*member((*order)[0], "first_error"), "launch"), "kernel"), "lookup");
+  EXPECT_EQ(string_member((*order)[1], "outcome"), "clean");
+  EXPECT_TRUE(member((*order)[1], "time")->is_null());
 }
 
 }  // namespace

@@ -1,48 +1,55 @@
-// The JSON reader and the --localize logic over report records (src/json_read.h, src/localize.h).
+// Reading report records (src/readers/report_json.h) and the --localize logic over them
+// (src/readers/localize.h).
 #include <gtest/gtest.h>
 
-#include "json_read.h"
+#include "report_json.h"
 #include "localize.h"
 
 namespace blockrun {
 namespace {
 
 TEST(JsonRead, ReadsEveryKindOfValue) {
-  std::optional<JsonValue> value = parse_json(
+  std::optional<Json> value = parse_json(
       R"( {"a": [1, -2.5e3, true, false, null], "s": "x\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00", "o": {}} )");
   ASSERT_TRUE(value);
-  const JsonValue* a = value->get("a");
-  ASSERT_TRUE(a && a->type == JsonValue::Type::Array);
-  ASSERT_EQ(a->array.size(), 5u);
-  EXPECT_EQ(a->array[0].number, 1);
-  EXPECT_EQ(a->array[1].number, -2500);
-  EXPECT_TRUE(a->array[2].boolean);
-  EXPECT_EQ(a->array[3].type, JsonValue::Type::Bool);
-  EXPECT_TRUE(a->array[4].is_null());
-  EXPECT_EQ(value->text("s"), "x\"\\/\b\f\n\r\t\xc3\xa9\xf0\x9f\x98\x80");
-  EXPECT_EQ(value->get("o")->type, JsonValue::Type::Object);
-  EXPECT_EQ(value->get("missing"), nullptr);
-  EXPECT_EQ(value->text("a", "fallback"), "fallback");  // not a string
-  EXPECT_EQ(value->num("s", 7), 7);
-  EXPECT_EQ(value->object_member("o"), value->get("o"));
-  EXPECT_EQ(value->object_member("a"), nullptr);  // an array, not an object
-  EXPECT_EQ(value->array_member("a"), value->get("a"));
-  EXPECT_EQ(value->array_member("missing"), nullptr);
-  EXPECT_EQ(parse_json(R"({"seq": 38, "big": 1e15})")->whole("seq"), "38");
-  EXPECT_EQ(parse_json(R"({"seq": 38, "big": 1e15})")->whole("big"), "1000000000000000");
+  const Json* a = member(*value, "a");
+  ASSERT_TRUE(a && a->is_array());
+  ASSERT_EQ(a->size(), 5u);
+  EXPECT_EQ(number_or((*a)[0]), 1);
+  EXPECT_EQ(number_or((*a)[1]), -2500);
+  EXPECT_TRUE((*a)[2].is_boolean() && (*a)[2].get<bool>());
+  EXPECT_TRUE((*a)[3].is_boolean());
+  EXPECT_TRUE((*a)[4].is_null());
+  EXPECT_EQ(string_member(*value, "s"), "x\"\\/\b\f\n\r\t\xc3\xa9\xf0\x9f\x98\x80");
+  EXPECT_TRUE(member(*value, "o")->is_object());
+  EXPECT_EQ(member(*value, "missing"), nullptr);
+  EXPECT_EQ(string_member(*value, "a", "fallback"), "fallback");  // not a string
+  EXPECT_EQ(number_member(*value, "s", 7), 7);
+  EXPECT_EQ(object_member(*value, "o"), member(*value, "o"));
+  EXPECT_EQ(object_member(*value, "a"), nullptr);  // an array, not an object
+  EXPECT_EQ(array_member(*value, "a"), member(*value, "a"));
+  EXPECT_EQ(array_member(*value, "missing"), nullptr);
+  EXPECT_EQ(whole_member(*parse_json(R"({"seq": 38, "big": 1e15})"), "seq"), "38");
+  EXPECT_EQ(whole_member(*parse_json(R"({"seq": 38, "big": 1e15})"), "big"), "1000000000000000");
 }
 
 TEST(JsonRead, RefusesWhatIsNotJson) {
-  for (const char* text : {"", "{", "[1,]", "{\"a\" 1}", "01", "1.", "-", "\"\\x\"", "\"a\nb\"", "tru",
-                           "{} x", "\"\\ud800\"", "\"\\udc00\"", "[1 2]", "{\"a\":1,}"}) {
+  for (const char* text :
+       {"", "{", "[1,]", "{\"a\" 1}", "01", "1.", "-", "\"\\x\"", "\"a\nb\"", "tru", "{} x", "\"\\ud800\"",
+        "\"\\udc00\"", "[1 2]", "{\"a\":1,}", "\xEF\xBB\xBF{}", "\"\xFF\""}) {
     std::string error;
     EXPECT_FALSE(parse_json(text, &error)) << text;
     EXPECT_FALSE(error.empty()) << text;
   }
+  EXPECT_FALSE(parse_json("1e400"));  // JSON, but past a double's range: nlohmann refuses it
   std::string deep(100, '[');
   EXPECT_FALSE(parse_json(deep + std::string(100, ']')));
   std::string fine(60, '[');
   EXPECT_TRUE(parse_json(fine + std::string(60, ']')));
+  // The limit exactly: 64 arrays around the innermost, and no value inside that.
+  EXPECT_TRUE(parse_json(std::string(65, '[') + std::string(65, ']')));
+  EXPECT_FALSE(parse_json(std::string(66, '[') + std::string(66, ']')));
+  EXPECT_FALSE(parse_json(std::string(65, '[') + "1" + std::string(65, ']')));
 }
 
 // clang-format off
@@ -70,8 +77,8 @@ TEST(Localize, TheEarliestFirstErrorOfAllProcessesCounts) {
 
 TEST(Localize, ACulpritFoundByBreadcrumbsIsRunAgainForItsCallSite) {
   // clang-format off
-  JsonValue crumbs = *parse_json(R"json({"type":"first_error","error":"cudaErrorIllegalAddress","code":700,"certainty":"exact","method":"breadcrumbs","launch":{"seq":38,"kernel_base":"stencil","stack":"caller"},"pin_rule":"stencil#13"})json");
-  JsonValue walked = *parse_json(R"json({"type":"first_error","certainty":"exact","method":"breadcrumbs","launch":{"seq":38,"kernel_base":"stencil","stack":"full"},"pin_rule":"stencil#13"})json");
+  Json crumbs = *parse_json(R"json({"type":"first_error","error":"cudaErrorIllegalAddress","code":700,"certainty":"exact","method":"breadcrumbs","launch":{"seq":38,"kernel_base":"stencil","stack":"caller"},"pin_rule":"stencil#13"})json");
+  Json walked = *parse_json(R"json({"type":"first_error","certainty":"exact","method":"breadcrumbs","launch":{"seq":38,"kernel_base":"stencil","stack":"full"},"pin_rule":"stencil#13"})json");
   // clang-format on
   EXPECT_TRUE(is_exact(crumbs));
   EXPECT_TRUE(needs_second_run(crumbs));
@@ -111,13 +118,12 @@ TEST(Localize, ACulpritFoundByBreadcrumbsWithItsLinesKeptNeedsNoSecondRun) {
 }
 
 TEST(Localize, WithoutAPinRuleTheSecondRunBlocksAll) {
-  JsonValue error =
-      *parse_json(R"({"type":"first_error","certainty":"suspects","launch":null,"pin_rule":null})");
+  Json error = *parse_json(R"({"type":"first_error","certainty":"suspects","launch":null,"pin_rule":null})");
   EXPECT_EQ(second_run_policy(error), "all");
 }
 
 TEST(Localize, ComparesTheSecondRunWithTheFirst) {
-  JsonValue first = *parse_json(kUnpinned);
+  Json first = *parse_json(kUnpinned);
   EXPECT_EQ(compare_runs(first, finding({})), SecondRun::NoFault);
   EXPECT_EQ(compare_runs(first, finding({{"r2", std::string(kPinned)}})), SecondRun::Pinned);
   EXPECT_EQ(compare_runs(first, finding({{"r2", std::string(kUnpinned)}})), SecondRun::NotPinned);
@@ -140,7 +146,7 @@ TEST(Localize, AGraphReplayNeedsItsNodeAndTheVerdictNamesIt) {
   // clang-format off
   std::string replay = R"json({"type":"first_error","time":1,"error":"cudaErrorIllegalAddress","code":700,"message":"m","surfaced_api":"cudaStreamSynchronize","certainty":"exact","method":"breadcrumbs","launch":{"seq":5,"api":"cuGraphLaunch","kernel":null,"stream":"0x1","callsite":{"function":"main","file":"/src/app.cu","line":40},"python_callsite":null,"graph":{"replay":2,"capture":{"how":"captured","begun_at":{"callsite":{"function":"main","file":"/src/app.cu","line":30},"python_callsite":null},"launches":2,"captured":[{"position":1,"kernel":"fill(float*)","callsite":{"function":"main","file":"/src/app.cu","line":31},"python_callsite":null},{"position":2,"kernel":"lookup(float*)","callsite":null,"python_callsite":{"file":"model.py","line":17}}],"failed_node":null}}},"suspects":[],"pin_rule":"cuGraphLaunch"})json";
   // clang-format on
-  JsonValue unknown = *parse_json(replay);
+  Json unknown = *parse_json(replay);
   EXPECT_TRUE(needs_second_run(unknown));
   EXPECT_TRUE(second_run_wants_graph_breadcrumbs(unknown));
   EXPECT_EQ(second_run_policy(unknown), "cuGraphLaunch");

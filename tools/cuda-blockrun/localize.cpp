@@ -8,13 +8,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli.h"
 #include "config.h"
-#include "json_read.h"
 #include "localize.h"
+#include "report_json.h"
 
 extern char** environ;
 
@@ -74,7 +75,7 @@ std::vector<std::pair<std::string, std::string>> read_reports(const std::string&
   return reports;
 }
 
-void say_culprit(const blockrun::JsonValue& first_error) {
+void say_culprit(const blockrun::Json& first_error) {
   bool first = true;
   for (const std::string& line : blockrun::describe_culprit(first_error)) {
     say((first ? "localize: culprit: " : "  ") + line);
@@ -82,13 +83,13 @@ void say_culprit(const blockrun::JsonValue& first_error) {
   }
 }
 
-void say_suspects(const blockrun::JsonValue& first_error) {
+void say_suspects(const blockrun::Json& first_error) {
   say("localize: the culprit is among the launches not known to have completed, oldest first:");
   for (const std::string& line : blockrun::describe_suspects(first_error)) say("    " + line);
 }
 
 // Run 1's finding, where run 2 could not improve on it: its culprit (found by breadcrumbs) or its suspects.
-void say_first_finding(const blockrun::JsonValue& first_error) {
+void say_first_finding(const blockrun::Json& first_error) {
   if (blockrun::is_exact(first_error)) {
     say_culprit(first_error);
     say("  found in run 1 by breadcrumbs (its call site is the caller of the CUDA entry point only)");
@@ -97,61 +98,63 @@ void say_first_finding(const blockrun::JsonValue& first_error) {
   }
 }
 
-// Runs the program once with nothing blocked and, when its first CUDA error is not pinned to a launch, once
-// more blocking only the suspected kernels; prints one verdict. Returns the first run's status.
-// `breadcrumbs`: whether the runs have them (on unless the user turned them off).
-}  // namespace
-
-int localize_culprit(char** program_argv, bool breadcrumbs) {
+// A new directory for the runs' reports under $TMPDIR (else /tmp), or nullopt and a message.
+std::optional<std::string> make_report_directory() {
   const char* temporary = std::getenv("TMPDIR");
   std::string directory =
       std::string(temporary && *temporary ? temporary : "/tmp") + "/cuda-blockrun-localize.XXXXXX";
   if (!mkdtemp(directory.data())) {
     std::fprintf(stderr, "cuda-blockrun: cannot create a directory for the reports (%s): %s\n",
                  directory.c_str(), std::strerror(errno));
-    return kUsageError;
+    return std::nullopt;
   }
-  say(std::string("localize: run 1: nothing blocked, breadcrumbs ") + (breadcrumbs ? "on" : "off") +
-      " (reports in " + directory + ")");
-  int status = run_once(program_argv, "none", directory + "/run1.%p.jsonl");
-  blockrun::RunFinding first = blockrun::find_first_error(read_reports(directory, "run1."));
+  return directory;
+}
+
+// Says what run 1 settled by itself, if it did: no report, no CUDA error, or a culprit that needs no second
+// run. Returns whether it did.
+bool run_one_settles_it(const blockrun::RunFinding& first, int status) {
   if (first.reports == 0) {
     say("localize: run 1 (exit status " + std::to_string(status) +
         ") wrote no report: no process used CUDA with the shim active (the program used no CUDA, or "
         "CUDA_BLOCKRUN=0, --process or --ranks left its processes out)");
-    return status;
+    return true;
   }
   if (!first.found) {
     say("localize: no CUDA error in run 1 (exit status " + std::to_string(status) + "): nothing to localize");
-    return status;
+    return true;
   }
-  bool exact = blockrun::is_exact(first.first_error);
-  if (!blockrun::needs_second_run(first.first_error)) {
-    say_culprit(first.first_error);
-    if (first.first_error.text("method") == "breadcrumbs") {
-      say("  found in run 1 by breadcrumbs, nothing blocked: the first launch on its stream that did not "
-          "complete; its call site is the caller of the CUDA entry point" +
-          std::string(blockrun::has_python_line(first.first_error)
-                          ? " and the Python line kept for the launch"
-                          : "") +
-          ". No second run needed.");
-    } else {
-      say("  found in run 1: " + first.first_error.text("how"));
-    }
-    return status;
+  if (blockrun::needs_second_run(first.first_error)) return false;
+  say_culprit(first.first_error);
+  if (blockrun::string_member(first.first_error, "method") == "breadcrumbs") {
+    say("  found in run 1 by breadcrumbs, nothing blocked: the first launch on its stream that did not "
+        "complete; its call site is the caller of the CUDA entry point" +
+        std::string(blockrun::has_python_line(first.first_error) ? " and the Python line kept for the launch"
+                                                                 : "") +
+        ". No second run needed.");
+  } else {
+    say("  found in run 1: " + blockrun::string_member(first.first_error, "how"));
   }
-  std::string policy = blockrun::second_run_policy(first.first_error);
-  bool graphs = blockrun::second_run_wants_graph_breadcrumbs(first.first_error);
-  say("localize: run 1: " + first.first_error.text("error") + " surfaced at " +
-      first.first_error.text("surfaced_api") +
+  return true;
+}
+
+// Why run 2 is needed and what it blocks.
+void say_second_run_plan(const blockrun::Json& first_error, const std::string& policy, bool graphs) {
+  bool exact = blockrun::is_exact(first_error);
+  say("localize: run 1: " + blockrun::string_member(first_error, "error") + " surfaced at " +
+      blockrun::string_member(first_error, "surfaced_api") +
       (exact ? graphs ? ", in a graph replay found by breadcrumbs, its node not known"
                       : ", its launch found by breadcrumbs but not where it was launched"
              : ", not pinned to a launch") +
       "; run 2: --block '" + policy + "'" +
       (graphs ? " --graph-breadcrumbs (breadcrumbs inside graphs)" : ""));
-  int second_status = run_once(program_argv, policy, directory + "/run2.%p.jsonl", graphs);
-  blockrun::RunFinding second = blockrun::find_first_error(read_reports(directory, "run2."));
-  switch (blockrun::compare_runs(first.first_error, second)) {
+}
+
+// The verdict once run 2 is done: its culprit where it pinned run 1's error, else run 1's finding.
+void say_verdict(const blockrun::Json& first_error, const blockrun::RunFinding& second,
+                 const std::string& policy, int second_status) {
+  bool exact = blockrun::is_exact(first_error);
+  switch (blockrun::compare_runs(first_error, second)) {
     case blockrun::SecondRun::Pinned:
       say_culprit(second.first_error);
       say(exact ? "  found in run 1 by breadcrumbs; run 2, which blocked '" + policy +
@@ -159,24 +162,46 @@ int localize_culprit(char** program_argv, bool breadcrumbs) {
                 : "  found in run 2, which blocked '" + policy + "'; run 1 gave the same error unpinned");
       break;
     case blockrun::SecondRun::NotPinned:
-      say("localize: run 2 (--block '" + policy + "') failed with " + second.first_error.text("error") +
+      say("localize: run 2 (--block '" + policy + "') failed with " +
+          blockrun::string_member(second.first_error, "error") +
           " but not at a blocked launch either; keeping run 1's finding. Try --block all.");
-      say_first_finding(first.first_error);
+      say_first_finding(first_error);
       break;
     case blockrun::SecondRun::NoFault:
       say("localize: run 2 (--block '" + policy + "') ran without a CUDA error (exit status " +
           std::to_string(second_status) +
           "): the fault did not recur, so blocking changed what happened; keeping "
           "run 1's finding.");
-      say_first_finding(first.first_error);
+      say_first_finding(first_error);
       break;
     case blockrun::SecondRun::Diverged:
       say("localize: run 2 diverged: it failed in another kernel or with another error than run 1; keeping "
           "run 1's finding. Run 2 found:");
       for (const std::string& line : blockrun::describe_culprit(second.first_error)) say("    " + line);
-      say_first_finding(first.first_error);
+      say_first_finding(first_error);
       break;
   }
+}
+
+}  // namespace
+
+// Runs the program once with nothing blocked and, when its first CUDA error is not pinned to a launch, once
+// more blocking only the suspected kernels; prints one verdict. Returns the first run's status.
+// `breadcrumbs`: whether the runs have them (on unless the user turned them off).
+int localize_culprit(char** program_argv, bool breadcrumbs) {
+  std::optional<std::string> directory = make_report_directory();
+  if (!directory) return kUsageError;
+  say(std::string("localize: run 1: nothing blocked, breadcrumbs ") + (breadcrumbs ? "on" : "off") +
+      " (reports in " + *directory + ")");
+  int status = run_once(program_argv, "none", *directory + "/run1.%p.jsonl");
+  blockrun::RunFinding first = blockrun::find_first_error(read_reports(*directory, "run1."));
+  if (run_one_settles_it(first, status)) return status;
+  std::string policy = blockrun::second_run_policy(first.first_error);
+  bool graphs = blockrun::second_run_wants_graph_breadcrumbs(first.first_error);
+  say_second_run_plan(first.first_error, policy, graphs);
+  int second_status = run_once(program_argv, policy, *directory + "/run2.%p.jsonl", graphs);
+  blockrun::RunFinding second = blockrun::find_first_error(read_reports(*directory, "run2."));
+  say_verdict(first.first_error, second, policy, second_status);
   return status;
 }
 

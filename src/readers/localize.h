@@ -7,14 +7,14 @@
 #include <utility>
 #include <vector>
 
-#include "json_read.h"
+#include "report_json.h"
 
 namespace blockrun {
 
 // The first CUDA error of a run: the earliest `first_error` record among its processes' reports.
 struct RunFinding {
   bool found = false;
-  JsonValue first_error;
+  Json first_error;
   std::string report;     // the file it came from
   size_t reports = 0;     // report files read
   size_t unreadable = 0;  // lines that were not JSON (a report cut short by a crash)
@@ -25,23 +25,23 @@ RunFinding find_first_error(const std::vector<std::pair<std::string, std::string
 
 // The error is pinned to its launch: a blocked launch whose synchronize failed with everything before it
 // complete, or a launch that failed itself.
-bool is_exact(const JsonValue& first_error);
+bool is_exact(const Json& first_error);
 
 // Whether a second run is needed: the error is not pinned to its launch, or it is (found by breadcrumbs)
 // but what was kept of the launch lacks its Python line (a Python program) or, without Python, a caller with
 // file:line; a blocking synchronize inside the launch call captures the whole stack.
-bool needs_second_run(const JsonValue& first_error);
+bool needs_second_run(const Json& first_error);
 
 // Whether the culprit's Python line is known (the report's python_callsite).
-bool has_python_line(const JsonValue& first_error);
+bool has_python_line(const Json& first_error);
 
 // Whether the second run needs the debug mode for graphs (CUDA_BLOCKRUN_GRAPH_BREADCRUMBS): the culprit or a
 // suspect is a graph replay, whose failed node only breadcrumbs inside the graph can tell.
-bool second_run_wants_graph_breadcrumbs(const JsonValue& first_error);
+bool second_run_wants_graph_breadcrumbs(const Json& first_error);
 
 // The --block rule for the second run: the report's pin rule (the suspected kernels; with breadcrumbs the
 // culprit's or candidates' own launches, `stencil#13`), else `all`.
-std::string second_run_policy(const JsonValue& first_error);
+std::string second_run_policy(const Json& first_error);
 
 enum class SecondRun {
   Pinned,     // exact, in a kernel the first run suspected, with the same error
@@ -49,12 +49,12 @@ enum class SecondRun {
   NoFault,    // it ran without a CUDA error
   Diverged,   // exact, but in another kernel or with another error than the first run's
 };
-SecondRun compare_runs(const JsonValue& first, const RunFinding& second);
+SecondRun compare_runs(const Json& first, const RunFinding& second);
 
 // The verdict's lines (without prefix): kernel, launch number, stream; the error and the call that returned
 // it; the C++ call site; the Python line.
-std::vector<std::string> describe_culprit(const JsonValue& first_error);
+std::vector<std::string> describe_culprit(const Json& first_error);
 // One line per suspect of an unpinned error, oldest first.
-std::vector<std::string> describe_suspects(const JsonValue& first_error);
+std::vector<std::string> describe_suspects(const Json& first_error);
 
 }  // namespace blockrun

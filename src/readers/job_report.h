@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "json_read.h"
+#include "report_json.h"
 
 namespace blockrun {
 
@@ -21,9 +21,9 @@ struct ProcessOutcome {
   long pid = 0;
   long rank = 0;
   std::string process;
-  std::optional<JsonValue> first_error;
-  std::optional<JsonValue> fatal_signal;
-  std::optional<JsonValue> summary;
+  std::optional<Json> first_error;
+  std::optional<Json> fatal_signal;
+  std::optional<Json> summary;
   size_t unreadable = 0;     // lines that were not JSON (a record cut short when the process was killed)
   bool shared_file = false;  // several processes wrote this one file (its path lacked %p)
 

@@ -1,0 +1,413 @@
+// Merging the reports of a job's processes (job_report.h).
+#include "job_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <set>
+
+#include "localize.h"
+#include "report.h"
+
+namespace blockrun {
+
+namespace {
+
+// The launch a first error points at: its pinned launch, else its first (oldest) suspect; or nullptr.
+const Json* pointed_launch(const Json& first_error) {
+  if (const Json* launch = object_member(first_error, "launch")) return launch;
+  const Json* suspects = array_member(first_error, "suspects");
+  if (suspects && !suspects->empty() && suspects->front().is_object()) return &suspects->front();
+  return nullptr;
+}
+
+// "2026-11-30 00:31:02.123456 UTC"
+std::string wall_time(double seconds) {
+  double whole = std::floor(seconds);
+  time_t t = static_cast<time_t>(whole);
+  std::tm utc{};
+  gmtime_r(&t, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &utc);
+  int micros = static_cast<int>(std::lround((seconds - whole) * 1e6));
+  if (micros > 999999) micros = 999999;
+  return fmt::format("{}.{:06d} UTC", text, micros);
+}
+
+const char* kind_name(ProcessOutcome::Kind kind) {
+  switch (kind) {
+    case ProcessOutcome::Kind::CudaError:
+      return "cuda_error";
+    case ProcessOutcome::Kind::Collective:
+      return "collective_error";
+    case ProcessOutcome::Kind::Fault:
+      return "fault";
+    case ProcessOutcome::Kind::Killed:
+      return "killed";
+    case ProcessOutcome::Kind::CutShort:
+      return "cut_short";
+    case ProcessOutcome::Kind::Clean:
+      return "clean";
+  }
+  return "?";
+}
+
+// Failures of the process's own first, then collective errors, then signals sent to it.
+int tier(ProcessOutcome::Kind kind) {
+  switch (kind) {
+    case ProcessOutcome::Kind::CudaError:
+    case ProcessOutcome::Kind::Fault:
+      return 0;
+    case ProcessOutcome::Kind::Collective:
+      return 1;
+    case ProcessOutcome::Kind::Killed:
+      return 2;
+    default:
+      return 3;
+  }
+}
+
+// What the breadcrumbs said was still running when a fatal signal came: an NCCL collective first (a rank
+// stuck in it), else the oldest unfinished launch; "" without breadcrumbs or with nothing unfinished.
+std::string in_flight_text(const Json& fatal_signal) {
+  const Json* in_flight = array_member(fatal_signal, "in_flight");
+  if (!in_flight || in_flight->empty()) return "";
+  for (const Json& launch : *in_flight) {
+    std::string collective = string_member(launch, "collective");
+    if (!collective.empty())
+      return fmt::format("; stuck in NCCL {} (launch #{} had not completed)", collective,
+                         whole_member(launch, "seq"));
+  }
+  const Json& oldest = in_flight->front();
+  return fmt::format("; not completed: kernel {}, launch #{}", string_member(oldest, "kernel", "?"),
+                     whole_member(oldest, "seq"));
+}
+
+// One line: what became of a process.
+std::string outcome_text(const ProcessOutcome& process) {
+  switch (process.kind()) {
+    case ProcessOutcome::Kind::CudaError:
+    case ProcessOutcome::Kind::Collective: {
+      const Json& error = *process.first_error;
+      std::string text = fmt::format("{} returned by {}", string_member(error, "error"),
+                                     string_member(error, "surfaced_api"));
+      const Json* launch = pointed_launch(error);
+      if (!launch) return text;
+      std::string kernel = string_member(*launch, "kernel", string_member(*launch, "api", "a launch"));
+      std::string collective = string_member(*launch, "collective");
+      std::string what =
+          fmt::format("kernel {}{}, launch #{}", kernel,
+                      collective.empty() ? "" : " (NCCL " + collective + ")", whole_member(*launch, "seq"));
+      if (is_exact(error)) return text + ", in " + what;
+      const Json* suspects = array_member(error, "suspects");
+      size_t count = suspects ? suspects->size() : 1;
+      return text + fmt::format(", culprit among {} unfinished launch{} (oldest: {})", count,
+                                count == 1 ? "" : "es", what);
+    }
+    case ProcessOutcome::Kind::Fault:
+      return fmt::format("fatal signal {} (a fault in the program), no CUDA error seen{}",
+                         string_member(*process.fatal_signal, "signal"),
+                         in_flight_text(*process.fatal_signal));
+    case ProcessOutcome::Kind::Killed:
+      return fmt::format(
+          "fatal signal {} sent to it (a watchdog's abort(), the launcher, a kill), no CUDA error seen{}",
+          string_member(*process.fatal_signal, "signal"), in_flight_text(*process.fatal_signal));
+    case ProcessOutcome::Kind::CutShort:
+      return "its report ends without a summary: killed outright (SIGKILL, out of memory) or still running";
+    case ProcessOutcome::Kind::Clean:
+      return fmt::format("exited without a CUDA error ({} launches)",
+                         process.summary ? whole_member(*process.summary, "launches") : "?");
+  }
+  return "";
+}
+
+// A record read back, written out again. Every number is written as a double, as the job record has
+// always written them (an integer past 2^53 as 1.2e+19).
+void write_value(JsonWriter& json, const Json& value) {
+  if (value.is_object()) {
+    json.begin_object();
+    for (auto item = value.begin(); item != value.end(); ++item) {
+      json.key(item.key());
+      write_value(json, item.value());
+    }
+    json.end_object();
+  } else if (value.is_array()) {
+    json.begin_array();
+    for (const Json& item : value) write_value(json, item);
+    json.end_array();
+  } else if (value.is_string()) {
+    json.value(value.get_ref<const std::string&>());
+  } else if (value.is_boolean()) {
+    json.value(value.get<bool>());
+  } else if (value.is_number()) {
+    json.value(value.get<double>());
+  } else {
+    json.null();
+  }
+}
+
+// The processes in the order the verdict gives them: the first failure (by tier, then time), the other
+// failures by time, then the processes without a failure by rank.
+std::vector<size_t> verdict_order(const std::vector<ProcessOutcome>& processes) {
+  std::vector<size_t> order(processes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto by_time = [&](size_t a, size_t b) {
+    std::optional<double> fx = processes[a].failed_at(), fy = processes[b].failed_at();
+    if (fx.has_value() != fy.has_value()) return fx.has_value();
+    if (fx && *fx != *fy) return *fx < *fy;
+    return processes[a].rank < processes[b].rank;
+  };
+  std::stable_sort(order.begin(), order.end(), by_time);
+  auto first = std::min_element(order.begin(), order.end(), [&](size_t a, size_t b) {
+    int ta = tier(processes[a].kind()), tb = tier(processes[b].kind());
+    return ta != tb ? ta < tb : by_time(a, b);
+  });
+  if (first != order.end()) std::rotate(order.begin(), first, first + 1);
+  return order;
+}
+
+}  // namespace
+
+ProcessOutcome::Kind ProcessOutcome::kind() const {
+  if (first_error) return collective().empty() ? Kind::CudaError : Kind::Collective;
+  if (fatal_signal) {
+    const Json* sent = member(*fatal_signal, "sent");
+    return sent && sent->is_boolean() && sent->get<bool>() ? Kind::Killed : Kind::Fault;
+  }
+  if (!summary) return Kind::CutShort;
+  return Kind::Clean;
+}
+
+std::optional<double> ProcessOutcome::failed_at() const {
+  if (first_error) return number_member(*first_error, "time");
+  if (fatal_signal) return number_member(*fatal_signal, "time");
+  return std::nullopt;
+}
+
+std::string ProcessOutcome::collective() const {
+  if (!first_error) return "";
+  const Json* launch = pointed_launch(*first_error);
+  return launch ? string_member(*launch, "collective") : "";
+}
+
+std::string ProcessOutcome::who() const {
+  if (!started) return fmt::format("the process of {} (no start record)", report);
+  return fmt::format("rank {} (pid {} on {}, {})", rank, pid, host, process);
+}
+
+std::vector<ProcessOutcome> read_job(const std::vector<std::pair<std::string, std::string>>& reports) {
+  std::vector<ProcessOutcome> processes;
+  for (const auto& [path, contents] : reports) {
+    size_t first_of_file = processes.size();
+    processes.emplace_back();
+    processes.back().report = path;
+    size_t unreadable = for_each_json_line(contents, [&, &path = path](Json&& record) {
+      std::string type = string_member(record, "type");
+      if (type == "start") {
+        if (processes.back().started) {  // another process of the same file
+          processes.emplace_back();
+          processes.back().report = path;
+        }
+        ProcessOutcome& process = processes.back();
+        process.started = true;
+        process.host = string_member(record, "host", "?");
+        process.pid = static_cast<long>(number_member(record, "pid"));
+        process.rank = static_cast<long>(number_member(record, "rank"));
+        process.process = string_member(record, "process", "?");
+        return;
+      }
+      ProcessOutcome& process = processes.back();
+      if (type == "first_error" && !process.first_error) {
+        process.first_error = std::move(record);
+      } else if (type == "fatal_signal" && !process.fatal_signal) {
+        process.fatal_signal = std::move(record);
+      } else if (type == "summary") {
+        process.summary = std::move(record);
+      }
+    });
+    processes.back().unreadable += unreadable;  // a cut-short record is the last process's, at the end
+    if (processes.size() - first_of_file > 1) {
+      for (size_t i = first_of_file; i < processes.size(); ++i) processes[i].shared_file = true;
+    }
+  }
+  return processes;
+}
+
+int first_failure(const std::vector<ProcessOutcome>& processes) {
+  std::vector<size_t> order = verdict_order(processes);
+  if (order.empty() || !processes[order.front()].failed_at()) return -1;
+  return static_cast<int>(order.front());
+}
+
+namespace {
+
+// The hosts of the processes whose start record was read.
+std::set<std::string> started_hosts(const std::vector<ProcessOutcome>& processes) {
+  std::set<std::string> hosts;
+  for (const ProcessOutcome& process : processes)
+    if (process.started) hosts.insert(process.host);
+  return hosts;
+}
+
+// The verdict's first lines: how many processes and files, on which hosts; a note where processes shared a
+// file.
+void add_overview(const std::vector<ProcessOutcome>& processes, std::vector<std::string>* lines) {
+  std::set<std::string> hosts = started_hosts(processes), files;
+  for (const ProcessOutcome& process : processes) files.insert(process.report);
+  lines->push_back(fmt::format("{} process{} ({} report file{}) on {}", processes.size(),
+                               processes.size() == 1 ? "" : "es", files.size(), files.size() == 1 ? "" : "s",
+                               hosts.empty() ? "unknown hosts" : fmt::format("{}", fmt::join(hosts, ", "))));
+  for (const ProcessOutcome& process : processes) {
+    if (process.shared_file) {
+      lines->push_back(
+          fmt::format("note: several processes wrote {}; give each its own file with %p or %r in the "
+                      "report path (their records may be mixed up)",
+                      process.report));
+      break;
+    }
+  }
+}
+
+// A first error pinned to its launch: the culprit, and how it was found.
+void add_pinned_error(const Json& error, std::vector<std::string>* lines) {
+  for (const std::string& line : describe_culprit(error)) lines->push_back("  " + line);
+  std::string method = string_member(error, "method");
+  lines->push_back(method == "breadcrumbs"
+                       ? "  found by breadcrumbs: the first launch on its stream that did not "
+                         "complete; the error surfaced at a later call"
+                   : method == "blocking" ? "  found by blocking: the launch's own synchronize failed"
+                                          : "  " + string_member(error, "how"));
+}
+
+// A first error not pinned to a launch: the suspects, and how to pin the culprit among them.
+void add_unpinned_error(const Json& error, long rank, std::vector<std::string>* lines) {
+  lines->push_back(fmt::format("  error: {} ({}), returned by {}", string_member(error, "error"),
+                               string_member(error, "message"), string_member(error, "surfaced_api")));
+  lines->push_back("  the culprit is among the launches not known to have completed, oldest first:");
+  for (const std::string& line : describe_suspects(error)) lines->push_back("    " + line);
+  std::string rule = string_member(error, "pin_rule");
+  if (!rule.empty())
+    lines->push_back(
+        fmt::format("  to pin it: run rank {} again with --ranks {} --block '{}'", rank, rank, rule));
+}
+
+// The process that failed first: who, when, and what it did.
+void add_first_failure(const ProcessOutcome& culprit, std::vector<std::string>* lines) {
+  lines->push_back(fmt::format("first to fail: {}, at {}", culprit.who(), wall_time(*culprit.failed_at())));
+  if (!culprit.first_error) {
+    lines->push_back("  " + outcome_text(culprit));
+  } else if (is_exact(*culprit.first_error)) {
+    add_pinned_error(*culprit.first_error, lines);
+  } else {
+    add_unpinned_error(*culprit.first_error, culprit.rank, lines);
+  }
+}
+
+// Every process but the first to fail, in the verdict's order: those that failed (with their time after the
+// first's), then those that did not.
+void add_others(const std::vector<ProcessOutcome>& processes, int first, std::vector<std::string>* lines) {
+  bool after_header = false, quiet_header = false;
+  for (size_t index : verdict_order(processes)) {
+    if (static_cast<int>(index) == first) continue;
+    const ProcessOutcome& process = processes[index];
+    std::optional<double> when = process.failed_at();
+    if (when) {
+      if (!after_header) lines->push_back(first >= 0 ? "after it:" : "failed:");
+      after_header = true;
+      double first_time = *processes[static_cast<size_t>(first)].failed_at();
+      lines->push_back(
+          fmt::format("  {}: {:+.3f} s: {}", process.who(), *when - first_time, outcome_text(process)));
+    } else {
+      if (!quiet_header) lines->push_back("without a failure of their own:");
+      quiet_header = true;
+      lines->push_back(fmt::format("  {}: {}", process.who(), outcome_text(process)));
+    }
+  }
+}
+
+// A number, or null where there is none.
+void write_number_or_null(JsonWriter& json, std::optional<double> number) {
+  if (number) {
+    json.value(*number);
+  } else {
+    json.null();
+  }
+}
+
+// A record read back, or null where there is none.
+void write_record_or_null(JsonWriter& json, const std::optional<Json>& record) {
+  if (record) {
+    write_value(json, *record);
+  } else {
+    json.null();
+  }
+}
+
+// One process of the verdict's order. `first_time`: when the first to fail failed, if one did.
+void write_process(JsonWriter& json, const ProcessOutcome& process, size_t index,
+                   std::optional<double> first_time) {
+  json.begin_object()
+      .field("index", static_cast<uint64_t>(index))
+      .field("report", process.report)
+      .field("started", process.started)
+      .field("host", process.host)
+      .field("pid", static_cast<int64_t>(process.pid))
+      .field("rank", static_cast<int64_t>(process.rank))
+      .field("process", process.process)
+      .field("outcome", kind_name(process.kind()))
+      .field("description", outcome_text(process));
+  std::optional<double> when = process.failed_at();
+  json.key("time");
+  write_number_or_null(json, when);
+  json.key("after_first_s");
+  write_number_or_null(json, when && first_time ? std::optional<double>(*when - *first_time) : std::nullopt);
+  std::string collective = process.collective();
+  json.key("collective").value(collective.empty() ? nullptr : collective.c_str());
+  json.key("first_error");
+  write_record_or_null(json, process.first_error);
+  json.key("fatal_signal");
+  write_record_or_null(json, process.fatal_signal);
+  json.field("unreadable_lines", static_cast<uint64_t>(process.unreadable));
+  json.end_object();
+}
+
+}  // namespace
+
+std::vector<std::string> describe_job(const std::vector<ProcessOutcome>& processes) {
+  std::vector<std::string> lines;
+  add_overview(processes, &lines);
+  int first = first_failure(processes);
+  if (first < 0) {
+    lines.push_back("no process failed");
+  } else {
+    add_first_failure(processes[static_cast<size_t>(first)], &lines);
+  }
+  add_others(processes, first, &lines);
+  return lines;
+}
+
+std::string job_json(const std::vector<ProcessOutcome>& processes) {
+  int first = first_failure(processes);
+  std::optional<double> first_time =
+      first >= 0 ? processes[static_cast<size_t>(first)].failed_at() : std::optional<double>();
+  JsonWriter json;
+  json.begin_object().field("type", "job").field("processes", static_cast<uint64_t>(processes.size()));
+  json.key("hosts").begin_array();
+  for (const std::string& host : started_hosts(processes)) json.value(host);
+  json.end_array();
+  json.key("first_failure");
+  if (first >= 0) {
+    json.value(static_cast<int64_t>(first));
+  } else {
+    json.null();
+  }
+  json.key("order").begin_array();
+  for (size_t index : verdict_order(processes)) write_process(json, processes[index], index, first_time);
+  json.end_array();
+  json.end_object();
+  return json.text();
+}
+
+}  // namespace blockrun
