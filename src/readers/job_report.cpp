@@ -10,6 +10,7 @@
 
 #include "localize.h"
 #include "report.h"
+#include "report/keys.h"
 
 namespace blockrun {
 
@@ -17,8 +18,8 @@ namespace {
 
 // The launch a first error points at: its pinned launch, else its first (oldest) suspect; or nullptr.
 const Json* pointed_launch(const Json& first_error) {
-  if (const Json* launch = object_member(first_error, "launch")) return launch;
-  const Json* suspects = array_member(first_error, "suspects");
+  if (const Json* launch = object_member(first_error, key::launch)) return launch;
+  const Json* suspects = array_member(first_error, key::suspects);
   if (suspects && !suspects->empty() && suspects->front().is_object()) return &suspects->front();
   return nullptr;
 }
@@ -72,17 +73,17 @@ int tier(ProcessOutcome::Kind kind) {
 // What the breadcrumbs said was still running when a fatal signal came: an NCCL collective first (a rank
 // stuck in it), else the oldest unfinished launch; "" without breadcrumbs or with nothing unfinished.
 std::string in_flight_text(const Json& fatal_signal) {
-  const Json* in_flight = array_member(fatal_signal, "in_flight");
+  const Json* in_flight = array_member(fatal_signal, key::in_flight);
   if (!in_flight || in_flight->empty()) return "";
   for (const Json& launch : *in_flight) {
-    std::string collective = string_member(launch, "collective");
+    std::string collective = string_member(launch, key::collective);
     if (!collective.empty())
       return fmt::format("; stuck in NCCL {} (launch #{} had not completed)", collective,
-                         whole_member(launch, "seq"));
+                         whole_member(launch, key::seq));
   }
   const Json& oldest = in_flight->front();
-  return fmt::format("; not completed: kernel {}, launch #{}", string_member(oldest, "kernel", "?"),
-                     whole_member(oldest, "seq"));
+  return fmt::format("; not completed: kernel {}, launch #{}", string_member(oldest, key::kernel, "?"),
+                     whole_member(oldest, key::seq));
 }
 
 // One line: what became of a process.
@@ -91,34 +92,34 @@ std::string outcome_text(const ProcessOutcome& process) {
     case ProcessOutcome::Kind::CudaError:
     case ProcessOutcome::Kind::Collective: {
       const Json& error = *process.first_error;
-      std::string text = fmt::format("{} returned by {}", string_member(error, "error"),
-                                     string_member(error, "surfaced_api"));
+      std::string text = fmt::format("{} returned by {}", string_member(error, key::error),
+                                     string_member(error, key::surfaced_api));
       const Json* launch = pointed_launch(error);
       if (!launch) return text;
-      std::string kernel = string_member(*launch, "kernel", string_member(*launch, "api", "a launch"));
-      std::string collective = string_member(*launch, "collective");
-      std::string what =
-          fmt::format("kernel {}{}, launch #{}", kernel,
-                      collective.empty() ? "" : " (NCCL " + collective + ")", whole_member(*launch, "seq"));
+      std::string kernel = string_member(*launch, key::kernel, string_member(*launch, key::api, "a launch"));
+      std::string collective = string_member(*launch, key::collective);
+      std::string what = fmt::format("kernel {}{}, launch #{}", kernel,
+                                     collective.empty() ? "" : " (NCCL " + collective + ")",
+                                     whole_member(*launch, key::seq));
       if (is_exact(error)) return text + ", in " + what;
-      const Json* suspects = array_member(error, "suspects");
+      const Json* suspects = array_member(error, key::suspects);
       size_t count = suspects ? suspects->size() : 1;
       return text + fmt::format(", culprit among {} unfinished launch{} (oldest: {})", count,
                                 count == 1 ? "" : "es", what);
     }
     case ProcessOutcome::Kind::Fault:
       return fmt::format("fatal signal {} (a fault in the program), no CUDA error seen{}",
-                         string_member(*process.fatal_signal, "signal"),
+                         string_member(*process.fatal_signal, key::signal),
                          in_flight_text(*process.fatal_signal));
     case ProcessOutcome::Kind::Killed:
       return fmt::format(
           "fatal signal {} sent to it (a watchdog's abort(), the launcher, a kill), no CUDA error seen{}",
-          string_member(*process.fatal_signal, "signal"), in_flight_text(*process.fatal_signal));
+          string_member(*process.fatal_signal, key::signal), in_flight_text(*process.fatal_signal));
     case ProcessOutcome::Kind::CutShort:
       return "its report ends without a summary: killed outright (SIGKILL, out of memory) or still running";
     case ProcessOutcome::Kind::Clean:
       return fmt::format("exited without a CUDA error ({} launches)",
-                         process.summary ? whole_member(*process.summary, "launches") : "?");
+                         process.summary ? whole_member(*process.summary, key::launches) : "?");
   }
   return "";
 }
@@ -173,7 +174,7 @@ std::vector<size_t> verdict_order(const std::vector<ProcessOutcome>& processes) 
 ProcessOutcome::Kind ProcessOutcome::kind() const {
   if (first_error) return collective().empty() ? Kind::CudaError : Kind::Collective;
   if (fatal_signal) {
-    const Json* sent = member(*fatal_signal, "sent");
+    const Json* sent = member(*fatal_signal, key::sent);
     return sent && sent->is_boolean() && sent->get<bool>() ? Kind::Killed : Kind::Fault;
   }
   if (!summary) return Kind::CutShort;
@@ -181,15 +182,15 @@ ProcessOutcome::Kind ProcessOutcome::kind() const {
 }
 
 std::optional<double> ProcessOutcome::failed_at() const {
-  if (first_error) return number_member(*first_error, "time");
-  if (fatal_signal) return number_member(*fatal_signal, "time");
+  if (first_error) return number_member(*first_error, key::time);
+  if (fatal_signal) return number_member(*fatal_signal, key::time);
   return std::nullopt;
 }
 
 std::string ProcessOutcome::collective() const {
   if (!first_error) return "";
   const Json* launch = pointed_launch(*first_error);
-  return launch ? string_member(*launch, "collective") : "";
+  return launch ? string_member(*launch, key::collective) : "";
 }
 
 std::string ProcessOutcome::who() const {
@@ -204,7 +205,7 @@ std::vector<ProcessOutcome> read_job(const std::vector<std::pair<std::string, st
     processes.emplace_back();
     processes.back().report = path;
     size_t unreadable = for_each_json_line(contents, [&, &path = path](Json&& record) {
-      std::string type = string_member(record, "type");
+      std::string type = string_member(record, key::type);
       if (type == "start") {
         if (processes.back().started) {  // another process of the same file
           processes.emplace_back();
@@ -212,10 +213,10 @@ std::vector<ProcessOutcome> read_job(const std::vector<std::pair<std::string, st
         }
         ProcessOutcome& process = processes.back();
         process.started = true;
-        process.host = string_member(record, "host", "?");
-        process.pid = static_cast<long>(number_member(record, "pid"));
-        process.rank = static_cast<long>(number_member(record, "rank"));
-        process.process = string_member(record, "process", "?");
+        process.host = string_member(record, key::host, "?");
+        process.pid = static_cast<long>(number_member(record, key::pid));
+        process.rank = static_cast<long>(number_member(record, key::rank));
+        process.process = string_member(record, key::process, "?");
         return;
       }
       ProcessOutcome& process = processes.back();
@@ -273,21 +274,21 @@ void add_overview(const std::vector<ProcessOutcome>& processes, std::vector<std:
 // A first error pinned to its launch: the culprit, and how it was found.
 void add_pinned_error(const Json& error, std::vector<std::string>* lines) {
   for (const std::string& line : describe_culprit(error)) lines->push_back("  " + line);
-  std::string method = string_member(error, "method");
+  std::string method = string_member(error, key::method);
   lines->push_back(method == "breadcrumbs"
                        ? "  found by breadcrumbs: the first launch on its stream that did not "
                          "complete; the error surfaced at a later call"
                    : method == "blocking" ? "  found by blocking: the launch's own synchronize failed"
-                                          : "  " + string_member(error, "how"));
+                                          : "  " + string_member(error, key::how));
 }
 
 // A first error not pinned to a launch: the suspects, and how to pin the culprit among them.
 void add_unpinned_error(const Json& error, long rank, std::vector<std::string>* lines) {
-  lines->push_back(fmt::format("  error: {} ({}), returned by {}", string_member(error, "error"),
-                               string_member(error, "message"), string_member(error, "surfaced_api")));
+  lines->push_back(fmt::format("  error: {} ({}), returned by {}", string_member(error, key::error),
+                               string_member(error, key::message), string_member(error, key::surfaced_api)));
   lines->push_back("  the culprit is among the launches not known to have completed, oldest first:");
   for (const std::string& line : describe_suspects(error)) lines->push_back("    " + line);
-  std::string rule = string_member(error, "pin_rule");
+  std::string rule = string_member(error, key::pin_rule);
   if (!rule.empty())
     lines->push_back(
         fmt::format("  to pin it: run rank {} again with --ranks {} --block '{}'", rank, rank, rule));

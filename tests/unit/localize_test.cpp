@@ -178,7 +178,7 @@ TEST(Localize, DescribesTheCulpritAndTheSuspects) {
 // A kernel a cuBLAS GEMM launched: the verdict names the call with its shape (issue 16, item 5).
 TEST(Localize, AKernelALibraryCallLaunchedIsToldWithTheCall) {
   // clang-format off
-  std::string gemm = R"json({"type":"first_error","time":1,"error":"cudaErrorIllegalAddress","code":700,"message":"m","surfaced_api":"cudaStreamSynchronize","certainty":"exact","method":"blocking","launch":{"seq":7,"api":"cuLaunchKernelEx","kernel":"sm90_xmma_gemm_f32f32","kernel_launch":1,"stream":"0x0","library":{"api":"cublasSgemm_v2","m":512,"n":256,"k":128,"transa":"N","transb":"T"},"callsite":{"function":"main","file":"/src/gemm.cu","line":12}},"suspects":[],"pin_rule":null})json";
+  std::string gemm = R"json({"type":"first_error","time":1,"error":"cudaErrorIllegalAddress","code":700,"message":"m","surfaced_api":"cudaStreamSynchronize","certainty":"exact","method":"blocking","launch":{"seq":7,"api":"cuLaunchKernelEx","kernel":"sm90_xmma_gemm_f32f32","kernel_launch":1,"stream":"0x0","library_call":{"api":"cublasSgemm_v2","m":512,"n":256,"k":128,"transa":"N","transb":"T"},"callsite":{"function":"main","file":"/src/gemm.cu","line":12}},"suspects":[],"pin_rule":null})json";
   // clang-format on
   std::vector<std::string> lines = describe_culprit(*parse_json(gemm));
   ASSERT_GE(lines.size(), 1u);
