@@ -7,15 +7,12 @@
 
 #include "breadcrumb_slots.h"
 #include "launch_ledger.h"
+#include "ledger_helpers.h"
 
 namespace blockrun {
 namespace {
 
-StreamId stream(uintptr_t handle) {
-  StreamId id;
-  id.handle = reinterpret_cast<const void*>(handle);
-  return id;
-}
+using testing::stream;
 
 class BreadcrumbSlotsTest : public ::testing::Test {
  protected:
@@ -23,13 +20,7 @@ class BreadcrumbSlotsTest : public ::testing::Test {
   BreadcrumbSlots breadcrumbs;
   volatile uint64_t slots[2] = {0, 0};
 
-  uint64_t launch(StreamState* state) {
-    LaunchRecord record;
-    record.sequence = ledger.number_launch();
-    record.stream = state->id;
-    state->push(record, nullptr);
-    return record.sequence;
-  }
+  uint64_t launch(StreamState* state) { return testing::record_launch(ledger, state); }
 };
 
 TEST_F(BreadcrumbSlotsTest, NoSlotsBeforeTheyAreSetUp) {

@@ -6,15 +6,12 @@
 #include <vector>
 
 #include "launch_ledger.h"
+#include "ledger_helpers.h"
 
 namespace blockrun {
 namespace {
 
-StreamId stream(uintptr_t handle) {
-  StreamId id;
-  id.handle = reinterpret_cast<const void*>(handle);
-  return id;
-}
+using testing::stream;
 
 const void* const kEvent = reinterpret_cast<const void*>(0xe000);
 
@@ -22,14 +19,7 @@ class LedgerTest : public ::testing::Test {
  protected:
   LaunchLedger ledger{StreamState::kRing, false};
 
-  // Numbers a launch on `state` and records it; its number.
-  uint64_t launch(StreamState* state) {
-    LaunchRecord record;
-    record.sequence = ledger.number_launch();
-    record.stream = state->id;
-    state->push(record, nullptr);
-    return record.sequence;
-  }
+  uint64_t launch(StreamState* state) { return testing::record_launch(ledger, state); }
 
   std::vector<uint64_t> suspects() const {
     std::vector<uint64_t> numbers;
