@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstdint>
 
+#include "report/keys.h"
+
 namespace blockrun::shim {
 
 namespace {
@@ -39,6 +41,22 @@ struct Text {
   size_t size = 0;
   void add(const char* part) {
     while (*part && size < sizeof(text) - 1) text[size++] = *part++;
+  }
+  // A record's key (report/keys.def), after a comma unless it is the object's first.
+  void key(const char* name, bool first = false) {
+    add(first ? "\"" : ",\"");
+    add(name);
+    add("\":");
+  }
+  // A string value whose text needs no escaping (a fixed word, a hex number), or null.
+  void word(const char* text_or_null) {
+    if (!text_or_null) {
+      add("null");
+      return;
+    }
+    add("\"");
+    add(text_or_null);
+    add("\"");
   }
   // A JSON string's contents, valid UTF-8 whatever `part` holds (issue 17, F11): quotes and backslashes
   // escaped, control characters dropped, a byte that does not start a well-formed UTF-8 sequence written as
@@ -201,12 +219,14 @@ void write_in_flight_lines(const Engine::InFlight* in_flight, size_t flying) {
 // The record's "in_flight" array: each stream's first unfinished launch.
 template <size_t kBytes>
 void add_in_flight(Text<kBytes>& record, const Engine::InFlight* in_flight, size_t flying) {
-  record.add(",\"in_flight\":[");
+  record.key(key::in_flight);
+  record.add("[");
   for (size_t i = 0; i < flying; ++i) {
     const KernelInfo* kernel = in_flight[i].kernel;
-    record.add(i ? ",{\"seq\":" : "{\"seq\":");
+    record.add(i ? ",{" : "{");
+    record.key(key::seq, true);
     record.add(in_flight[i].sequence);
-    record.add(",\"kernel\":");
+    record.key(key::kernel);
     if (kernel) {
       record.add("\"");
       record.add_json(kernel->name.demangled.c_str(), kKernelNameBytes);
@@ -214,15 +234,10 @@ void add_in_flight(Text<kBytes>& record, const Engine::InFlight* in_flight, size
     } else {
       record.add("null");
     }
-    record.add(",\"collective\":");
-    if (kernel && kernel->collective) {
-      record.add("\"");
-      record.add(kernel->collective);
-      record.add("\"");
-    } else {
-      record.add("null");
-    }
-    record.add(",\"stream\":\"");
+    record.key(key::collective);
+    record.word(kernel ? kernel->collective : nullptr);
+    record.key(key::stream);
+    record.add("\"");
     add_stream(record, in_flight[i].stream);
     record.add("\"}");
   }
@@ -234,24 +249,26 @@ void write_signal_record(const Watched& watched, const SignalFacts& facts, bool 
   timespec now{};
   clock_gettime(CLOCK_REALTIME, &now);
   Text<2048> record;
-  record.add("{\"type\":\"fatal_signal\",\"time\":");
+  record.add("{");
+  record.key(key::type, true);
+  record.word("fatal_signal");
+  record.key(key::time);
   record.add(static_cast<uint64_t>(now.tv_sec));
   record.add(".");
   record.add(static_cast<uint64_t>(now.tv_nsec / 1000), 6);
-  record.add(",\"signal\":\"");
-  record.add(watched.name);
-  record.add("\",\"number\":");
+  record.key(key::signal);
+  record.word(watched.name);
+  record.key(key::number);
   record.add(static_cast<uint64_t>(watched.number));
-  record.add(",\"sent\":");
+  record.key(key::sent);
   record.add(facts.sent ? "true" : "false");
-  record.add(",\"handed_to\":\"");
-  record.add(facts.handled ? "program handler" : "default action");
-  record.add("\"");
-  record.add(",\"launches\":");
+  record.key(key::handed_to);
+  record.word(facts.handled ? "program handler" : "default action");
+  record.key(key::launches);
   record.add(facts.launches);
-  record.add(",\"blocked\":");
+  record.key(key::blocked);
   record.add(facts.blocked);
-  record.add(",\"first_error_seen\":");
+  record.key(key::first_error_seen);
   record.add(facts.first_error ? "true" : "false");
   if (breadcrumbs) add_in_flight(record, in_flight, flying);
   record.add("}\n");
