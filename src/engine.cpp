@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <ctime>
@@ -31,10 +30,8 @@ namespace {
 constexpr size_t kKernelCapacity = 1 << 16;
 // Distinct Python launch lines kept (breadcrumbs, captured launches): 1.1 MiB.
 constexpr size_t kPythonSiteCapacity = 1 << 12;
-constexpr size_t kCapturedFrames = 32;          // of a captured launch's stack, kept to name its capture line
-constexpr size_t kApiCapacity = 1 << 7;         // launch entry points: a few dozen exist
-constexpr size_t kDriverLogs = 16;              // newest driver log messages kept
-constexpr uint64_t kDriverLogWindowMs = 10000;  // attached to an error this soon after, same thread
+constexpr size_t kCapturedFrames = 32;   // of a captured launch's stack, kept to name its capture line
+constexpr size_t kApiCapacity = 1 << 7;  // launch entry points: a few dozen exist
 constexpr uint64_t kMaxBlockedErrorRecords = 64;  // later ones are counted in the summary
 const void* const kLegacyStream = reinterpret_cast<const void*>(0x1);     // cudaStreamLegacy
 const void* const kPerThreadStream = reinterpret_cast<const void*>(0x2);  // cudaStreamPerThread
@@ -50,33 +47,6 @@ void default_terminate(OnError on_error, int exit_status) {
   if (on_error == OnError::Abort) std::abort();  // a core dump holds the host state at the faulting launch
   _exit(exit_status);
 }
-
-// While the first error's record is written: termination signals sent meanwhile wait on this thread until the
-// record is out (issue 17, F4). In a single-threaded program the fatal-signal handler would run here, in the
-// middle of it, and the process die without its first_error record (writing it takes 20-100 ms,
-// symbolizing). Where another thread can take the signal, its handler waits for the record
-// (wait_for_first_error_record).
-class RecordBeingWritten {
- public:
-  RecordBeingWritten(std::atomic<long>& writer, std::atomic<bool>& writing) : writing_(writing) {
-    writer.store(static_cast<long>(syscall(SYS_gettid)), std::memory_order_release);
-    writing_.store(true, std::memory_order_release);
-    sigset_t termination;
-    sigemptyset(&termination);
-    for (int number : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) sigaddset(&termination, number);
-    pthread_sigmask(SIG_BLOCK, &termination, &saved_);
-  }
-  ~RecordBeingWritten() {
-    writing_.store(false, std::memory_order_release);
-    pthread_sigmask(SIG_SETMASK, &saved_, nullptr);  // a signal held back is delivered now
-  }
-  RecordBeingWritten(const RecordBeingWritten&) = delete;
-  RecordBeingWritten& operator=(const RecordBeingWritten&) = delete;
-
- private:
-  std::atomic<bool>& writing_;
-  sigset_t saved_;
-};
 
 // What a second run blocks to synchronize each suspect on its own: with breadcrumbs the launches are known,
 // not only their kernels (NAME#N); a graph launch by its API name, as the policy knows graph launches (every
@@ -463,8 +433,8 @@ void Engine::end_sync(const char* api, bool device_wide, const void* stream, boo
 void Engine::observe_error(const char* api, ErrorCode result, const void* stream,
                            bool per_thread_default_stream) {
   if (result.ok()) return;
-  if (first_error_taken_.load(std::memory_order_relaxed)) {
-    later_errors_.fetch_add(1, std::memory_order_relaxed);
+  if (first_error_.taken()) {
+    first_error_.count_later();
     return;
   }
   surfaced(api, result, stream_id(stream, per_thread_default_stream), nullptr);
@@ -505,7 +475,7 @@ bool Engine::has_unfinished_launches() const {
 }
 
 void Engine::check_at_exit(const char* api, ErrorCode result) {
-  if (!may_have_surfaced(result) || first_error_taken_.load(std::memory_order_acquire)) return;
+  if (!may_have_surfaced(result) || first_error_.taken()) return;
   if (!in_owner_process()) return;
   surfaced(api, result, StreamId{}, nullptr, true);
 }
@@ -601,36 +571,16 @@ size_t Engine::in_flight_now(InFlight* out, size_t max) const {
   return breadcrumbs_.in_flight_now(ledger_, out, max);
 }
 
-bool Engine::take_first_error() {
-  bool expected = false;
-  if (first_error_taken_.compare_exchange_strong(expected, true)) return true;
-  later_errors_.fetch_add(1, std::memory_order_relaxed);
-  return false;
-}
-
 bool Engine::wait_for_first_error_record(int max_ms) const {
-  if (first_error_writer_.load(std::memory_order_acquire) == static_cast<long>(syscall(SYS_gettid)))
-    return !first_error_writing_.load(std::memory_order_acquire);
-  // Taken but its writer not yet registered: a few instructions away from writing.
-  auto busy = [&] {
-    return first_error_writing_.load(std::memory_order_acquire) ||
-           (first_error_taken_.load(std::memory_order_acquire) &&
-            first_error_writer_.load(std::memory_order_acquire) == 0);
-  };
-  for (int waited = 0; busy(); ++waited) {
-    if (waited >= max_ms) return false;
-    timespec millisecond{0, 1000000};
-    nanosleep(&millisecond, nullptr);
-  }
-  return true;
+  return first_error_.wait_for_record(max_ms);
 }
 
 void Engine::first_error(const char* api, ErrorCode result, const char* how, Accused accused,
                          Surfacing where) {
-  if (!take_first_error()) return;
-  RecordBeingWritten written(first_error_writer_, first_error_writing_);
+  if (!first_error_.take()) return;
+  FirstErrorLatch::Writing writing(first_error_);
   ErrorText text = describe_error_(result);
-  std::vector<std::string> driver_logs = recent_driver_logs();
+  std::vector<std::string> driver_logs = driver_log_.recent(current_thread_number(), now_ms());
   std::lock_guard<std::mutex> guard(report_mutex_);
   Finding finding = find(api, result, how, accused, where);
   finding.text = std::move(text);
@@ -697,28 +647,7 @@ void Engine::report_shim_problem(const std::string& text) {
 }
 
 void Engine::note_driver_log(const char* message, size_t length) {
-  if (!message) return;
-  DriverLog entry;
-  entry.thread = current_thread_number();
-  entry.time_ms = now_ms();
-  entry.text.assign(message, std::min<size_t>(length, 4096));
-  while (!entry.text.empty() && (entry.text.back() == '\n' || entry.text.back() == '\0'))
-    entry.text.pop_back();
-  std::lock_guard<std::mutex> guard(driver_log_mutex_);
-  if (driver_logs_.size() == kDriverLogs) driver_logs_.erase(driver_logs_.begin());
-  driver_logs_.push_back(std::move(entry));
-}
-
-std::vector<std::string> Engine::recent_driver_logs() {
-  // The driver writes its explanation during the failing call, on the calling thread.
-  uint32_t thread = current_thread_number();
-  uint64_t now = now_ms();
-  std::vector<std::string> found;
-  std::lock_guard<std::mutex> guard(driver_log_mutex_);
-  for (const DriverLog& entry : driver_logs_) {
-    if (entry.thread == thread && now - entry.time_ms <= kDriverLogWindowMs) found.push_back(entry.text);
-  }
-  return found;
+  driver_log_.note(message, length, current_thread_number(), now_ms());
 }
 
 void Engine::log_launch(const Launch& launch, const char* what, ErrorCode result) {
@@ -873,7 +802,7 @@ void Engine::finish() {
   // write (a forked child that exits normally must not repeat it).
   if (getpid() != owner_pid_) return;
   std::lock_guard<std::mutex> guard(report_mutex_);
-  bool used = ledger_.launches() > 0 || first_error_taken_.load();
+  bool used = ledger_.launches() > 0 || first_error_.taken();
   if (used && !finished_.exchange(true) && (config_.summary || report_)) {
     // The table of every kernel is built only where it is told: in the report, or in the log when launches
     // were blocked (at exit it is the shim's largest allocation, docs/memory.md).
@@ -893,9 +822,9 @@ Summary Engine::summary(bool with_units) {
   counts.blocked = blocked_.load();
   counts.blocking_ns = blocking_ns_.load();
   counts.capture_skips = capture_skips_.load();
-  counts.first_error = first_error_taken_.load();
+  counts.first_error = first_error_.taken();
   counts.first_error_summary = first_error_summary_;
-  counts.later_errors = later_errors_.load();
+  counts.later_errors = first_error_.later();
   counts.gpu_time = config_.gpu_time;
   if (!with_units) return counts;
   kernels_.for_each([&](KernelInfo& kernel) {

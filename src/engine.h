@@ -20,6 +20,8 @@
 #include "callsite.h"
 #include "config.h"
 #include "breadcrumb_slots.h"
+#include "driver_log.h"
+#include "first_error_latch.h"
 #include "graph_captures.h"
 #include "handle_table.h"
 #include "launch_ledger.h"
@@ -227,8 +229,8 @@ class Engine {
   // Counters, for the summary and tests.
   uint64_t launches() const { return ledger_.launches(); }
   uint64_t blocked_launches() const { return blocked_.load(); }
-  uint64_t later_errors() const { return later_errors_.load(); }
-  bool has_first_error() const { return first_error_taken_.load(); }
+  uint64_t later_errors() const { return first_error_.later(); }
+  bool has_first_error() const { return first_error_.taken(); }
   // Whether this is the process that made the engine (not a forked child, which must not call CUDA).
   bool in_owner_process() const { return static_cast<long>(getpid()) == owner_pid_; }
   // Waits, up to `max_ms`, while another thread is still writing the first error's record (naming its
@@ -290,7 +292,6 @@ class Engine {
   // When a blocked launch's synchronize failed: the other launches that had not completed, on any stream
   // (breadcrumbs narrow it to each stream's first unfinished one), any of which may have faulted instead.
   std::vector<ReportedLaunch> may_have_faulted_instead(const Launch& launch);
-  bool take_first_error();
   void log_launch(const Launch& launch, const char* what, ErrorCode result);
   void note_blocked(Launch& launch);
   BlockStats* stats_of(const LaunchRecord& record);
@@ -318,7 +319,6 @@ class Engine {
   // The program's own Python line and the innermost frame, as PythonSiteTable numbers (left as they are where
   // there is no frame).
   void intern_python_sites(const PythonStack& python, uint32_t* site, uint32_t* innermost);
-  std::vector<std::string> recent_driver_logs();
   Summary summary(bool with_units);
 
   Config config_;
@@ -367,20 +367,11 @@ class Engine {
   std::unique_ptr<Symbolizer> symbolizer_;
   uint64_t blocked_error_records_ = 0;
 
-  struct DriverLog {
-    uint32_t thread = 0;
-    uint64_t time_ms = 0;
-    std::string text;
-  };
-  std::mutex driver_log_mutex_;
-  std::vector<DriverLog> driver_logs_;  // the newest kDriverLogs, oldest first
+  DriverLog driver_log_;
 
   std::atomic<uint64_t> blocked_{0};
   std::atomic<uint64_t> capture_skips_{0};
-  std::atomic<bool> first_error_taken_{false};
-  std::atomic<bool> first_error_writing_{false};  // taken, its record not yet written and flushed
-  std::atomic<long> first_error_writer_{0};       // the writing thread's kernel id
-  std::atomic<uint64_t> later_errors_{0};
+  FirstErrorLatch first_error_;
   std::atomic<bool> finished_{false};
 
   std::mutex report_mutex_;  // serializes multi-line reports; never taken on the launch path

@@ -521,8 +521,9 @@ long added_kb(const Outcome& with, const Outcome& without) {
 }
 
 // What the shim allocates at exit, after the program's last word, when launches were blocked: the summary's
-// table of the ten longest blocked kernels is sorted from a copy of every kernel's row (engine.cpp unit_rows:
-// two std::strings, a count and a pointer, 80 bytes, in a vector that doubles, plus the two names copied).
+// table of the ten longest blocked kernels is sorted from a row per kernel (Engine::summary's UnitRow, which
+// points at the kernel's names: 40 bytes). The bound still allows the older row, two std::strings, a count and
+// a pointer, 80 bytes, in a vector that doubles, plus the two names copied: it covers today's with room.
 // This is not among docs/design.md's bounds (docs/memory.md, "At exit").
 uint64_t exit_summary_bytes(bool blocked) {
   if (!blocked) return 0;
