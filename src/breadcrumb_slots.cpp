@@ -7,11 +7,10 @@ namespace blockrun {
 
 namespace {
 
-// The first unfinished launch of `state` (its sequence is above `after`), read without waiting: nullptr when
-// there is none, or when another thread holds the ring (`busy`).
-const LaunchRecord* first_unfinished_now(StreamState& state, uint64_t after, bool* busy) {
-  *busy = state.lock.test_and_set(std::memory_order_acquire);
-  if (*busy) return nullptr;  // held by the interrupted code
+// The first unfinished launch of `state` (its sequence above `after`), read without waiting: false when there
+// is none, or when another thread holds the ring (in the fatal-signal path: the interrupted code).
+bool first_unfinished_now(StreamState& state, uint64_t after, InFlight* found) {
+  if (state.lock.test_and_set(std::memory_order_acquire)) return false;
   const LaunchRecord* first = nullptr;
   uint64_t oldest = state.written > state.capacity ? state.written - state.capacity : 0;
   for (uint64_t i = oldest; i < state.written; ++i) {
@@ -19,7 +18,9 @@ const LaunchRecord* first_unfinished_now(StreamState& state, uint64_t after, boo
     if (record.sequence > after && !record.refused && (!first || record.sequence < first->sequence))
       first = &record;
   }
-  return first;  // the caller clears the lock once it copied the record
+  if (first) *found = InFlight{first->sequence, first->kernel, first->stream};
+  state.lock.clear(std::memory_order_release);
+  return first != nullptr;
 }
 
 // Keeps the oldest `max` of `out` (`count` of them), in order: insertion into a short array.
@@ -97,13 +98,8 @@ size_t BreadcrumbSlots::in_flight_now(const LaunchLedger& ledger, InFlight* out,
     if (slot < 0) return;  // no breadcrumbs on it: how far it got is unknown
     uint64_t after =
         std::max({device_synced, state.synced_through.load(std::memory_order_acquire), slots[slot]});
-    bool busy = false;
-    const LaunchRecord* first = first_unfinished_now(state, after, &busy);
-    if (busy) return;
     InFlight found{};
-    if (first) found = InFlight{first->sequence, first->kernel, first->stream};
-    state.lock.clear(std::memory_order_release);
-    if (first) insert_oldest(found, out, &count, max);
+    if (first_unfinished_now(state, after, &found)) insert_oldest(found, out, &count, max);
   });
   return count;
 }
