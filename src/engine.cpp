@@ -356,8 +356,7 @@ void Engine::launch_blocked(Launch& launch, ErrorCode sync_result, const char* s
     ErrorText text = describe_error_(sync_result);
     std::lock_guard<std::mutex> guard(report_mutex_);
     if (++blocked_error_records_ <= kMaxBlockedErrorRecords) {
-      const CallStack* stack = launch.record.has_stack ? &launch.stack : nullptr;
-      LaunchView view = view_of(launch.record, stack, true, true, kCapturedLaunchesReported);
+      LaunchView view = view_of(launch.record, launch.taken_stack(), true, true, kCapturedLaunchesReported);
       report_->write_record(blocked_error_record(view, text, sync_api, sync_result));
     }
   }
@@ -608,13 +607,13 @@ Finding Engine::find(const char* api, ErrorCode result, const char* how, const A
   bool whole_stack = report_ || config_.stack;
   size_t told = report_ ? kCapturedLaunchesReported : kCapturedLaunchesLogged;
   if (const Launch* culprit = accused.culprit) {
-    const CallStack* stack = culprit->record.has_stack ? &culprit->stack : nullptr;
-    finding.culprit = std::make_unique<LaunchView>(view_of(culprit->record, stack, whole_stack, true, told));
+    finding.culprit = std::make_unique<LaunchView>(
+        view_of(culprit->record, culprit->taken_stack(), whole_stack, true, told));
   }
   // A launch the context refused: where the error surfaced, with its own call site.
   if (const Launch* refused = where.refused_launch) {
-    const CallStack* stack = refused->record.has_stack ? &refused->stack : nullptr;
-    finding.refused = std::make_unique<LaunchView>(view_of(refused->record, stack, whole_stack, false, told));
+    finding.refused = std::make_unique<LaunchView>(
+        view_of(refused->record, refused->taken_stack(), whole_stack, false, told));
   }
   bool by_breadcrumbs = accused.found_by == FoundBy::Breadcrumbs;
   for (const ReportedLaunch& suspect : accused.suspects)
@@ -653,7 +652,7 @@ void Engine::note_driver_log(const char* message, size_t length) {
 void Engine::log_launch(const Launch& launch, const char* what, ErrorCode result) {
   LaunchRecord record = launch.record;
   record.blocked = false;  // `what` says what happened; the record says only what the policy wanted
-  const CallStack* stack = launch.record.has_stack ? &launch.stack : nullptr;
+  const CallStack* stack = launch.taken_stack();
   std::lock_guard<std::mutex> guard(report_mutex_);
   logger_->info("launch: {}{}{} via {}{}{}", blockrun::describe(record), *what ? " -> " : "", what,
                 record.api, record.driver_api ? " > " : "", record.driver_api ? record.driver_api : "");

@@ -63,6 +63,8 @@ struct Launch {
   int32_t graph_slot = -1;
   uint32_t capture_position = 0;
   bool block() const { return decision.blocks(); }
+  // Its call stack, where one was taken (nullptr: only record.caller is known).
+  const CallStack* taken_stack() const { return record.has_stack ? &stack : nullptr; }
 };
 
 // Takes a CallStack of the calling thread (the shim's stack walk and Python frames; tests pass their own).
