@@ -9,6 +9,7 @@
 
 #include "linear_regex.h"
 #include "names.h"
+#include "suggest.h"
 
 extern char** environ;
 
@@ -171,11 +172,14 @@ ConfigResult parse_config(const EnvLookup& lookup, const std::vector<std::string
     for (const OptionSpec& spec : option_specs()) known = known || variable == spec.variable;
     if (known) continue;
     std::string names;
-    for (const OptionSpec& spec : option_specs())
+    std::vector<std::string> known_names;
+    for (const OptionSpec& spec : option_specs()) {
       names += (names.empty() ? "" : ", ") + std::string(spec.variable);
+      known_names.emplace_back(spec.variable);
+    }
     std::optional<std::string> value = lookup(variable);
     result.errors.push_back(ConfigError{variable, value.value_or(""), "one of the known variables: " + names,
-                                        "unknown variable"});
+                                        "unknown variable" + did_you_mean(variable, known_names)});
   }
   return result;
 }

@@ -588,6 +588,20 @@ void Engine::first_error(const char* api, ErrorCode result, const char* how, Acc
   if (report_) report_->write_record(first_error_record(finding));
   first_error_summary_ = first_error_summary(finding);
   log_first_error(*logger_, finding, config_.stack);
+  note_in_error_file(finding);
+}
+
+// CUDA_BLOCKRUN_ERROR_FILE (--error-exitcode): one line per process that met a CUDA error, appended, so that
+// the wrapper or a job's script learns of errors that the program swallowed and exited 0 after.
+void Engine::note_in_error_file(const Finding& finding) {
+  if (config_.error_file.empty()) return;
+  std::string path = expand_path(config_.error_file, process_.pid, process_.rank, process_.host);
+  std::string problem;
+  std::unique_ptr<OutputFile> file = OutputFile::open(path, config_.private_files, &problem);
+  std::string line = fmt::format("{} {} {}\n", process_.pid, finding.text.name, finding.api);
+  if (!file || !file->write_record(line.data(), line.size()))
+    logger_->warn("cannot note the error in {} ({}): {}", path, variable::error_file,
+                  file ? "the write failed" : problem);
 }
 
 Finding Engine::find(const char* api, ErrorCode result, const char* how, const Accused& accused,

@@ -283,6 +283,7 @@ class Engine {
   // What the first error record and log say, resolved (symbolized) once for both (but the error's text and
   // the driver's log, which the caller adds). With report_mutex_ held.
   Finding find(const char* api, ErrorCode result, const char* how, const Accused& accused, Surfacing where);
+  void note_in_error_file(const Finding& finding);
   void pin(const Accused& accused, Finding* finding) const;
   // An error surfaced at a call that did not cause it (or whose cause is not known): the culprit comes from
   // the breadcrumbs, else the suspects: what had not completed (on any stream, for a sticky error).

@@ -14,6 +14,7 @@
 
 #include "linear_regex.h"
 #include "names.h"
+#include "suggest.h"
 
 namespace blockrun {
 
@@ -44,6 +45,11 @@ bool match_bracket(std::string_view pattern, size_t pos, char c, size_t* end) {
   *end = i + 1;  // past ']' (well-formedness was checked at parse time)
   return matched != negate;
 }
+
+// The policy's own words, for "did you mean": the actions, the on-error words, all and none; and the keys.
+const std::vector<std::string> kWords = {"block", "block-device", "log", "return", "abort", "all", "none"};
+const std::vector<std::string> kKeys = {
+    "kernel=", "regex=", "family=", "library=", "every=", "thread=", "stream=", "after=", "exit="};
 
 struct Piece {
   std::string text;
@@ -400,11 +406,27 @@ bool parse_keyed_term(const Piece& piece, const std::string& key, const std::str
       return fail("expected a duration (500ms, 30s, 2m, 1h) after 'after='");
     term->kind = Term::Kind::After;
   } else {
-    return fail("unknown term '" + key +
-                "='; terms are kernel=, regex=, family=, library=, every=, thread=, "
+    return fail("unknown term '" + key + "='" + did_you_mean(key + "=", kKeys) +
+                "; terms are kernel=, regex=, family=, library=, every=, thread=, "
                 "stream=, after=, #N, NAME#N");
   }
   return true;
+}
+
+// A bare word one slip away from one of the policy's own words (`abortt`, `blok`, `al`) is refused rather
+// than read as a kernel name that would never match: the rule would run the program without doing what was
+// asked. A kernel that is really called so is written kernel=NAME.
+bool check_not_a_misspelled_word(const Piece& piece, std::string* error) {
+  const std::string& text = piece.text;
+  if (text.find_first_of("*?[(<#:") != std::string::npos) return true;
+  std::optional<std::string> meant = closest_word(text, kWords);
+  if (!meant) return true;
+  return term_error(piece,
+                    "not a word of the policy (did you mean '" + *meant +
+                        "'?); actions: block, block-device, log; on error: return, abort, exit=N; for a "
+                        "kernel of that name write kernel=" +
+                        text,
+                    error);
 }
 
 // A kernel name: GLOB, or GLOB#RANGE for launches of that kernel by their number. The range follows the last
@@ -436,8 +458,10 @@ bool parse_name_term(const Piece& piece, Term* term, std::string* error) {
   return true;
 }
 
-// Parses one term (or action) of a rule; returns false with *error set.
-bool parse_term(const Piece& piece, Term* term, Decision* decision, bool* is_action, std::string* error) {
+// Parses one term (or action) of a rule; returns false with *error set. *bare_name says whether it is a
+// kernel name written without kernel=.
+bool parse_term(const Piece& piece, Term* term, Decision* decision, bool* is_action, bool* bare_name,
+                std::string* error) {
   const bool parsed = parse_action(piece, decision, is_action, error);
   if (!parsed || *is_action) return parsed;
   const std::string& text = piece.text;
@@ -456,7 +480,8 @@ bool parse_term(const Piece& piece, Term* term, Decision* decision, bool* is_act
     term->kind = Term::Kind::Sequence;
     return true;
   }
-  return parse_name_term(piece, term, error);
+  *bare_name = true;
+  return check_not_a_misspelled_word(piece, error) && parse_name_term(piece, term, error);
 }
 
 }  // namespace
@@ -579,11 +604,21 @@ std::optional<Policy> Policy::parse(std::string_view text, std::string* error) {
       return std::nullopt;
     }
     rule->decision.action = rule->exclude ? Action::Run : Action::Block;
+    const Piece* named = nullptr;  // the rule's bare kernel name
     for (const Piece& term_piece : split_with_offsets(body, offset, " \t")) {
       if (term_piece.text.empty()) continue;
       Term term;
-      bool is_action = false;
-      if (!parse_term(term_piece, &term, &rule->decision, &is_action, error)) return std::nullopt;
+      bool is_action = false, bare_name = false;
+      if (!parse_term(term_piece, &term, &rule->decision, &is_action, &bare_name, error)) return std::nullopt;
+      if (bare_name && named) {
+        // `stencil fill` would block launches named both, which is none: two kernels are two rules.
+        *error = "at " + std::to_string(term_piece.offset + 1) + " ('" + term_piece.text +
+                 "'): a rule names one kernel, and '" + named->text +
+                 "' is named already; to select both, write two rules: '" + named->text + "; " +
+                 term_piece.text + "'";
+        return std::nullopt;
+      }
+      if (bare_name) named = &term_piece;
       if (is_action) {
         if (rule->exclude) {
           *error = "at " + std::to_string(term_piece.offset + 1) + " ('" + term_piece.text +

@@ -2,6 +2,8 @@
 // and named, identical behaviour with no policy, no synchronize during capture, non-CUDA programs
 // untouched, invalid configuration refused before main.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <regex>
@@ -409,7 +411,11 @@ TEST(Shim, InvalidConfigurationStopsBeforeMain) {
 
   r = run_process({"/bin/echo", "main ran"}, {{"LD_PRELOAD", kShim}, {"CUDA_BLOCKRUN_BLOK", "all"}});
   EXPECT_EQ(r.status, 2);
-  EXPECT_TRUE(contains(r.err, "invalid CUDA_BLOCKRUN_BLOK='all': unknown variable")) << r.err;
+  EXPECT_TRUE(
+      contains(r.err,
+               "invalid CUDA_BLOCKRUN_BLOK='all': unknown variable (did you mean 'CUDA_BLOCKRUN_BLOCK'?); "
+               "accepted: one of the known variables: CUDA_BLOCKRUN, "))
+      << r.err;
 }
 
 TEST(Shim, DisabledShimIsInert) {
@@ -678,6 +684,64 @@ TEST(Wrapper, ReturnsTheProgramsStatusAndRefusesBadInput) {
   ProcessResult none = run_process({kWrapper}, {});
   EXPECT_EQ(none.status, 2);
   EXPECT_TRUE(contains(none.err, "cuda-blockrun: no program given\n"));
+}
+
+// Issue 19: a program that swallows its CUDA error and exits 0 (as PyTorch programs that catch the exception
+// do) passes a CI job, unless --error-exitcode says otherwise, as compute-sanitizer's and valgrind's do.
+TEST(Wrapper, ErrorExitcodeFailsAProgramThatSwallowedACudaError) {
+  char temporary[] = "/tmp/blockrun-exitcode.XXXXXX";
+  ASSERT_NE(mkdtemp(temporary), nullptr);
+  // The error is met in a child of the program (a shell that ignores the app's status): it counts as well.
+  const std::vector<std::string> swallowing = {"/bin/sh", "-c", kApp + " steps >/dev/null 2>&1; exit 0"};
+  const Env faulty = {{"CUDA_SIM_FAULT", "stencil:13"}, {"TMPDIR", temporary}};
+  ProcessResult r = run_wrapped({"--error-exitcode", "7"}, swallowing, faulty);
+  EXPECT_EQ(r.status, 7);
+  EXPECT_TRUE(
+      std::regex_search(r.err, std::regex("\\[cuda-blockrun\\] the program exited 0, but process [0-9]+ met "
+                                          "cudaErrorIllegalAddress \\(returned by [a-zA-Z_]+\\): exit "
+                                          "status 7, as --error-exitcode says\n")))
+      << r.err;
+  // Without the flag, or without an error, the program's own status; a status of its own is kept.
+  EXPECT_EQ(run_wrapped({}, swallowing, faulty).status, 0);
+  EXPECT_EQ(run_wrapped({"--error-exitcode=7"}, swallowing, {{"TMPDIR", temporary}}).status, 0);
+  EXPECT_EQ(run_wrapped({"--error-exitcode", "7"}, {kApp, "steps"}, faulty).status, 1);
+  // A program killed by a signal ends the wrapper by the same signal.
+  EXPECT_EQ(run_wrapped({"--error-exitcode", "7"}, {"/bin/sh", "-c", "kill -TERM $$"}, faulty).status,
+            128 + SIGTERM);
+  // The error files are removed.
+  EXPECT_EQ(run_process({"/bin/sh", "-c", std::string("ls -A ") + temporary}, {}).out, "");
+  rmdir(temporary);
+  for (const char* bad : {"0", "256", "x", "-1"}) {
+    ProcessResult refused = run_process({kWrapper, "--error-exitcode", bad, "--", "/bin/true"}, {});
+    EXPECT_EQ(refused.status, 2) << bad;
+    EXPECT_TRUE(contains(refused.err, std::string("cuda-blockrun: --error-exitcode: '") + bad +
+                                          "' is not an exit status; accepted: a whole number 1-255\n"))
+        << refused.err;
+  }
+  ProcessResult both = run_process({kWrapper, "--error-exitcode", "3", "--", "/bin/true"},
+                                   {{"CUDA_BLOCKRUN_ERROR_FILE", "/tmp/errors"}});
+  EXPECT_EQ(both.status, 2);
+  EXPECT_TRUE(contains(both.err,
+                       "--error-exitcode keeps its own error file: it cannot be combined with "
+                       "CUDA_BLOCKRUN_ERROR_FILE\n"))
+      << both.err;
+}
+
+// Without the wrapper, CUDA_BLOCKRUN_ERROR_FILE tells a job's script which processes met an error.
+TEST(Shim, ErrorFileGetsOneLinePerProcessThatMetAnError) {
+  char temporary[] = "/tmp/blockrun-errorfile.XXXXXX";
+  ASSERT_NE(mkdtemp(temporary), nullptr);
+  const std::string file = std::string(temporary) + "/errors";
+  ProcessResult r =
+      app("steps", {{"CUDA_SIM_FAULT", "stencil:13"}, {"CUDA_BLOCKRUN_ERROR_FILE", file}}, true);
+  EXPECT_EQ(r.status, 1);
+  ProcessResult clean = app("steps", {{"CUDA_BLOCKRUN_ERROR_FILE", file}}, true);
+  EXPECT_EQ(clean.status, 0);
+  ProcessResult lines = run_process({"/bin/cat", file}, {});
+  EXPECT_TRUE(std::regex_match(lines.out, std::regex("[0-9]+ cudaErrorIllegalAddress [a-zA-Z_]+\n")))
+      << lines.out;
+  unlink(file.c_str());
+  rmdir(temporary);
 }
 
 TEST(Wrapper, HelpVersionAndHookList) {

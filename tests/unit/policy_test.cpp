@@ -71,6 +71,31 @@ TEST(PolicyParse, RulesSplitAtTopLevelSeparators) {
   EXPECT_TRUE(policy.blocks_kernel(kStencil));
 }
 
+// Issue 19: a slip in a word of the policy ran the program without doing what was asked (`stencil abortt`
+// blocked nothing: 'abortt' was a second kernel name that no launch has).
+TEST(PolicyParse, AMisspelledWordIsRefusedWithTheWordMeant) {
+  EXPECT_EQ(parse_error("stencil abortt"),
+            "at 9 ('abortt'): not a word of the policy (did you mean 'abort'?); actions: block, block-device, "
+            "log; on error: return, abort, exit=N; for a kernel of that name write kernel=abortt");
+  EXPECT_NE(parse_error("stencil blok").find("(did you mean 'block'?)"), std::string::npos);
+  EXPECT_NE(parse_error("al").find("(did you mean 'all'?)"), std::string::npos);
+  EXPECT_NE(parse_error("stencil retrun").find("(did you mean 'return'?)"), std::string::npos);
+  EXPECT_EQ(parse_error("famly=cublas"),
+            "at 1 ('famly=cublas'): unknown term 'famly=' (did you mean 'family='?); terms are kernel=, regex=, "
+            "family=, library=, every=, thread=, stream=, after=, #N, NAME#N");
+  // A kernel really called so is written kernel=NAME; globs and names with '#' are never taken for words.
+  EXPECT_TRUE(parse_ok("kernel=clock").blocks_kernel(make_kernel_name("clock")));
+  parse_ok("stencil abort; fill log; blo* return; stencil#2 block-device");
+}
+
+TEST(PolicyParse, TwoKernelNamesInOneRuleAreTwoRules) {
+  EXPECT_EQ(parse_error("stencil fill"),
+            "at 9 ('fill'): a rule names one kernel, and 'stencil' is named already; to select both, write two "
+            "rules: 'stencil; fill'");
+  // A name and a keyed term narrow each other, as before.
+  parse_ok("stencil kernel=*float*; stencil regex=sten");
+}
+
 TEST(PolicyParse, ErrorsNameThePositionAndWhatIsExpected) {
   EXPECT_EQ(parse_error("a;;b"), "at 3: empty rule");
   EXPECT_EQ(parse_error("stencil; none"), "at 10: 'none' must stand alone");

@@ -39,6 +39,16 @@ std::vector<std::filesystem::path> files_in(const std::filesystem::path& directo
 int explain_launch(const std::map<std::string, std::string>& settings, const std::string& description);
 // `cuda-blockrun report [--json] FILE...|DIR` (argv after `report`).
 int report_command(int argc, char** argv);
+// Runs the program: execvp (the wrapper becomes it), or, with an --error-exitcode, as a child whose exit status
+// 0 becomes that status when any of its processes met a CUDA error (CUDA_BLOCKRUN_ERROR_FILE). Returns only
+// where the program cannot be run.
+int run_program(char** program_argv, std::optional<int> error_exitcode);
+// A new, private error file for --error-exitcode (in a new directory under $TMPDIR); exits where none can be
+// made.
+std::string make_error_file();
+// `status` (an exit status, as a shell gives it), or `error_exitcode` where it is 0 and `error_file` tells of a
+// CUDA error (said on standard error); removes the file.
+int exit_status_after(int status, int error_exitcode, const std::string& error_file);
 // --localize: runs `program_argv` (the shim already in LD_PRELOAD, the flags in the environment) once or
 // twice and prints one verdict; returns run 1's exit status.
 int localize_culprit(char** program_argv, bool breadcrumbs);

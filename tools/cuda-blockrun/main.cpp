@@ -107,6 +107,7 @@ struct Invocation {
   std::map<std::string, std::string> settings;
   std::optional<std::string> explain;
   bool localize = false;
+  std::optional<int> error_exitcode;
   int program = 0;
 };
 
@@ -184,6 +185,15 @@ Invocation parse_command_line(int argc, char** argv) {
       invocation.explain = argument == "--explain" ? argv[++index] : argument.substr(10);
     } else if (argument == "--localize") {
       invocation.localize = true;
+    } else if (argument == "--error-exitcode" || argument.rfind("--error-exitcode=", 0) == 0) {
+      std::string value =
+          argument == "--error-exitcode" ? (index + 1 < argc ? argv[++index] : "") : argument.substr(17);
+      char* end = nullptr;
+      long status = std::strtol(value.c_str(), &end, 10);
+      if (value.empty() || *end || status < 1 || status > 255)
+        usage_error("--error-exitcode: '" + value +
+                    "' is not an exit status; accepted: a whole number 1-255");
+      invocation.error_exitcode = static_cast<int>(status);
     } else {
       index = take_option(argc, argv, index, &invocation);
     }
@@ -265,13 +275,22 @@ int main(int argc, char** argv) {
   std::string program = program_argv[0];
   if (!find_program(program)) usage_error("program '" + program + "' not found or not executable");
   prepare_environment(invocation.settings);
+  if (invocation.error_exitcode && (invocation.settings.count(blockrun::variable::error_file) ||
+                                    std::getenv(blockrun::variable::error_file)))
+    usage_error(std::string("--error-exitcode keeps its own error file: it cannot be combined with ") +
+                blockrun::variable::error_file);
   if (invocation.localize) {
+    std::string error_file;
+    if (invocation.error_exitcode) {
+      error_file = make_error_file();
+      setenv(blockrun::variable::error_file, error_file.c_str(), 1);
+    }
     // Breadcrumbs unless the user set CUDA_BLOCKRUN_BREADCRUMBS (flag or environment) to off.
     // (The flags are in the environment by now.)
-    return localize_culprit(program_argv,
-                            !std::getenv(blockrun::variable::breadcrumbs) || config.breadcrumbs);
+    int status =
+        localize_culprit(program_argv, !std::getenv(blockrun::variable::breadcrumbs) || config.breadcrumbs);
+    return invocation.error_exitcode ? exit_status_after(status, *invocation.error_exitcode, error_file)
+                                     : status;
   }
-  execvp(program.c_str(), program_argv);
-  std::fprintf(stderr, "cuda-blockrun: cannot run '%s': %s\n", program.c_str(), std::strerror(errno));
-  return kUsageError;
+  return run_program(program_argv, invocation.error_exitcode);
 }

@@ -1,0 +1,126 @@
+// Running the program: replaced by it (the usual case: its pid, its signals and its exit status are its own),
+// or, with --error-exitcode, as a child that the wrapper waits for, so that a CUDA error the program
+// swallowed can still fail the job.
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "cli.h"
+#include "config.h"
+
+namespace blockrun::cli {
+
+namespace {
+
+pid_t g_child = 0;
+
+// A signal meant for the job (a scheduler's SIGTERM, a hang-up) is passed on to the program, which decides
+// what to do with it; the wrapper ends when the program does.
+void pass_on(int signal_number) {
+  if (g_child > 0) kill(g_child, signal_number);
+}
+
+// Ctrl-C and Ctrl-\ reach the program from the terminal itself; the wrapper ignores them and waits, as
+// system() does. The others are passed on.
+void forward_signals_to(pid_t child) {
+  g_child = child;
+  struct sigaction ignore {
+  }, forward{};
+  ignore.sa_handler = SIG_IGN;
+  forward.sa_handler = pass_on;
+  sigemptyset(&forward.sa_mask);
+  forward.sa_flags = SA_RESTART;
+  for (int signal_number : {SIGINT, SIGQUIT}) sigaction(signal_number, &ignore, nullptr);
+  for (int signal_number : {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM})
+    sigaction(signal_number, &forward, nullptr);
+}
+
+// Ends the wrapper as the program ended by `status` (waitpid's): by the same signal (without a second core
+// dump), so that a shell or a launcher sees what it would have seen without the wrapper.
+[[noreturn]] void end_as(int status) {
+  if (WIFSIGNALED(status)) {
+    struct rlimit no_core {
+      0, 0
+    };
+    setrlimit(RLIMIT_CORE, &no_core);
+    signal(WTERMSIG(status), SIG_DFL);
+    sigset_t all;
+    sigemptyset(&all);
+    sigaddset(&all, WTERMSIG(status));
+    sigprocmask(SIG_UNBLOCK, &all, nullptr);
+    raise(WTERMSIG(status));
+    _exit(128 + WTERMSIG(status));
+  }
+  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+}
+
+// The first line the shim wrote into the error file (`PID ERROR CALL`), or "" where none was written.
+std::string first_noted_error(const std::string& path) {
+  std::optional<std::string> contents = read_file(path);
+  if (!contents || contents->empty()) return "";
+  return contents->substr(0, contents->find('\n'));
+}
+
+}  // namespace
+
+std::string make_error_file() {
+  const char* temporary = std::getenv("TMPDIR");
+  std::string pattern = std::string(temporary && *temporary ? temporary : "/tmp") + "/cuda-blockrun.XXXXXX";
+  if (!mkdtemp(pattern.data()))
+    usage_error("--error-exitcode: cannot make a directory for the error file (" + pattern +
+                "): " + std::strerror(errno));
+  return pattern + "/errors";
+}
+
+int exit_status_after(int status, int error_exitcode, const std::string& error_file) {
+  std::string noted = first_noted_error(error_file);
+  unlink(error_file.c_str());
+  rmdir(error_file.substr(0, error_file.rfind('/')).c_str());
+  if (status != 0 || noted.empty()) return status;
+  // The line is `PID ERROR CALL` (Engine::note_in_error_file).
+  size_t first_space = noted.find(' '), second_space = noted.find(' ', first_space + 1);
+  std::string pid = noted.substr(0, first_space);
+  std::string error = noted.substr(first_space + 1, second_space - first_space - 1);
+  std::string call = second_space == std::string::npos ? "?" : noted.substr(second_space + 1);
+  std::fprintf(
+      stderr,
+      "[cuda-blockrun] the program exited 0, but process %s met %s (returned by %s): exit status %d, "
+      "as --error-exitcode says\n",
+      pid.c_str(), error.c_str(), call.c_str(), error_exitcode);
+  return error_exitcode;
+}
+
+int run_program(char** program_argv, std::optional<int> error_exitcode) {
+  if (!error_exitcode) {
+    execvp(program_argv[0], program_argv);
+    std::fprintf(stderr, "cuda-blockrun: cannot run '%s': %s\n", program_argv[0], std::strerror(errno));
+    return kUsageError;
+  }
+  std::string error_file = make_error_file();
+  setenv(blockrun::variable::error_file, error_file.c_str(), 1);
+  std::fflush(nullptr);
+  pid_t child = fork();
+  if (child < 0) usage_error(std::string("cannot start the program: ") + std::strerror(errno));
+  if (child == 0) {
+    execvp(program_argv[0], program_argv);
+    std::fprintf(stderr, "cuda-blockrun: cannot run '%s': %s\n", program_argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  forward_signals_to(child);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) _exit(exit_status_after(WEXITSTATUS(status), *error_exitcode, error_file));
+  exit_status_after(1, *error_exitcode, error_file);  // only to remove the file: the signal is said below
+  end_as(status);
+}
+
+}  // namespace blockrun::cli
