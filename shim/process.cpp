@@ -230,6 +230,7 @@ ProcessInfo process_info() {
   ProcessInfo info;
   info.pid = static_cast<long>(getpid());
   info.rank = rank_from_environment(process_environment());
+  if (const char* run = std::getenv(variable::run_id)) info.run = run;
   info.host = host_name();
   info.name = process_name();
   info.argv = process_arguments();

@@ -268,6 +268,22 @@ std::optional<RankSet> parse_ranks(const std::string& text, std::string* error) 
   return set;
 }
 
+std::string new_run_id(const EnvLookup& lookup, const std::string& host, long pid, long parent_pid,
+                       long time) {
+  auto set = [&](const char* variable) { return lookup(variable).value_or(""); };
+  // torchrun's workers are children of its agent, one per host and run; without --rdzv-id its id is "none".
+  if (std::string torch = set("TORCHELASTIC_RUN_ID"); !torch.empty()) {
+    return torch == "none" ? "torchelastic-" + host + "-" + std::to_string(parent_pid)
+                           : "torchelastic-" + torch;
+  }
+  if (std::string slurm = set("SLURM_JOB_ID"); !slurm.empty()) {
+    std::string step = set("SLURM_STEP_ID");
+    return "slurm-" + slurm + (step.empty() ? "" : "." + step);
+  }
+  if (std::string ompi = set("OMPI_MCA_ess_base_jobid"); !ompi.empty()) return "ompi-" + ompi;
+  return host_for_path(host) + "-" + std::to_string(time) + "-" + std::to_string(pid);
+}
+
 long rank_from_environment(const EnvLookup& lookup) {
   for (const char* variable : {"RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
     std::optional<std::string> value = lookup(variable);

@@ -198,6 +198,22 @@ std::string ProcessOutcome::who() const {
   return fmt::format("rank {} (pid {} on {}, {})", rank, pid, host, process);
 }
 
+namespace {
+
+// Of the processes read from one file (from `first` on), those of its last run: a report path used again by a
+// later run must not make the earlier run's failure this run's first (issue 19).
+void keep_last_run(size_t first, std::vector<ProcessOutcome>* processes) {
+  const std::string last_run = processes->back().run;
+  auto earlier =
+      std::stable_partition(processes->begin() + static_cast<long>(first), processes->end(),
+                            [&](const ProcessOutcome& process) { return process.run == last_run; });
+  size_t left_out = static_cast<size_t>(processes->end() - earlier);
+  processes->erase(earlier, processes->end());
+  for (size_t i = first; i < processes->size(); ++i) (*processes)[i].earlier_runs = left_out;
+}
+
+}  // namespace
+
 std::vector<ProcessOutcome> read_job(const std::vector<std::pair<std::string, std::string>>& reports) {
   std::vector<ProcessOutcome> processes;
   for (const auto& [path, contents] : reports) {
@@ -217,6 +233,7 @@ std::vector<ProcessOutcome> read_job(const std::vector<std::pair<std::string, st
         process.pid = static_cast<long>(number_member(record, key::pid));
         process.rank = static_cast<long>(number_member(record, key::rank));
         process.process = string_member(record, key::process, "?");
+        process.run = string_member(record, key::run);
         return;
       }
       ProcessOutcome& process = processes.back();
@@ -229,6 +246,7 @@ std::vector<ProcessOutcome> read_job(const std::vector<std::pair<std::string, st
       }
     });
     processes.back().unreadable += unreadable;  // a cut-short record is the last process's, at the end
+    keep_last_run(first_of_file, &processes);
     if (processes.size() - first_of_file > 1) {
       for (size_t i = first_of_file; i < processes.size(); ++i) processes[i].shared_file = true;
     }
@@ -240,6 +258,13 @@ int first_failure(const std::vector<ProcessOutcome>& processes) {
   std::vector<size_t> order = verdict_order(processes);
   if (order.empty() || !processes[order.front()].failed_at()) return -1;
   return static_cast<int>(order.front());
+}
+
+JobOutcome job_outcome(const std::vector<ProcessOutcome>& processes) {
+  if (first_failure(processes) >= 0) return JobOutcome::Failed;
+  for (const ProcessOutcome& process : processes)
+    if (process.kind() == ProcessOutcome::Kind::CutShort) return JobOutcome::CutShort;
+  return JobOutcome::Clean;
 }
 
 namespace {
@@ -260,6 +285,15 @@ void add_overview(const std::vector<ProcessOutcome>& processes, std::vector<std:
   lines->push_back(fmt::format("{} process{} ({} report file{}) on {}", processes.size(),
                                processes.size() == 1 ? "" : "es", files.size(), files.size() == 1 ? "" : "s",
                                hosts.empty() ? "unknown hosts" : fmt::format("{}", fmt::join(hosts, ", "))));
+  std::set<std::string> noted;
+  for (const ProcessOutcome& process : processes) {
+    if (process.earlier_runs && noted.insert(process.report).second) {
+      lines->push_back(
+          fmt::format("note: {} also holds {} process{} of earlier runs, left out (the report path "
+                      "was used again)",
+                      process.report, process.earlier_runs, process.earlier_runs == 1 ? "" : "es"));
+    }
+  }
   for (const ProcessOutcome& process : processes) {
     if (process.shared_file) {
       lines->push_back(

@@ -26,6 +26,8 @@ struct ProcessOutcome {
   std::optional<Json> summary;
   size_t unreadable = 0;     // lines that were not JSON (a record cut short when the process was killed)
   bool shared_file = false;  // several processes wrote this one file (its path lacked %p)
+  std::string run;           // its start record's run id ("" for none)
+  size_t earlier_runs = 0;   // processes of earlier runs in the same file, left out (a report path used again)
 
   enum class Kind {
     CudaError,   // its first CUDA error
@@ -46,7 +48,8 @@ struct ProcessOutcome {
 };
 
 // `reports`: (path, contents) of each report file. A file that several processes appended to (a path
-// without %p) is split at each `start` record.
+// without %p) is split at each `start` record; of a file that several runs appended to (start records with
+// different run ids), only the processes of its last run are kept.
 std::vector<ProcessOutcome> read_job(const std::vector<std::pair<std::string, std::string>>& reports);
 
 // The process that failed first, as an index into `processes`, or -1 when none failed. Failures of a
@@ -54,6 +57,12 @@ std::vector<ProcessOutcome> read_job(const std::vector<std::pair<std::string, st
 // collectives (usually a peer's failure seen from the other side); then signals sent to a process (a
 // reaction: a watchdog's abort(), the launcher tearing the job down).
 int first_failure(const std::vector<ProcessOutcome>& processes);
+
+// What the job came to, for `cuda-blockrun report`'s exit status: a process failed (first_failure), else some
+// report ends cut short (a process killed outright, or still running: how it ended is unknown), else every
+// process ran to its exit without a CUDA error.
+enum class JobOutcome { Clean, CutShort, Failed };
+JobOutcome job_outcome(const std::vector<ProcessOutcome>& processes);
 
 // The verdict as text lines (without prefix), and as one JSON object.
 std::vector<std::string> describe_job(const std::vector<ProcessOutcome>& processes);

@@ -82,8 +82,13 @@ std::string start_record(const ProcessInfo& process) {
       .field(key::time, epoch_seconds())
       .field(key::host, process.host)
       .field(key::pid, static_cast<int64_t>(process.pid))
-      .field(key::rank, static_cast<int64_t>(process.rank))
-      .field(key::process, process.name);
+      .field(key::rank, static_cast<int64_t>(process.rank));
+  if (process.run.empty()) {
+    json.key(key::run).null();
+  } else {
+    json.field(key::run, process.run);
+  }
+  json.field(key::process, process.name);
   json.key(key::argv).begin_array();
   for (const std::string& argument : process.argv) json.value(argument);
   json.end_array();

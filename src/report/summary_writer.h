@@ -20,6 +20,7 @@ namespace blockrun {
 struct ProcessInfo {
   long pid = 0;
   long rank = 0;
+  std::string run;  // CUDA_BLOCKRUN_RUN_ID, "" for none
   std::string host;
   std::string name;
   std::vector<std::string> argv;

@@ -20,6 +20,10 @@ const std::string kAppSource = CUDA_BLOCKRUN_SOURCE_DIR "/tests/programs/cuda_ap
 Env clean(Env env) {
   for (const char* variable : {"RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"})
     env.emplace(variable, "<unset>");
+  // Nor a job of the machine's that runs the tests: each invocation here is a run of its own unless told.
+  for (const char* variable :
+       {"CUDA_BLOCKRUN_RUN_ID", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "OMPI_MCA_ess_base_jobid"})
+    env.emplace(variable, "<unset>");
   env["LD_LIBRARY_PATH"] = kSimLib;
   return env;
 }
@@ -74,7 +78,7 @@ TEST(Distributed, TheReportNamesTheRankThatFailedFirst) {
     EXPECT_EQ(r.status, fault.empty() ? 0 : 1) << r.err;
   }
   ProcessResult merged = run_process({kWrapper, "report", directory}, {});
-  EXPECT_EQ(merged.status, 0) << merged.err;
+  EXPECT_EQ(merged.status, 1) << merged.err;  // a process failed: the job fails
   EXPECT_TRUE(contains(merged.out, "3 processes (3 report files) on ")) << merged.out;
   EXPECT_TRUE(contains(merged.out, "\nfirst to fail: rank 1 (pid ")) << merged.out;
   EXPECT_TRUE(
@@ -93,9 +97,37 @@ TEST(Distributed, TheReportNamesTheRankThatFailedFirst) {
 
   ProcessResult json =
       run_process({kWrapper, "report", "--json", directory + "/r.1.jsonl", directory + "/r.0.jsonl"}, {});
-  EXPECT_EQ(json.status, 0) << json.err;
+  EXPECT_EQ(json.status, 1) << json.err;
+  // Only the clean rank: 0.
+  EXPECT_EQ(run_process({kWrapper, "report", directory + "/r.0.jsonl"}, {}).status, 0);
   EXPECT_TRUE(contains(json.out, "{\"type\":\"job\",\"processes\":2,")) << json.out;
   EXPECT_TRUE(contains(json.out, "\"first_failure\":0,")) << json.out;
+}
+
+// Issue 19: running again with the same --report path appended to the file, and the merger called the first
+// run's process the first to fail. Each wrapper invocation is a run of its own.
+TEST(Distributed, ARunIsNotMergedWithTheRunBeforeItInTheSameFile) {
+  std::string directory = fresh_directory("job_again");
+  std::string report = directory + "/crash.jsonl";
+  Env faulty = clean({{"CUDA_SIM_FAULT", "stencil:13"}, kSurfaceAtSync});
+  EXPECT_EQ(run_process({kWrapper, "--report", report, "--", kApp, "steps"}, faulty).status, 1);
+  EXPECT_EQ(run_process({kWrapper, "--report", report, "--", kApp, "steps"}, clean({})).status, 0);
+  ProcessResult merged = run_process({kWrapper, "report", report}, {});
+  EXPECT_EQ(merged.status, 0) << merged.out;
+  EXPECT_TRUE(contains(merged.out, "1 process (1 report file) on ")) << merged.out;
+  EXPECT_TRUE(contains(merged.out, "note: " + report +
+                                       " also holds 1 process of earlier runs, left out (the report path was "
+                                       "used again)\n"))
+      << merged.out;
+  EXPECT_FALSE(contains(merged.out, "first to fail")) << merged.out;
+  // A run id given to both (one job) keeps both.
+  Env same_run = clean({{"CUDA_BLOCKRUN_RUN_ID", "job-1"}});
+  std::string shared = directory + "/shared.jsonl";
+  EXPECT_EQ(run_process({kWrapper, "--report", shared, "--", kApp, "steps"}, same_run).status, 0);
+  EXPECT_EQ(run_process({kWrapper, "--report", shared, "--", kApp, "steps"}, same_run).status, 0);
+  merged = run_process({kWrapper, "report", shared}, {});
+  EXPECT_TRUE(contains(merged.out, "2 processes (1 report file) on ")) << merged.out;
+  EXPECT_TRUE(contains(read_file(shared), "\"run\":\"job-1\"")) << read_file(shared);
 }
 
 TEST(Distributed, ReportRefusesWhatItCannotRead) {

@@ -663,7 +663,28 @@ TEST(Shim, LogFileRefusesSymbolicLinksAndIsCreated0644) {
           .out,
       "600\n600\n");
 
-  r = wrapped({"--log", directory + "/no/such/dir/x.log"}, "steps");
+  // A directory that does not exist is refused before the program runs (issue 19: the report was silently
+  // missing), by the wrapper and by the shim alone.
+  const std::string nowhere = directory + "/no/such/dir/";
+  r = wrapped({"--log", nowhere + "x.log"}, "steps");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "cuda-blockrun: CUDA_BLOCKRUN_LOG='" + nowhere +
+                                  "x.log': no such directory: '" + nowhere +
+                                  "'; make it first, or give a path in an existing directory\n"))
+      << r.err;
+  EXPECT_FALSE(contains(r.out, "launch")) << r.out;
+  r = wrapped({}, "steps", {{"CUDA_BLOCKRUN_REPORT", nowhere + "r.jsonl"}});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(
+      contains(r.err, "cuda-blockrun: CUDA_BLOCKRUN_REPORT='" + nowhere + "r.jsonl': no such directory"))
+      << r.err;
+  // The shim alone never stops a process for it (a shell may change its directory before it starts the
+  // program): the log says where the report could not be written.
+  r = app("steps", {{"CUDA_BLOCKRUN_REPORT", nowhere + "r.jsonl"}}, true);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_TRUE(contains(r.err, "(No such file or directory)")) << r.err;
+  // A directory named per process is known only when the file is opened: the log says so there.
+  r = wrapped({"--log", directory + "/no%p/x.log"}, "steps");
   EXPECT_TRUE(contains(r.err, "(No such file or directory); logging to standard error\n")) << r.err;
   run_process({"/bin/rm", "-rf", directory}, {});
 }

@@ -174,5 +174,23 @@ TEST(ConfigProcess, InvalidRegexAndRanksAreRefused) {
             "comma-separated");
 }
 
+// The processes of one job share a run id; two invocations outside a launcher do not (issue 19).
+TEST(Config, NewRunIdIsTheJobsWhereALauncherGivesOne) {
+  auto lookup = [](std::map<std::string, std::string> env) {
+    return [env](const std::string& variable) -> std::optional<std::string> {
+      auto found = env.find(variable);
+      return found == env.end() ? std::nullopt : std::optional<std::string>(found->second);
+    };
+  };
+  EXPECT_EQ(new_run_id(lookup({{"TORCHELASTIC_RUN_ID", "f00d"}}), "gpu7", 10, 5, 100), "torchelastic-f00d");
+  // torchrun's default id is "none": its agent, the parent of every local rank, tells the run apart.
+  EXPECT_EQ(new_run_id(lookup({{"TORCHELASTIC_RUN_ID", "none"}}), "gpu7", 10, 5, 100), "torchelastic-gpu7-5");
+  EXPECT_EQ(new_run_id(lookup({{"SLURM_JOB_ID", "77"}, {"SLURM_STEP_ID", "2"}}), "gpu7", 10, 5, 100),
+            "slurm-77.2");
+  EXPECT_EQ(new_run_id(lookup({{"OMPI_MCA_ess_base_jobid", "836632577"}}), "gpu7", 10, 5, 100),
+            "ompi-836632577");
+  EXPECT_EQ(new_run_id(lookup({}), "gpu/7", 10, 5, 100), "gpu_7-100-10");
+}
+
 }  // namespace
 }  // namespace blockrun

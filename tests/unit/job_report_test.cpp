@@ -11,9 +11,10 @@
 namespace blockrun {
 namespace {
 
-std::string start(int rank, int pid, const char* host = "gpu7") {
+std::string start(int rank, int pid, const char* host = "gpu7", const char* run = nullptr) {
   return "{\"type\":\"start\",\"time\":100,\"host\":\"" + std::string(host) +
          "\",\"pid\":" + std::to_string(pid) + ",\"rank\":" + std::to_string(rank) +
+         (run ? ",\"run\":\"" + std::string(run) + "\"" : std::string(",\"run\":null")) +
          ",\"process\":\"python3\"}\n";
 }
 
@@ -165,6 +166,48 @@ TEST(JobReport, JsonGivesTheOrderAndEveryRecord) {
   EXPECT_EQ(string_member(*member(*member((*order)[0], "first_error"), "launch"), "kernel"), "lookup");
   EXPECT_EQ(string_member((*order)[1], "outcome"), "clean");
   EXPECT_TRUE(member((*order)[1], "time")->is_null());
+}
+
+// Issue 19: a report path used again appended the new run to the old one, and the old run's failure was
+// called the first.
+TEST(JobReport, OfAFileUsedAgainOnlyItsLastRunIsRead) {
+  std::vector<std::pair<std::string, std::string>> reports = {
+      {"crash.jsonl", start(0, 10, "gpu7", "run-a") + first_error(1000, "lookup", 38) + kSummary +
+                          start(0, 20, "gpu7", "run-b") + kSummary + start(1, 21, "gpu7", "run-b") +
+                          kSummary},
+  };
+  std::vector<ProcessOutcome> job = read_job(reports);
+  ASSERT_EQ(job.size(), 2u);
+  EXPECT_EQ(job[0].pid, 20);
+  EXPECT_EQ(job[1].pid, 21);
+  EXPECT_EQ(job[0].earlier_runs, 1u);
+  EXPECT_EQ(first_failure(job), -1);
+  EXPECT_EQ(job_outcome(job), JobOutcome::Clean);
+  std::string text = joined(describe_job(job));
+  EXPECT_NE(text.find("note: crash.jsonl also holds 1 process of earlier runs, left out (the report path was "
+                      "used again)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("note: crash.jsonl also holds", text.find("note: crash.jsonl also holds") + 1),
+            std::string::npos)
+      << text;
+  // Processes of one run that share a file are all read; reports without run ids are read as one run.
+  reports = {{"job.jsonl", start(0, 10, "gpu7", "run-b") + kSummary + start(1, 11, "gpu7", "run-b") +
+                               first_error(1000, "lookup", 38)},
+             {"old.jsonl", start(0, 30) + kSummary + start(1, 31) + kSummary}};
+  job = read_job(reports);
+  ASSERT_EQ(job.size(), 4u);
+  EXPECT_EQ(job[0].earlier_runs + job[3].earlier_runs, 0u);
+  EXPECT_EQ(job_outcome(job), JobOutcome::Failed);
+}
+
+TEST(JobReport, TheOutcomeIsFailedThenCutShortThenClean) {
+  std::vector<std::pair<std::string, std::string>> reports = {{"r.0.jsonl", start(0, 10) + kSummary}};
+  EXPECT_EQ(job_outcome(read_job(reports)), JobOutcome::Clean);
+  reports.push_back({"r.1.jsonl", start(1, 11)});  // no summary: killed outright, or still running
+  EXPECT_EQ(job_outcome(read_job(reports)), JobOutcome::CutShort);
+  reports.push_back({"r.2.jsonl", start(2, 12) + fatal(1001.0, "SIGABRT", true)});
+  EXPECT_EQ(job_outcome(read_job(reports)), JobOutcome::Failed);
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "config.h"
+
 namespace blockrun::cli {
 
 constexpr const char* kShimFile = "libcuda_blockrun.so";
@@ -39,6 +41,12 @@ std::vector<std::filesystem::path> files_in(const std::filesystem::path& directo
 int explain_launch(const std::map<std::string, std::string>& settings, const std::string& description);
 // `cuda-blockrun report [--json] FILE...|DIR` (argv after `report`).
 int report_command(int argc, char** argv);
+// A log or report path in a directory that does not exist is a usage error before the program starts, not a
+// report silently missing after it (a directory named with %p, %r or %h is left to the shim).
+void check_output_directories(const blockrun::Config& config);
+// Sets CUDA_BLOCKRUN_RUN_ID for the program where it is not set (blockrun::new_run_id), so that a report path
+// used again is not merged with the run before.
+void set_run_id();
 // Runs the program: execvp (the wrapper becomes it), or, with an --error-exitcode, as a child whose exit status
 // 0 becomes that status when any of its processes met a CUDA error (CUDA_BLOCKRUN_ERROR_FILE). Returns only
 // where the program cannot be run.

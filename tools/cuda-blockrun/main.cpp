@@ -245,6 +245,7 @@ void prepare_environment(const std::map<std::string, std::string>& settings) {
         "it; install cuda-blockrun under a path without them");
   }
   for (const auto& [variable, value] : settings) setenv(variable.c_str(), value.c_str(), 1);
+  set_run_id();
   const char* preload = std::getenv("LD_PRELOAD");
   std::string preload_value = *shim;
   if (preload && *preload) preload_value += std::string(":") + preload;
@@ -271,6 +272,7 @@ int main(int argc, char** argv) {
     }
   }
   blockrun::Config config = checked_configuration(invocation.settings);
+  check_output_directories(config);
   char** program_argv = argv + invocation.program;
   std::string program = program_argv[0];
   if (!find_program(program)) usage_error("program '" + program + "' not found or not executable");

@@ -14,7 +14,18 @@
 
 namespace blockrun::cli {
 
-// `cuda-blockrun report [--json] FILE...|DIR`: exit status 0 with a verdict, 2 when nothing could be read.
+// `cuda-blockrun report [--json] FILE...|DIR`'s exit status, so that a CI job fails with the job it reports on
+// (docs/distributed.md): 0 every process ran clean, 1 a process failed, 3 none failed but a report was cut
+// short (how that process ended is unknown); 2 (kUsageError) when nothing could be read.
+int report_exit_status(blockrun::JobOutcome outcome) {
+  switch (outcome) {
+    case blockrun::JobOutcome::Clean: return 0;
+    case blockrun::JobOutcome::Failed: return 1;
+    case blockrun::JobOutcome::CutShort: return 3;
+  }
+  return 1;
+}
+
 int report_command(int argc, char** argv) {
   bool as_json = false;
   std::vector<std::string> paths;
@@ -56,7 +67,7 @@ int report_command(int argc, char** argv) {
   } else {
     for (const std::string& line : blockrun::describe_job(processes)) std::printf("%s\n", line.c_str());
   }
-  return 0;
+  return report_exit_status(blockrun::job_outcome(processes));
 }
 
 }  // namespace blockrun::cli

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 
 #include "cli.h"
@@ -96,6 +97,36 @@ int exit_status_after(int status, int error_exitcode, const std::string& error_f
       "as --error-exitcode says\n",
       pid.c_str(), error.c_str(), call.c_str(), error_exitcode);
   return error_exitcode;
+}
+
+// Only the wrapper checks: a preloaded process (a shell that changes its directory before it starts the
+// program) is never stopped for it; the shim says so in the log when it cannot open the file.
+void check_output_directories(const blockrun::Config& config) {
+  const std::pair<const char*, const std::string*> outputs[] = {{blockrun::variable::log, &config.log},
+                                                                {blockrun::variable::report, &config.report}};
+  for (const auto& [variable, path] : outputs) {
+    size_t slash = path->rfind('/');
+    if (slash == std::string::npos) continue;
+    std::string directory = path->substr(0, slash + 1);
+    struct stat info {};
+    if (directory.find('%') != std::string::npos) continue;  // known per process only
+    if (stat(directory.c_str(), &info) != 0 || !S_ISDIR(info.st_mode))
+      usage_error(std::string(variable) + "='" + *path + "': no such directory: '" + directory +
+                  "'; make it first, or give a path in an existing directory");
+  }
+}
+
+void set_run_id() {
+  if (std::getenv(blockrun::variable::run_id)) return;
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::string run = blockrun::new_run_id(
+      [](const std::string& variable) -> std::optional<std::string> {
+        const char* value = std::getenv(variable.c_str());
+        return value ? std::optional<std::string>(value) : std::nullopt;
+      },
+      host, static_cast<long>(getpid()), static_cast<long>(getppid()), static_cast<long>(std::time(nullptr)));
+  setenv(blockrun::variable::run_id, run.c_str(), 1);
 }
 
 int run_program(char** program_argv, std::optional<int> error_exitcode) {
