@@ -129,6 +129,18 @@ class Wrapper:
                               timeout=COMMAND_TIMEOUT_S)
 
 
+def edit_distance(first, second):
+    """Edits from one to the other: insertions, deletions, substitutions and swaps of neighbours."""
+    table = [[i + j if i * j == 0 else 0 for j in range(len(second) + 1)] for i in range(len(first) + 1)]
+    for i in range(1, len(first) + 1):
+        for j in range(1, len(second) + 1):
+            cost = first[i - 1] != second[j - 1]
+            table[i][j] = min(table[i - 1][j] + 1, table[i][j - 1] + 1, table[i - 1][j - 1] + cost)
+            if i > 1 and j > 1 and first[i - 1] == second[j - 2] and first[i - 2] == second[j - 1]:
+                table[i][j] = min(table[i][j], table[i - 2][j - 2] + 1)
+    return table[-1][-1]
+
+
 def cmake_cache_variables(source_root):
     """CUDA_BLOCKRUN_* names the build declares (option() and set(... CACHE ...)): docs may name them after -D."""
     names = set()
@@ -205,11 +217,21 @@ class Checker:
             lines = stream.read().splitlines()
         for number, line in enumerate(lines, 1):
             self.check_variables(shown_path, number, line)
+        # A marked example's own output is what is checked of it: it may show a policy that is refused.
+        example_lines = set()
+        for number, line in enumerate(lines, 1):
+            if EXAMPLE_MARK.match(line) and number < len(lines) and FENCE.match(lines[number]):
+                end = next((i for i in range(number + 1, len(lines)) if FENCE.match(lines[i])), len(lines))
+                example_lines.update(range(number + 2, end + 1))
         for number, text, in_block in joined_block_lines(code_pieces(lines)):
             text = re.sub(r"^\s*\$\s+", "", text)
             for match in WRAPPER_WORD.finditer(text):
-                self.check_command_line(shown_path, number, text[match.end():])
+                self.check_command_line(shown_path, number, text[match.end():], number in example_lines)
+            if number in example_lines:
+                continue
             self.check_environment_policy(shown_path, number, text)
+            if not in_block and not WRAPPER_WORD.search(text):
+                self.check_lone_flag(shown_path, number, text)
             # A policy example written without the wrapper (docs/policy.md's list: `--block 'stencil#13 abort'`).
             if text.lstrip().startswith("--block") and not WRAPPER_WORD.search(text):
                 words = list(shell_words(text))
@@ -226,6 +248,20 @@ class Checker:
                 continue
             self.findings.add(path, number, f"unknown variable {match.group(0)} (not in cuda-blockrun "
                                             "--help-config-markdown)")
+
+    def check_lone_flag(self, path, number, text):
+        """Inline code that starts with a flag but names no command (`--breadcrumbs`): other tools' flags are
+        written so too (`--default-stream per-thread`, srun's `--export`), so only one a single edit away from a
+        wrapper flag (a letter missing, added, changed or two swapped) is taken for a misspelling of it."""
+        match = re.match(r"(--[a-z][a-z0-9-]*)", text)
+        if not match:
+            return
+        flag = match.group(1)
+        if flag in self.wrapper.flags or flag in self.wrapper.report_flags:
+            return
+        close = [known for known in self.wrapper.flags if len(flag) > 5 and edit_distance(flag, known) <= 1]
+        if close:
+            self.findings.add(path, number, f"cuda-blockrun has no flag {flag} (did you mean {close[0]}?)")
 
     def check_environment_policy(self, path, number, text):
         """CUDA_BLOCKRUN_BLOCK=VALUE where it is an assignment of a command (first words of the line)."""
@@ -249,7 +285,7 @@ class Checker:
             if not is_placeholder(value):
                 self.check_policy(path, number, value)
 
-    def check_command_line(self, path, number, rest):
+    def check_command_line(self, path, number, rest, in_example=False):
         words = [word for word, quoted in shell_words(rest)]
         self.counts["command lines"] += 1
         if words and words[0] == "report":
@@ -285,6 +321,8 @@ class Checker:
                 options.append(words[index + 1])
                 index += 1
             index += 1
+        if in_example:
+            return
         self.take_block_values(path, number, options)
         explain = [i for i, word in enumerate(options) if word.split("=", 1)[0] == "--explain"]
         if explain and not has_program:
@@ -360,6 +398,11 @@ class Checker:
         if not commands:
             self.findings.add(path, mark_line, "example: the block has no `$ command` line")
             return
+        if not os.path.exists(os.path.join(self.wrapper.build, "bin", "demo-stencil")) and any(
+                "demo-stencil" in command for _, command, _ in commands):
+            print(f"check_docs: {path}:{mark_line}: example skipped: the demo was not built (no nvcc)",
+                  file=sys.stderr)
+            return
         directory = tempfile.mkdtemp(prefix="example.", dir=self.scratch)
         build = self.wrapper.build
         demo = os.path.join(build, "bin", "demo-stencil")
@@ -374,9 +417,9 @@ class Checker:
         env.update(environment)
         for number, command, shown in commands:
             try:
-                result = subprocess.run(["bash", "-c", command], cwd=directory, env=env, capture_output=True,
-                                        text=True, timeout=COMMAND_TIMEOUT_S)
-                output = (result.stdout + result.stderr).splitlines()
+                result = subprocess.run(["bash", "-c", command], cwd=directory, env=env, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, text=True, timeout=COMMAND_TIMEOUT_S)
+                output = result.stdout.splitlines()
             except subprocess.TimeoutExpired:
                 self.findings.add(path, number, f"example: `{command}` ran past {COMMAND_TIMEOUT_S} s")
                 continue
@@ -384,7 +427,7 @@ class Checker:
             for shown_number, text in shown:
                 if text.strip() in ("", "..."):
                     continue
-                pattern = re.compile(".*".join(re.escape(part) for part in text.rstrip().split("...")))
+                pattern = re.compile(".*".join(re.escape(part) for part in re.split(r"\.{3,}", text.rstrip())))
                 found = next((i for i in range(position, len(output)) if pattern.fullmatch(output[i].rstrip())),
                              None)
                 if found is None:
