@@ -9,8 +9,10 @@ What it checks, in each markdown file, in code blocks and inline code:
               --help-config-markdown` or a CMake cache variable of the source tree (-DCUDA_BLOCKRUN_FUZZ=OFF);
               a name written with a wildcard (CUDA_BLOCKRUN_*) is not checked;
   policies    every `--block VALUE` and `CUDA_BLOCKRUN_BLOCK=VALUE` parses (`cuda-blockrun --block VALUE --explain
-              k` exits 0), and every `cuda-blockrun ... --explain LAUNCH` line without a program runs as written
-              and exits 0; values with a placeholder (`...`, `<kernels>`) are not checked;
+              k` exits 0);
+  values      the options of every `cuda-blockrun ...` line are accepted together: `cuda-blockrun OPTIONS
+              --explain k` (or the line's own --explain LAUNCH) exits 0, which checks every value, runs nothing;
+              values with a placeholder (`...`, `<kernels>`, `NAME`, `FILE`) are not checked;
   examples    marked code blocks run on the simulated CUDA stack and print what they show.
 
 How to mark a runnable example: put the comment line `<!-- example: sim -->` (optionally with environment
@@ -50,6 +52,7 @@ FENCE = re.compile(r"^\s*(```+|~~~+)")
 VARIABLE = re.compile(r"CUDA_BLOCKRUN_[A-Z0-9_]*[A-Z0-9]")
 WRAPPER_WORD = re.compile(r"(?:^|(?<=[\s(/]))cuda-blockrun(?=\s|$)")
 HELP_FLAG = re.compile(r"^\s*(--[a-z][a-z0-9-]*)(\[?=[^\s]*)?(?:\s+([A-Z][A-Z0-9_]*)\b)?")
+INFORMATIONAL_FLAGS = {"--help", "--help-all", "--version", "--list-hooks", "--help-config-markdown"}
 SHELL_STOPS = {"|", "||", "&&", ";", "&", ">", ">>", "<", "2>", "2>&1"}
 COMMAND_TIMEOUT_S = 30
 
@@ -92,7 +95,7 @@ def shell_words(text):
 
 
 def is_placeholder(value):
-    return "..." in value or "<" in value or value in ("RULES", "VALUE", "NAME", "LAUNCH", "N", "GLOB")
+    return "..." in value or "<" in value or re.fullmatch(r"[A-Z][A-Z_]*", value) is not None  # NAME, FILE
 
 
 class Wrapper:
@@ -209,7 +212,7 @@ class Checker:
         self.findings = findings
         self.scratch = scratch
         self.policies_checked = {}
-        self.counts = {"command lines": 0, "flags": 0, "variables": 0, "policies": 0, "explain lines": 0,
+        self.counts = {"command lines": 0, "flags": 0, "variables": 0, "policies": 0, "option lines": 0,
                        "examples": 0}
 
     def check_file(self, path, shown_path):
@@ -296,17 +299,13 @@ class Checker:
                     self.findings.add(path, number, f"cuda-blockrun report does not accept {word} (its usage "
                                                     f"lists {', '.join(sorted(self.wrapper.report_flags))})")
             return
-        options, index, has_program = [], 0, False
+        options, index = [], 0
         while index < len(words):
             word = words[index]
             optional = re.fullmatch(r"\[(--[^\]]+)\]", word)  # `[--breadcrumbs]`: an optional flag
             if optional:
                 word = optional.group(1)
-            if word == "--" or word in SHELL_STOPS:
-                has_program = word == "--"
-                break
-            if not word.startswith("-"):
-                has_program = True
+            if word == "--" or word in SHELL_STOPS or not word.startswith("-"):
                 break
             flag = word.split("=", 1)[0]
             self.counts["flags"] += 1
@@ -324,29 +323,38 @@ class Checker:
         if in_example:
             return
         self.take_block_values(path, number, options)
-        explain = [i for i, word in enumerate(options) if word.split("=", 1)[0] == "--explain"]
-        if explain and not has_program:
-            self.check_explain_line(path, number, options)
+        self.check_options(path, number, options)
 
-    def check_explain_line(self, path, number, options):
-        """A `cuda-blockrun ... --explain LAUNCH` line runs as written; a placeholder policy is left out."""
-        runnable = []
+    def check_options(self, path, number, options):
+        """The line's options, as written, are accepted: they run with `--explain somekernel` added (their own
+        --explain where they have one), which checks every value and runs nothing. An option whose value is a
+        placeholder (`--block NAME`, `--log FILE`) is left out."""
+        runnable, explain = [], None
         index = 0
         while index < len(options):
             word = options[index]
             flag = word.split("=", 1)[0]
-            if flag not in self.wrapper.flags:
-                return  # reported already
+            if flag not in self.wrapper.flags or flag in INFORMATIONAL_FLAGS:
+                return  # an unknown flag is reported already; --help and the like print and exit
             taken = [word]
             if self.wrapper.flags[flag] and "=" not in word and index + 1 < len(options):
                 taken.append(options[index + 1])
             index += len(taken)
-            if any(is_placeholder(piece) for piece in taken[1:] + [word.split("=", 1)[-1]]):
-                if flag == "--block":
-                    continue
-                return
-            runnable += taken
-        self.counts["explain lines"] += 1
+            value = taken[1] if len(taken) > 1 else word.split("=", 1)[1] if "=" in word else ""
+            if flag == "--block" and self.policies_checked.get(value):
+                return  # its policy is reported already
+            if is_placeholder(value):
+                if flag == "--explain":
+                    return
+                continue
+            if flag == "--explain":
+                explain = taken
+            else:
+                runnable += taken
+        if not runnable and not explain:
+            return
+        runnable += explain or ["--explain", "somekernel"]
+        self.counts["option lines"] += 1
         result = self.wrapper.run(runnable, cwd=self.scratch)
         if result.returncode != 0:
             message = (result.stderr.strip().splitlines() or ["no message"])[0]
@@ -491,7 +499,7 @@ def main():
             print(failure)
         print(f"check_docs self-test: {len(findings.items)} findings, {len(failures)} failures")
         return 1 if failures else 0
-    for path, number, text in findings.items:
+    for path, number, text in sorted(findings.items, key=lambda item: (item[0], item[1])):
         print(f"{path}:{number}: {text}")
     return 1 if findings.items else 0
 
