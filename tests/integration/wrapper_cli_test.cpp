@@ -112,7 +112,7 @@ struct Mistake {
 
 TEST(WrapperCommandLine, MistakesAreUsageErrorsBeforeAnythingRuns) {
   const std::string block_values = "none | all | rules separated by ';' or ',' (docs/policy.md)";
-  const std::string exit_codes = "a whole number from 1 to 255";
+  const std::string exit_codes = "a whole number 1-255";
   std::vector<Mistake> mistakes = {
       {{"--block", "--", kProbeApp},
        "option --block needs a value (" + block_values +
@@ -126,7 +126,8 @@ TEST(WrapperCommandLine, MistakesAreUsageErrorsBeforeAnythingRuns) {
            "), not '--'; for a value that starts with --, write --error-exitcode=VALUE"},
       {{"--explain", "--", kProbeApp},
        "option --explain needs a value (a kernel name and any of #N ordinal=N family=F library=CALL "
-       "stream=0x... thread=N after=SECONDS), not '--'; for a value that starts with --, write --explain=VALUE"},
+       "stream=0x... thread=N after=SECONDS), not '--'; for a value that starts with --, write "
+       "--explain=VALUE"},
       {{"-b", "all", kProbeApp}, "unknown option '-b'"},
       {{"-", kProbeApp}, "unknown option '-'"},
       {{"--breadcrumb", "--", kProbeApp}, "unknown option '--breadcrumb' (did you mean '--breadcrumbs'?)"},
@@ -137,11 +138,16 @@ TEST(WrapperCommandLine, MistakesAreUsageErrorsBeforeAnythingRuns) {
        "unknown option '--error-exitcod' (did you mean '--error-exitcode'?)"},
       {{"--frobnicate", kProbeApp}, "unknown option '--frobnicate'"},
       {{"--localize=1", kProbeApp}, "option --localize takes no value, not '--localize=1'"},
-      {{"--error-exitcode", "0", kProbeApp}, "invalid --error-exitcode='0'; accepted: " + exit_codes},
-      {{"--error-exitcode", "256", kProbeApp}, "invalid --error-exitcode='256'; accepted: " + exit_codes},
-      {{"--error-exitcode", "-1", kProbeApp}, "invalid --error-exitcode='-1'; accepted: " + exit_codes},
-      {{"--error-exitcode=1x", kProbeApp}, "invalid --error-exitcode='1x'; accepted: " + exit_codes},
-      {{"--error-exitcode=", kProbeApp}, "invalid --error-exitcode=''; accepted: " + exit_codes},
+      {{"--error-exitcode", "0", kProbeApp},
+       "--error-exitcode: '0' is not an exit status; accepted: " + exit_codes},
+      {{"--error-exitcode", "256", kProbeApp},
+       "--error-exitcode: '256' is not an exit status; accepted: " + exit_codes},
+      {{"--error-exitcode", "-1", kProbeApp},
+       "--error-exitcode: '-1' is not an exit status; accepted: " + exit_codes},
+      {{"--error-exitcode=1x", kProbeApp},
+       "--error-exitcode: '1x' is not an exit status; accepted: " + exit_codes},
+      {{"--error-exitcode=", kProbeApp},
+       "--error-exitcode: '' is not an exit status; accepted: " + exit_codes},
   };
   for (const Mistake& mistake : mistakes) {
     std::vector<std::string> argv = {kWrapper};

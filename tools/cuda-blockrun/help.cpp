@@ -325,31 +325,33 @@ std::string man_examples() {
 }  // namespace
 
 std::string man_page() {
-  std::string out = ".TH CUDA\\-BLOCKRUN 1 \"\" \"cuda\\-blockrun " + roff(CUDA_BLOCKRUN_VERSION) +
-                    "\" \"User Commands\"\n"
-                    ".SH NAME\n"
-                    "cuda\\-blockrun \\- pin the first CUDA error of a program to the kernel launch that "
-                    "caused it\n"
-                    ".SH SYNOPSIS\n"
-                    ".B cuda\\-blockrun\n"
-                    ".RI [ options ]\n"
-                    ".RB [ \\-\\- ]\n"
-                    ".I program\n"
-                    ".RI [ args ...]\n"
-                    ".br\n"
-                    ".B cuda\\-blockrun report\n"
-                    ".RB [ \\-\\-json ]\n"
-                    ".IR FILE ...| DIR\n"
-                    ".SH DESCRIPTION\n" +
-                    roff(kIntroduction) + "\n.PP\n" + roff(kReportCommand) + "\n" + man_options() +
-                    man_environment() + ".SH \"EXIT STATUS\"\n" + roff(sentence(kExitStatus)) + "\n" +
-                    man_examples() + ".SH \"SEE ALSO\"\n" +
-                    roff(
-                        "The documentation, in share/doc/cuda-blockrun/ of the installation (docs/ of the "
-                        "source): README.md; install.md; config.md (every option); policy.md (the --block "
-                        "language); localize.md (--localize, breadcrumbs); report.md and report.schema.json "
-                        "(the report); distributed.md (jobs, cuda-blockrun report); callsites.md.") +
-                    "\n";
+  std::string out =
+      ".TH CUDA\\-BLOCKRUN 1 \"\" \"cuda\\-blockrun " + roff(CUDA_BLOCKRUN_VERSION) +
+      "\" \"User Commands\"\n"
+      ".nh\n"  // file names and flags are not hyphenated
+      ".SH NAME\n"
+      "cuda\\-blockrun \\- pin the first CUDA error of a program to the kernel launch that "
+      "caused it\n"
+      ".SH SYNOPSIS\n"
+      ".B cuda\\-blockrun\n"
+      ".RI [ options ]\n"
+      ".RB [ \\-\\- ]\n"
+      ".I program\n"
+      ".RI [ args ...]\n"
+      ".br\n"
+      ".B cuda\\-blockrun report\n"
+      ".RB [ \\-\\-json ]\n"
+      ".IR FILE ...| DIR\n"
+      ".SH DESCRIPTION\n" +
+      roff(kIntroduction) + "\n.PP\n" + roff(kReportCommand) + "\n" + man_options() + man_environment() +
+      ".SH \"EXIT STATUS\"\n" + roff(sentence(kExitStatus)) + "\n" + man_examples() + ".SH \"SEE ALSO\"\n" +
+      roff(
+          "The documentation, in share/doc/cuda-blockrun/ of the installation (docs/ of the "
+          "source): README.md; install.md; config.md (every option); policy.md (the --block "
+          "language); localize.md (--localize, breadcrumbs); report.md (the report; its JSON schema "
+          "is share/cuda-blockrun/report.schema.json); distributed.md (jobs, cuda-blockrun "
+          "report); callsites.md.") +
+      "\n";
   return out;
 }
 

@@ -68,7 +68,8 @@ int exit_code(const CommandSpec& spec, const std::string& value) {
       !value.empty() && value.size() <= 3 && value.find_first_not_of("0123456789") == std::string::npos;
   int code = digits ? std::stoi(value) : 0;
   if (code < 1 || code > 255)
-    usage_error("invalid " + std::string(spec.flag) + "='" + value + "'; accepted: " + spec.accepted);
+    usage_error(std::string(spec.flag) + ": '" + value +
+                "' is not an exit status; accepted: " + spec.accepted);
   return code;
 }
 
