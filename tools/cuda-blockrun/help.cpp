@@ -228,8 +228,11 @@ void print_usage(FILE* out, bool all) {
     if (!all) continue;
     for (const OptionSpec& spec : option_specs()) {  // the variables without a flag
       if (spec.group == group && !*spec.flag) {
-        text += "  " + std::string(spec.variable) + " (environment only; default: " + spec.default_value +
-                "; accepted: " + spec.accepted + ")\n" + wrap(spec.description, 6);
+        text += "  " + std::string(spec.variable) + " (environment only)\n" +
+                wrap(std::string("default: ") + (*spec.default_value ? spec.default_value : "empty") +
+                         "; accepted: " + spec.accepted,
+                     6) +
+                wrap(spec.description, 6);
       }
     }
   }
