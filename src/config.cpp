@@ -109,7 +109,8 @@ Parsed parse_Count(const OptionSpec& spec, const std::string& value, size_t* out
 
 // Parses `value` for the option `spec` names into its field of `config` (each value parsed once).
 Parsed set_option(Config& config, const OptionSpec& spec, const std::string& value) {
-#define CUDA_BLOCKRUN_OPTION(member, kind, variable, flag, default_value, accepted, description) \
+#define CUDA_BLOCKRUN_OPTION(member, kind, variable, flag, group, default_value, accepted, summary, \
+                             description)                                                           \
   if (std::strcmp(spec.field, #member) == 0) return parse_##kind(spec, value, &config.member);
 #include "options.def"
 #undef CUDA_BLOCKRUN_OPTION
@@ -120,8 +121,10 @@ Parsed set_option(Config& config, const OptionSpec& spec, const std::string& val
 
 const std::vector<OptionSpec>& option_specs() {
   static const std::vector<OptionSpec> specs = {
-#define CUDA_BLOCKRUN_OPTION(field, kind, variable, flag, default_value, accepted, description) \
-  {#field, OptionKind::kind, variable, flag, default_value, accepted, description},
+// clang-format off
+#define CUDA_BLOCKRUN_OPTION(field, kind, variable, flag, group, default_value, accepted, summary, description) \
+  {#field, OptionKind::kind, variable, flag, OptionGroup::group, default_value, accepted, summary, description},
+  // clang-format on
 #include "options.def"
 #undef CUDA_BLOCKRUN_OPTION
   };
@@ -142,10 +145,11 @@ Config::Config() {
 }
 
 std::optional<ConfigError> check_value(const OptionSpec& spec, const std::string& value) {
-#define CUDA_BLOCKRUN_OPTION(member, kind, variable, flag, default_value, accepted, description) \
-  if (std::strcmp(spec.field, #member) == 0) {                                                   \
-    OptionValue<OptionKind::kind>::type scratch{};                                               \
-    return parse_##kind(spec, value, &scratch);                                                  \
+#define CUDA_BLOCKRUN_OPTION(member, kind, variable, flag, group, default_value, accepted, summary, \
+                             description)                                                           \
+  if (std::strcmp(spec.field, #member) == 0) {                                                      \
+    OptionValue<OptionKind::kind>::type scratch{};                                                  \
+    return parse_##kind(spec, value, &scratch);                                                     \
   }
 #include "options.def"
 #undef CUDA_BLOCKRUN_OPTION
@@ -328,19 +332,6 @@ std::string configuration_reference_markdown() {
     std::string default_value = *spec.default_value ? "`" + std::string(spec.default_value) + "`" : "(empty)";
     out += "| `" + std::string(spec.variable) + "` | " + flag + " | " + default_value + " | " +
            cell(spec.accepted) + " | " + cell(spec.description) + " |\n";
-  }
-  return out;
-}
-
-std::string configuration_help_text() {
-  std::string out;
-  for (const OptionSpec& spec : option_specs()) {
-    std::string head = *spec.flag
-                           ? std::string(spec.flag) + (spec.kind == OptionKind::Switch ? "[=0|1]" : " VALUE")
-                           : std::string("(variable only)");
-    out += "  " + head + "\n      " + spec.variable +
-           " (default: " + (*spec.default_value ? spec.default_value : "empty") +
-           "; accepted: " + spec.accepted + ")\n      " + spec.description + "\n";
   }
   return out;
 }

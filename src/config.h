@@ -13,6 +13,9 @@
 namespace blockrun {
 
 enum class OptionKind { Switch, Text, Path, Choice, Policy, Regex, Ranks, Count };
+// The headings of --help and the man page, for options.def's rows and the wrapper's own flags
+// (tools/cuda-blockrun/commands.def), in the order they are listed.
+enum class OptionGroup { Modes, Policy, Output, Processes, Advanced, Information };
 
 // One row of options.def, as data.
 struct OptionSpec {
@@ -20,8 +23,10 @@ struct OptionSpec {
   OptionKind kind;
   const char* variable;
   const char* flag;
+  OptionGroup group;
   const char* default_value;
   const char* accepted;
+  const char* summary;
   const char* description;
 };
 
@@ -72,7 +77,8 @@ struct OptionValue<OptionKind::Count> {
 
 // The configuration: one field per row of options.def, of its kind's type, named as the row's `field`.
 struct Config {
-#define CUDA_BLOCKRUN_OPTION(field, kind, variable, flag, default_value, accepted, description) \
+#define CUDA_BLOCKRUN_OPTION(field, kind, variable, flag, group, default_value, accepted, summary, \
+                             description)                                                          \
   OptionValue<OptionKind::kind>::type field{};
 #include "options.def"
 #undef CUDA_BLOCKRUN_OPTION
@@ -83,7 +89,8 @@ struct Config {
 // Each option's environment variable by its field's name (variable::block is "CUDA_BLOCKRUN_BLOCK"), so
 // that code naming one cannot misspell it.
 namespace variable {
-#define CUDA_BLOCKRUN_OPTION(field, kind, variable_name, flag, default_value, accepted, description) \
+#define CUDA_BLOCKRUN_OPTION(field, kind, variable_name, flag, group, default_value, accepted, summary, \
+                             description)                                                               \
   constexpr const char* field = variable_name;
 #include "options.def"
 #undef CUDA_BLOCKRUN_OPTION
@@ -143,8 +150,8 @@ bool selects_process(const Config& config, const std::string& name, const std::s
 
 std::optional<RankSet> parse_ranks(const std::string& text, std::string* error);
 
-// The configuration reference as Markdown (docs/config.md) and as --help text.
+// The configuration reference as Markdown (docs/config.md); the wrapper's --help, man page and completions
+// are made from option_specs() by tools/cuda-blockrun/help.cpp.
 std::string configuration_reference_markdown();
-std::string configuration_help_text();
 
 }  // namespace blockrun

@@ -141,7 +141,8 @@ bool same_Count(size_t a, size_t b) {
 
 Environment written_back(const Config& config) {
   Environment environment;
-#define CUDA_BLOCKRUN_OPTION(member, kind, variable, flag, default_value, accepted, description) \
+#define CUDA_BLOCKRUN_OPTION(member, kind, variable, flag, group, default_value, accepted, summary, \
+                             description)                                                           \
   environment.entries.emplace_back(variable, value_text_##kind(config.member));
 #include "options.def"
 #undef CUDA_BLOCKRUN_OPTION
@@ -150,7 +151,8 @@ Environment written_back(const Config& config) {
 
 bool same_config(const Config& a, const Config& b) {
   bool same = true;
-#define CUDA_BLOCKRUN_OPTION(member, kind, variable, flag, default_value, accepted, description)      \
+#define CUDA_BLOCKRUN_OPTION(member, kind, variable, flag, group, default_value, accepted, summary,   \
+                             description)                                                             \
   if (!same_##kind(a.member, b.member)) {                                                             \
     std::fprintf(stderr, "config_fuzz: %s differs after writing the configuration back\n", variable); \
     same = false;                                                                                     \

@@ -1,6 +1,8 @@
 // The wrapper's commands (tools/cuda-blockrun/): what they share. main.cpp parses the options and runs the
-// program (or --list-hooks, --version); explain.cpp is --explain, report.cpp `cuda-blockrun report`,
-// localize.cpp --localize; locate.cpp finds the shim, the program and report files, and reports usage errors.
+// program; help.cpp is the wrapper's flag table (commands.def) and what is made from both tables (--help,
+// --help-all, the man page, the completions) with --list-hooks and --version; explain.cpp is --explain,
+// report.cpp `cuda-blockrun report`, localize.cpp --localize; locate.cpp finds the shim, the program and
+// report files, and reports usage errors.
 #pragma once
 
 #include <cstdio>
@@ -19,8 +21,40 @@ constexpr int kUsageError = 2;  // the wrapper's own usage errors (the program's
 
 // Prints `cuda-blockrun: MESSAGE` and the pointer to --help on standard error, and exits with kUsageError.
 [[noreturn]] void usage_error(const std::string& message);
-// The usage text (--help), with the options' reference generated from src/options.def.
-void print_usage(FILE* out);
+
+// The wrapper's own flags (commands.def), by their row's id.
+enum class Command {
+#define CUDA_BLOCKRUN_COMMAND(id, flag, short_flag, value, group, listing, accepted, summary, description) id,
+#include "commands.def"
+#undef CUDA_BLOCKRUN_COMMAND
+};
+enum class Listing { Listed, Hidden };
+// One row of commands.def, as data.
+struct CommandSpec {
+  Command id;
+  const char* flag;
+  const char* short_flag;
+  const char* value;
+  OptionGroup group;
+  Listing listing;
+  const char* accepted;
+  const char* summary;
+  const char* description;
+};
+const std::vector<CommandSpec>& command_specs();
+// The listed flags of both tables (options.def's and commands.def's), long forms: what "did you mean" picks
+// from.
+std::vector<std::string> known_flags();
+
+// --help (`all`: --help-all, every option's whole description), both from the two tables.
+void print_usage(FILE* out, bool all);
+// The man page (roff) and the bash and zsh completion scripts, from the two tables.
+std::string man_page();
+std::string bash_completion();
+std::string zsh_completion();
+// --list-hooks and --version.
+void list_hooks();
+void print_version();
 
 // Where the wrapper's own executable lies.
 std::string directory_of_executable();

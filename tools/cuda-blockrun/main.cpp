@@ -8,9 +8,9 @@
 // beside itself (build tree or install tree: bin/../lib), and replaces itself with the program, so
 // the program's exit status is its own.
 //
-// The commands: this file (options, running the program, --list-hooks, --version), explain.cpp, report.cpp,
-// localize.cpp; locate.cpp finds the shim and the program (cli.h).
-#include <dlfcn.h>
+// The commands: this file (parsing the command line, running the program), help.cpp (the wrapper's own flags,
+// commands.def, and what is made from both tables: --help, the man page, the completions; --list-hooks,
+// --version), explain.cpp, report.cpp, localize.cpp; locate.cpp finds the shim and the program (cli.h).
 #include <unistd.h>
 
 #include <cerrno>
@@ -24,85 +24,16 @@
 
 #include "cli.h"
 #include "config.h"
-#include "hook_list.h"
-
-#ifndef CUDA_BLOCKRUN_VERSION
-#define CUDA_BLOCKRUN_VERSION "unknown"
-#endif
-#ifndef CUDA_BLOCKRUN_CUDA_VERSION
-#define CUDA_BLOCKRUN_CUDA_VERSION "unknown"
-#endif
+#include "suggest.h"
 
 extern char** environ;
 
 namespace blockrun::cli {
 
-void print_usage(FILE* out) {
-  std::fprintf(
-      out,
-      "usage: cuda-blockrun [options] [--] program [args...]\n"
-      "       cuda-blockrun report [--json] FILE...|DIR\n"
-      "\n"
-      "Runs program with the cuda-blockrun shim preloaded: it names every CUDA kernel launch, makes the\n"
-      "launches the policy selects blocking, and pins the first CUDA error to the launch that caused it.\n"
-      "\n"
-      "options:\n"
-      "%s"
-      "  --help           this text\n"
-      "  --version        the version, the CUDA version it was built against, the driver's\n"
-      "  --list-hooks     the CUDA entry points the shim intercepts\n"
-      "  --explain LAUNCH how the policy treats a launch, and which rule decides, without running\n"
-      "                   anything: a kernel name and any of #N ordinal=N family=F library=CALL\n"
-      "                   stream=0x... thread=N after=SECONDS\n"
-      "                   (e.g. --block 'stencil#13' --explain 'stencil ordinal=13')\n"
-      "  --localize       run the program with nothing blocked; if its first CUDA error is not pinned to\n"
-      "                   its launch, run it again blocking only the suspected kernels, and print one\n"
-      "                   verdict (kernel, launch, C++ call site, Python line, error); exit with the\n"
-      "                   first run's status (docs/localize.md). Not with --block or --report.\n"
-      "\n"
-      "cuda-blockrun report merges the reports (--report) of every process of a job, given as files or a\n"
-      "directory of *.jsonl files, into one verdict: which process failed first and its culprit, and what\n"
-      "became of the others (docs/distributed.md). --json prints it as one JSON object. (A program named\n"
-      "`report` is run with `cuda-blockrun -- report`.)\n"
-      "\n"
-      "Every option is also an environment variable, read by the shim in each process it is loaded into;\n"
-      "flags given here override the environment. See docs/config.md; the policy language: docs/policy.md.\n"
-      "exit status: the program's own; 2 for an invalid option or a program that cannot be found.\n",
-      blockrun::configuration_help_text().c_str());
-}
-
 namespace {
 
-void list_hooks() {
-  std::printf("%-32s %-9s %-17s %-11s %s\n", "symbol", "layer", "kind", "stream 0", "reachable by");
-  for (const blockrun::HookEntry& hook : blockrun::kHookList) {
-    // Every hook is an exported symbol and is answered by the dlsym interposer on its library's handle;
-    // driver functions are also handed out by the cuGetProcAddress wrappers.
-    bool driver = std::strcmp(hook.layer, "Driver") == 0;
-    std::printf("%-32s %-9s %-17s %-11s %s\n", hook.name, hook.layer, hook.kind, hook.stream,
-                driver ? "symbol, dlsym, cuGetProcAddress" : "symbol, dlsym");
-  }
-  std::printf("\n%zu CUDA symbols, and the loader's dlsym.\n", blockrun::kHookCount);
-}
-
-// The driver this machine would give a CUDA program, asked in this process (never in the program's).
-std::string driver_version() {
-  void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-  if (!driver) return "no CUDA driver found (libcuda.so.1 cannot be loaded)";
-  using GetVersion = int (*)(int*);
-  auto get_version = reinterpret_cast<GetVersion>(dlsym(driver, "cuDriverGetVersion"));
-  int version = 0;
-  std::string text = "a libcuda.so.1 without cuDriverGetVersion";
-  if (get_version && get_version(&version) == 0) {
-    text =
-        "driver supports CUDA " + std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
-  }
-  dlclose(driver);
-  return text;
-}
-
 // What the command line asks for: the flags' settings (variable -> value), --explain's description,
-// --localize, and where the program's argv begins.
+// --localize, --error-exitcode, and where the program's argv begins.
 struct Invocation {
   std::map<std::string, std::string> settings;
   std::optional<std::string> explain;
@@ -111,32 +42,96 @@ struct Invocation {
   int program = 0;
 };
 
+// An argument `--flag=value` as the flag and its inline value; `--flag` as the flag alone.
+std::pair<std::string, std::optional<std::string>> split_flag(const std::string& argument) {
+  size_t equals = argument.find('=');
+  if (equals == std::string::npos) return {argument, std::nullopt};
+  return {argument.substr(0, equals), argument.substr(equals + 1)};
+}
+
+// The value of `flag` at argv[*index]: inline, else the next argument, which is never `--` or another option
+// (`--block -- ./app` took `--` as the policy and ran the program unblocked: issue 17, F18).
+std::string take_value(const std::string& flag, const std::string& accepted,
+                       const std::optional<std::string>& inline_value, int argc, char** argv, int* index) {
+  if (inline_value) return *inline_value;
+  if (*index + 1 < argc && std::strncmp(argv[*index + 1], "--", 2) != 0) return argv[++*index];
+  if (*index + 1 < argc) {
+    usage_error("option " + flag + " needs a value (" + accepted + "), not '" + argv[*index + 1] +
+                "'; for a value that starts with --, write " + flag + "=VALUE");
+  }
+  usage_error("option " + flag + " needs a value (" + accepted + ")");
+}
+
+// --error-exitcode's N: a whole number from 1 to 255 (0 would hide the error, and a status is one byte).
+int exit_code(const CommandSpec& spec, const std::string& value) {
+  bool digits =
+      !value.empty() && value.size() <= 3 && value.find_first_not_of("0123456789") == std::string::npos;
+  int code = digits ? std::stoi(value) : 0;
+  if (code < 1 || code > 255)
+    usage_error(std::string(spec.flag) + ": '" + value +
+                "' is not an exit status; accepted: " + spec.accepted);
+  return code;
+}
+
+[[noreturn]] void print_and_exit(const std::string& text) {
+  std::fputs(text.c_str(), stdout);
+  std::exit(0);
+}
+
+// A flag of commands.def at argv[index]: the informational ones print and exit here, the others go into
+// `invocation`; returns the index of the last argument it took.
+int take_command(const CommandSpec& spec, const std::optional<std::string>& inline_value, int argc,
+                 char** argv, int index, Invocation* invocation) {
+  if (inline_value && !*spec.value)
+    usage_error("option " + std::string(spec.flag) + " takes no value, not '" + argv[index] + "'");
+  switch (spec.id) {
+    case Command::help:
+      print_usage(stdout, false);
+      std::exit(0);
+    case Command::help_all:
+      print_usage(stdout, true);
+      std::exit(0);
+    case Command::version:
+      print_version();
+      std::exit(0);
+    case Command::list_hooks:
+      list_hooks();
+      std::exit(0);
+    case Command::help_config_markdown:
+      print_and_exit(blockrun::configuration_reference_markdown());
+    case Command::help_man:
+      print_and_exit(man_page());
+    case Command::help_bash_completion:
+      print_and_exit(bash_completion());
+    case Command::help_zsh_completion:
+      print_and_exit(zsh_completion());
+    case Command::localize:
+      invocation->localize = true;
+      break;
+    case Command::explain:
+      invocation->explain = take_value(spec.flag, spec.accepted, inline_value, argc, argv, &index);
+      break;
+    case Command::error_exitcode:
+      invocation->error_exitcode =
+          exit_code(spec, take_value(spec.flag, spec.accepted, inline_value, argc, argv, &index));
+      break;
+  }
+  return index;
+}
+
 // A flag of src/options.def at argv[index] (its value inline, next, or 1 for a switch): its value, checked,
 // into the settings; returns the index of the last argument it took.
 int take_option(int argc, char** argv, int index, Invocation* invocation) {
   std::string argument = argv[index];
-  std::string flag = argument.substr(0, argument.find('='));
-  std::optional<std::string> inline_value;
-  if (argument.find('=') != std::string::npos) inline_value = argument.substr(argument.find('=') + 1);
+  auto [flag, inline_value] = split_flag(argument);
   const blockrun::OptionSpec* spec = nullptr;
   for (const blockrun::OptionSpec& candidate : blockrun::option_specs()) {
     if (*candidate.flag && flag == candidate.flag) spec = &candidate;
   }
-  if (!spec) usage_error("unknown option '" + argument + "'");
-  std::string value;
-  if (inline_value) {
-    value = *inline_value;
-  } else if (spec->kind == blockrun::OptionKind::Switch) {
-    value = "1";
-  } else if (index + 1 < argc && std::strncmp(argv[index + 1], "--", 2) != 0) {
-    value = argv[++index];
-  } else if (index + 1 < argc) {
-    // `--block -- ./app` took `--` as the policy and ran the program unblocked (issue 17, F18).
-    usage_error(std::string("option ") + spec->flag + " needs a value (" + spec->accepted + "), not '" +
-                argv[index + 1] + "'; for a value that starts with --, write " + spec->flag + "=VALUE");
-  } else {
-    usage_error(std::string("option ") + spec->flag + " needs a value (" + spec->accepted + ")");
-  }
+  if (!spec) usage_error("unknown option '" + argument + "'" + blockrun::did_you_mean(flag, known_flags()));
+  std::string value = spec->kind == blockrun::OptionKind::Switch && !inline_value
+                          ? "1"
+                          : take_value(spec->flag, spec->accepted, inline_value, argc, argv, &index);
   if (std::optional<blockrun::ConfigError> error = blockrun::check_value(*spec, value)) {
     usage_error(std::string(spec->flag) + ": " + error->message());
   }
@@ -150,8 +145,8 @@ int take_option(int argc, char** argv, int index, Invocation* invocation) {
   return index;
 }
 
-// Reads the options up to the program (or `--`); the informational ones (--help, --version, --list-hooks,
-// --help-config-markdown) print and exit here.
+// Reads the options up to the program (or `--`): every argument before it that starts with '-' is a flag of
+// one of the two tables, or an unknown option (`-b all` is not a program named -b).
 Invocation parse_command_line(int argc, char** argv) {
   Invocation invocation;
   int index = 1;
@@ -161,39 +156,15 @@ Invocation parse_command_line(int argc, char** argv) {
       ++index;
       break;
     }
-    if (argument.rfind("--", 0) != 0) break;  // the program
-    if (argument == "--help" || argument == "-h") {
-      print_usage(stdout);
-      std::exit(0);
+    if (argument.empty() || argument[0] != '-') break;  // the program
+    auto [flag, inline_value] = split_flag(argument);
+    const CommandSpec* command = nullptr;
+    for (const CommandSpec& candidate : command_specs()) {
+      if (flag == candidate.flag || (*candidate.short_flag && argument == candidate.short_flag))
+        command = &candidate;
     }
-    if (argument == "--version") {
-      std::printf("cuda-blockrun %s (built against CUDA %s; %s)\n", CUDA_BLOCKRUN_VERSION,
-                  CUDA_BLOCKRUN_CUDA_VERSION, driver_version().c_str());
-      std::exit(0);
-    }
-    if (argument == "--list-hooks") {
-      list_hooks();
-      std::exit(0);
-    }
-    if (argument == "--help-config-markdown") {
-      std::fputs(blockrun::configuration_reference_markdown().c_str(), stdout);
-      std::exit(0);
-    }
-    if (argument == "--explain" || argument.rfind("--explain=", 0) == 0) {
-      if (argument == "--explain" && index + 1 >= argc)
-        usage_error("option --explain needs a launch description");
-      invocation.explain = argument == "--explain" ? argv[++index] : argument.substr(10);
-    } else if (argument == "--localize") {
-      invocation.localize = true;
-    } else if (argument == "--error-exitcode" || argument.rfind("--error-exitcode=", 0) == 0) {
-      std::string value =
-          argument == "--error-exitcode" ? (index + 1 < argc ? argv[++index] : "") : argument.substr(17);
-      char* end = nullptr;
-      long status = std::strtol(value.c_str(), &end, 10);
-      if (value.empty() || *end || status < 1 || status > 255)
-        usage_error("--error-exitcode: '" + value +
-                    "' is not an exit status; accepted: a whole number 1-255");
-      invocation.error_exitcode = static_cast<int>(status);
+    if (command) {
+      index = take_command(*command, inline_value, argc, argv, index, &invocation);
     } else {
       index = take_option(argc, argv, index, &invocation);
     }

@@ -34,7 +34,7 @@ int report_command(int argc, char** argv) {
     if (argument == "--json") {
       as_json = true;
     } else if (argument == "--help" || argument == "-h") {
-      print_usage(stdout);
+      print_usage(stdout, false);
       return 0;
     } else if (argument.rfind("--", 0) == 0 && argument != "--") {
       usage_error("report: unknown option '" + argument + "' (accepted: --json)");
