@@ -37,6 +37,13 @@ std::optional<size_t> parse_count(const std::string& value) {
   return count;
 }
 
+// A decimal limit: 0 (no limit) or up to 9 digits, which no list printed in a log reaches.
+std::optional<size_t> parse_limit(const std::string& value) {
+  if (value.empty() || value.size() > 9 || value.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  return std::stoul(value);
+}
+
 // The parsers of each kind: the value into `out`, or the error naming the variable, value and accepted forms.
 using Parsed = std::optional<ConfigError>;
 
@@ -103,6 +110,13 @@ Parsed parse_Count(const OptionSpec& spec, const std::string& value, size_t* out
   std::optional<size_t> count = parse_count(value);
   if (!count) return refused(spec, value);
   *out = *count;
+  return std::nullopt;
+}
+
+Parsed parse_Limit(const OptionSpec& spec, const std::string& value, size_t* out) {
+  std::optional<size_t> limit = parse_limit(value);
+  if (!limit) return refused(spec, value);
+  *out = *limit;
   return std::nullopt;
 }
 

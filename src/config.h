@@ -12,7 +12,7 @@
 
 namespace blockrun {
 
-enum class OptionKind { Switch, Text, Path, Choice, Policy, Regex, Ranks, Count };
+enum class OptionKind { Switch, Text, Path, Choice, Policy, Regex, Ranks, Count, Limit };
 
 // One row of options.def, as data.
 struct OptionSpec {
@@ -69,6 +69,10 @@ template <>
 struct OptionValue<OptionKind::Count> {
   using type = size_t;
 };
+template <>
+struct OptionValue<OptionKind::Limit> {
+  using type = size_t;
+};  // 0: no limit
 
 // The configuration: one field per row of options.def, of its kind's type, named as the row's `field`.
 struct Config {

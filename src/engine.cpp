@@ -587,7 +587,7 @@ void Engine::first_error(const char* api, ErrorCode result, const char* how, Acc
   // The report first: a process that dies right after this still leaves a complete record.
   if (report_) report_->write_record(first_error_record(finding));
   first_error_summary_ = first_error_summary(finding);
-  log_first_error(*logger_, finding, config_.stack);
+  log_first_error(*logger_, finding, config_.stack, config_.print_limit);
 }
 
 Finding Engine::find(const char* api, ErrorCode result, const char* how, const Accused& accused,
@@ -806,7 +806,7 @@ void Engine::finish() {
     // The table of every kernel is built only where it is told: in the report, or in the log when launches
     // were blocked (at exit it is the shim's largest allocation, docs/memory.md).
     Summary counts = summary(report_ || blocked_.load() > 0);
-    if (config_.summary) log_summary(*logger_, counts);
+    if (config_.summary) log_summary(*logger_, counts, config_.print_limit);
     if (report_) report_->write_record(summary_record(counts));
   }
   logger_->flush();

@@ -79,8 +79,8 @@ TEST(Distributed, TheReportNamesTheRankThatFailedFirst) {
   EXPECT_TRUE(contains(merged.out, "\nfirst to fail: rank 1 (pid ")) << merged.out;
   EXPECT_TRUE(
       contains(merged.out,
-               "  kernel stencil(float*, float const*, int, long long), launch #38 (its launch 13), "
-               "stream 0x0\n"
+               "  kernel stencil(float*, float const*, int, long long)<<<(4096,1,1), (256,1,1), 0, 0x0>>>, "
+               "launch #38 (stencil#13)\n"
                "  error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
                "cudaMemcpy\n"
                "  launched at " +
@@ -197,7 +197,8 @@ TEST_F(Mpirun, TwoRanksOneFaults) {
   EXPECT_TRUE(contains(merged.out, "2 processes (2 report files) on ")) << merged.out;
   EXPECT_TRUE(contains(merged.out, "\nfirst to fail: rank 1 (pid ")) << merged.out;
   EXPECT_TRUE(contains(merged.out,
-                       "  kernel stencil(float*, float const*, int, long long), launch #38 (its launch 13)"))
+                       "  kernel stencil(float*, float const*, int, long long)<<<(4096,1,1), (256,1,1), 0, "
+                       "0x0>>>, launch #38 (stencil#13)\n"))
       << merged.out;
   EXPECT_TRUE(contains(merged.out, "  launched at " + launch_line())) << merged.out;
   EXPECT_TRUE(contains(merged.out, "\nwithout a failure of their own:\n  rank 0 (pid ")) << merged.out;
@@ -215,7 +216,8 @@ TEST_F(Mpirun, FourRanksTheFirstFaultIsNamedAndTheLaterOneFollows) {
   EXPECT_TRUE(contains(merged.out, "4 processes (4 report files) on ")) << merged.out;
   EXPECT_TRUE(contains(merged.out, "\nfirst to fail: rank 2 (pid ")) << merged.out;
   EXPECT_TRUE(contains(merged.out,
-                       "  kernel stencil(float*, float const*, int, long long), launch #38 (its launch 13)"))
+                       "  kernel stencil(float*, float const*, int, long long)<<<(4096,1,1), (256,1,1), 0, "
+                       "0x0>>>, launch #38 (stencil#13)\n"))
       << merged.out;
   EXPECT_TRUE(contains(merged.out, "\nafter it:\n  rank 0 (pid ")) << merged.out;
   EXPECT_TRUE(contains(merged.out, "in kernel scale(float*, int, float), launch #45")) << merged.out;

@@ -59,9 +59,12 @@ TEST(Lifecycle, ForkedChildrenStartCleanWhileAnotherThreadLaunches) {
   int children = 0;
   for (const std::string& file : files) {
     std::string text = read_file(file);
-    if (contains(text, "launch #1, stream 0x0, grid (4096,1,1)")) {
+    if (contains(text, "<<<(4096,1,1), (256,1,1), 0, 0x0>>>, launch #1 (fill#1)")) {
       // The parent: its first launch, then the busy thread's, then its summary.
-      EXPECT_TRUE(contains(text, "launch: kernel fill(float*, int, float), launch #1,")) << text;
+      EXPECT_TRUE(contains(text,
+                           "launch: kernel fill(float*, int, float)<<<(4096,1,1), (256,1,1), 0, 0x0>>>, "
+                           "launch #1 (fill#1) via "))
+          << text;
       EXPECT_TRUE(contains(text, "; no CUDA errors\n")) << text;
       continue;
     }
