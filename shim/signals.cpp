@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 
 #include "report/keys.h"
 
@@ -30,6 +31,8 @@ Watched g_watched[] = {{SIGSEGV, "SIGSEGV", {}}, {SIGBUS, "SIGBUS", {}},   {SIGF
 
 std::atomic<Engine*> g_signal_engine{nullptr};
 std::atomic<OutputFile*> g_log_file{nullptr};
+// What starts each line, as in the engine's log; written before g_log_file is published, read by the handler.
+char g_log_prefix[64] = "[cuda-blockrun]";
 std::atomic<OutputFile*> g_report_file{nullptr};
 std::atomic<bool> g_reported{false};
 std::atomic<bool> g_installed{false};
@@ -176,7 +179,8 @@ SignalFacts signal_facts(const Engine* engine, const Watched& watched, const sig
 
 void write_signal_line(const Watched& watched, const SignalFacts& facts) {
   Line log;
-  log.add(facts.handled ? "[cuda-blockrun] signal " : "[cuda-blockrun] fatal signal ");
+  log.add(g_log_prefix);
+  log.add(facts.handled ? " signal " : " fatal signal ");
   log.add(watched.name);
   log.add(facts.sent ? " (sent to the process)" : " (a fault in the program)");
   if (facts.handled) log.add(", handed to the program's own handler,");
@@ -194,7 +198,8 @@ void write_signal_line(const Watched& watched, const SignalFacts& facts) {
 void write_in_flight_lines(const Engine::InFlight* in_flight, size_t flying) {
   for (size_t i = 0; i < flying; ++i) {
     Line line;
-    line.add("[cuda-blockrun]   not completed (breadcrumbs): ");
+    line.add(g_log_prefix);
+    line.add("   not completed (breadcrumbs): ");
     const KernelInfo* kernel = in_flight[i].kernel;
     if (kernel) {
       line.add("kernel ");
@@ -339,7 +344,9 @@ void forget_fatal_signal_reports_after_fork() {
   g_reported.store(false);
 }
 
-void install_fatal_signal_reports(Engine* engine, OutputFile* log_file, OutputFile* report_file) {
+void install_fatal_signal_reports(Engine* engine, OutputFile* log_file, OutputFile* report_file,
+                                  const char* log_prefix) {
+  std::snprintf(g_log_prefix, sizeof(g_log_prefix), "%s", log_prefix);
   g_log_file.store(log_file, std::memory_order_release);
   g_report_file.store(report_file, std::memory_order_release);
   g_signal_engine.store(engine, std::memory_order_release);

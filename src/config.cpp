@@ -278,7 +278,7 @@ std::optional<RankSet> parse_ranks(const std::string& text, std::string* error) 
   return set;
 }
 
-long rank_from_environment(const EnvLookup& lookup) {
+std::optional<long> rank_variable(const EnvLookup& lookup) {
   for (const char* variable : {"RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
     std::optional<std::string> value = lookup(variable);
     if (!value || value->empty()) continue;
@@ -286,7 +286,11 @@ long rank_from_environment(const EnvLookup& lookup) {
     long rank = std::strtol(value->c_str(), &end, 10);
     if (end && *end == '\0' && rank >= 0) return rank;
   }
-  return 0;
+  return std::nullopt;
+}
+
+long rank_from_environment(const EnvLookup& lookup) {
+  return rank_variable(lookup).value_or(0);
 }
 
 bool selects_process(const Config& config, const std::string& name, const std::string& command_line,

@@ -133,7 +133,9 @@ std::string expand_path(const std::string& pattern, long pid, long rank = 0, con
 std::string host_for_path(const std::string& host);
 
 // This process's rank, from the first of RANK, LOCAL_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID
-// that is set to a number; 0 where none is.
+// that is set to a number; nullopt where none is (a process outside a launcher's job).
+std::optional<long> rank_variable(const EnvLookup& lookup);
+// The same, 0 where none is set (the rank --ranks and %r take then).
 long rank_from_environment(const EnvLookup& lookup);
 
 // Whether the configuration selects this process (its name, command line and rank).

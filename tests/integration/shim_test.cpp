@@ -624,6 +624,26 @@ TEST(Policy, LogPathCarriesTheRank) {
   run_process({"/bin/rm", "-rf", directory}, {});
 }
 
+// A rank (a launcher's variable set) writes its pid and rank on every line of a log it may share; in a file
+// named by its pid (%p) no one else writes, and the lines stay as a process alone writes them.
+TEST(Policy, ARanksLinesCarryItsPidAndRankUnlessItsLogIsItsOwn) {
+  ProcessResult shared = app("steps", {{"OMPI_COMM_WORLD_RANK", "3"}}, true);
+  EXPECT_TRUE(
+      std::regex_match(shared.err, std::regex("\\[cuda-blockrun [0-9]+ rank 3\\] summary: 60 launches, 0 "
+                                              "blocked; no CUDA errors\n")))
+      << shared.err;
+  std::string directory = ::testing::TempDir() + "blockrun_own_logs_" + std::to_string(getpid());
+  run_process({"/bin/mkdir", "-p", directory}, {});
+  ProcessResult own =
+      app("steps", {{"CUDA_BLOCKRUN_LOG", directory + "/log.%p"}, {"OMPI_COMM_WORLD_RANK", "3"}}, true);
+  std::string names = run_process({"/bin/ls", directory}, {}).out;
+  EXPECT_EQ(read_file(directory + "/" + names.substr(0, names.find('\n'))),
+            "[cuda-blockrun] summary: 60 launches, 0 blocked; no CUDA errors\n");
+  run_process({"/bin/rm", "-rf", directory}, {});
+  ProcessResult alone = app("steps", {}, true);
+  EXPECT_EQ(alone.err, "[cuda-blockrun] summary: 60 launches, 0 blocked; no CUDA errors\n");
+}
+
 TEST(Wrapper, ExplainSaysWhichRuleDecides) {
   ProcessResult r = run_process(
       {kWrapper, "--block", "!fill", "--block", "stencil#13 abort", "--explain", "stencil#13 #38"}, {});
