@@ -588,6 +588,7 @@ void Engine::first_error(const char* api, ErrorCode result, const char* how, Acc
   if (report_) report_->write_record(first_error_record(finding));
   first_error_summary_ = first_error_summary(finding);
   log_first_error(*logger_, finding, config_.stack, config_.print_limit);
+  note_missing_libdw(tells_call_site_without_line(finding));
 }
 
 Finding Engine::find(const char* api, ErrorCode result, const char* how, const Accused& accused,
@@ -660,10 +661,22 @@ void Engine::log_launch(const Launch& launch, const char* what, ErrorCode result
   size_t told = write_record ? kCapturedLaunchesReported : kCapturedLaunchesLogged;
   LaunchView view = view_of(record, stack, write_record || config_.stack, false, told);
   log_launch_site(SiteLog{*logger_, "  ", false, config_.stack}, view);
+  note_missing_libdw(call_site_without_line(view));
   if (!write_record) return;
   view.record = &launch.record;  // the report keeps what the policy wanted
   std::string error_name = result.ok() ? std::string() : describe_error_(result).name;
   report_->write_record(launch_record(view, what, result.ok() ? nullptr : &error_name));
+}
+
+// Called with report_mutex_ held, right after the log told call sites; `told_without_line`: one had no
+// file:line.
+void Engine::note_missing_libdw(bool told_without_line) {
+  if (!told_without_line || libdw_noted_) return;
+  std::string problem =
+      symbolizer_->libdw_problem();  // "" where libdw is used, or --libdw off asked for none
+  if (problem.empty()) return;
+  libdw_noted_ = true;
+  log_missing_libdw(*logger_, problem);
 }
 
 LaunchView Engine::view_of(const LaunchRecord& record, const CallStack* stack, bool whole_stack, bool failed,

@@ -93,6 +93,14 @@ double epoch_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+bool tells_call_site_without_line(const Finding& finding) {
+  if (finding.culprit && call_site_without_line(*finding.culprit)) return true;
+  if (finding.refused && call_site_without_line(*finding.refused)) return true;
+  for (const LaunchView& suspect : finding.suspects)
+    if (call_site_without_line(suspect)) return true;
+  return false;
+}
+
 std::string first_error_record(const Finding& finding) {
   JsonWriter json;
   begin_error_record(json, "first_error", finding.text, finding.result, finding.api);

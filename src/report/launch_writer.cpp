@@ -435,6 +435,24 @@ void log_launch_site(const SiteLog& log, const LaunchView& launch) {
   if (launch.graph) log_graph_capture(log, launch);
 }
 
+bool call_site_without_line(const LaunchView& launch) {
+  const Site& site = launch.site;
+  return site.call_site >= 0 && site.frames[site.call_site].file.empty();
+}
+
+void log_missing_libdw(spdlog::logger& logger, const std::string& problem) {
+  logger.info(
+      "note: no file:line for call sites: libdw could not be loaded ({}); they are told by module offset, "
+      "with "
+      "the function's name where the dynamic symbol table has it",
+      printable(problem));
+  logger.info(
+      "  for file:line install elfutils' libdw (Debian/Ubuntu: apt-get install libdw1; Fedora/RHEL: dnf "
+      "install "
+      "elfutils-libs), or name it with --libdw PATH (CUDA_BLOCKRUN_LIBDW); --libdw off goes without it and "
+      "without this note");
+}
+
 const CapturedLaunchView* GraphCaptureView::launch(size_t index) const {
   auto found =
       std::lower_bound(launches.begin(), launches.end(), index,

@@ -48,5 +48,10 @@ struct SiteLog {
   bool stack;
 };
 void log_launch_site(const SiteLog& log, const LaunchView& launch);
+// Whether the log tells `launch`'s call site without file:line (its frame has no source file).
+bool call_site_without_line(const LaunchView& launch);
+// The note for call sites told without file:line because libdw could not be loaded (`problem`, as
+// Symbolizer::libdw_problem says it): what is missing, how to install it, what the log gives instead.
+void log_missing_libdw(spdlog::logger& logger, const std::string& problem);
 
 }  // namespace blockrun
