@@ -140,9 +140,11 @@ TEST(Distributed, ARankStuckInACollectiveIsToldApartFromTheRankThatFaulted) {
   EXPECT_EQ(stuck.status, 128 + SIGABRT) << stuck.err;
   // RANK is set: each line carries the process id and the rank, the signal handler's too.
   EXPECT_TRUE(std::regex_search(
-      stuck.err, std::regex("\\[cuda-blockrun [0-9]+ rank 1\\]   not completed \\(breadcrumbs\\): kernel "
-                            "ncclDevKernel_AllReduce_Sum_f32_RING_LL\\(ncclDevKernelArgsStorage<4096ul>\\) "
-                            "\\(NCCL AllReduce\\), launch #3, stream 0x")))
+      stuck.err,
+      std::regex("\\[cuda-blockrun [0-9]+ rank 1\\]   not completed \\(breadcrumbs\\): kernel "
+                 "ncclDevKernel_AllReduce_Sum_f32_RING_LL\\(ncclDevKernelArgsStorage<4096ul>\\)"
+                 "<<<\\(8,1,1\\), \\(512,1,1\\), 0, 0x[0-9a-f]+>>> \\(NCCL AllReduce\\), launch #3 "
+                 "\\(ncclDevKernel_AllReduce_Sum_f32_RING_LL#1\\)\n")))
       << stuck.err;
   std::string record = read_file(directory + "/r.1.jsonl");
   EXPECT_TRUE(contains(record,
