@@ -228,6 +228,7 @@ void add_kernel_launch(Text<kBytes>& out, const Engine::InFlight& launch) {
   }
   out.add(", launch #");
   out.add(launch.sequence);
+  if (launch.kernel_ordinal == 0) return;  // a kernel past the kernel table: its number is not known
   out.add(" (");
   out.add_json(kernel.name.base.c_str(), kKernelNameBytes);
   out.add("#");

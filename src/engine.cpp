@@ -148,6 +148,7 @@ const KernelInfo* Engine::new_kernel(const void* handle,
   // Past the bound: one shared record, decided per launch from the name resolved now (documented).
   // Never destroyed (a launch can come after the thread's destructors ran, during exit).
   thread_local KernelInfo* overflow = new KernelInfo;
+  overflow->past_table = true;
   classify(overflow, "(kernel table full)", false);
   return overflow;
 }
@@ -179,8 +180,10 @@ void Engine::fill_record(const LaunchRequest& request, LaunchRecord* out) {
   record.caller = request.caller;
   record.thread = current_thread_number();
   record.stream = stream_id(request.stream, request.per_thread_default_stream);
-  if (request.kernel)
-    record.kernel_ordinal = const_cast<KernelInfo*>(request.kernel)->launches.fetch_add(1) + 1;
+  if (request.kernel) {
+    uint64_t launches = const_cast<KernelInfo*>(request.kernel)->launches.fetch_add(1) + 1;
+    record.kernel_ordinal = request.kernel->past_table ? 0 : launches;
+  }
 }
 
 Decision Engine::decide(const LaunchRequest& request, const LaunchRecord& record) const {

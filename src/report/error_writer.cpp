@@ -55,7 +55,7 @@ void log_launches(spdlog::logger& logger, const std::vector<LaunchView>& launche
     log_launch_site(SiteLog{logger, "      ", true, stack}, launches[i]);
   }
   if (shown < launches.size())
-    logger.error("    ... and {} more (--print-limit 0 prints all; the report lists every one)",
+    logger.error("    ... and {} more (--print-limit 0 prints all; --report lists every one)",
                  launches.size() - shown);
 }
 

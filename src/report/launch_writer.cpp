@@ -483,9 +483,10 @@ std::string describe(const LaunchRecord& record) {
         launch_configuration(record.grid, record.block, record.shared_memory, describe_stream(record.stream));
     if (record.kernel->collective) out += fmt::format(" (NCCL {})", record.kernel->collective);
     if (record.library_api) out += ", launched by " + library_call();
-    return out + fmt::format(", launch #{} ({}){}", record.sequence,
-                             kernel_launch_text(record.kernel->name.base, record.kernel_ordinal),
-                             record.blocked ? ", blocked" : "");
+    out += fmt::format(", launch #{}", record.sequence);
+    if (record.kernel_ordinal)
+      out += " (" + kernel_launch_text(record.kernel->name.base, record.kernel_ordinal) + ")";
+    return record.blocked ? out + ", blocked" : out;
   }
   if (record.graph) {
     out = fmt::format("graph {}", record.graph->exec);

@@ -71,7 +71,7 @@ void log_blocked_times(spdlog::logger& logger, const Summary& summary, size_t pr
                 row.launches, printable(row.display(), 200));
   }
   if (more)
-    logger.info("  ... and {} more (--print-limit 0 prints all; the report's summary lists up to {})", more,
+    logger.info("  ... and {} more (--print-limit 0 prints all; --report's summary lists up to {})", more,
                 kSummaryRows);
 }
 

@@ -671,7 +671,7 @@ TEST(Wrapper, PrintLimitCutsTheSummarysTableAndSaysHowManyMore) {
                  "time\\):\n"
                  "\\[cuda-blockrun\\] +[0-9.]+ ms wall \\([0-9.]+ max\\), no GPU time; 20 of 20 launches "
                  "blocked: [a-z]+\\([^\n]*\\)\n"
-                 "\\[cuda-blockrun\\]   \\.\\.\\. and 2 more \\(--print-limit 0 prints all; the report's "
+                 "\\[cuda-blockrun\\]   \\.\\.\\. and 2 more \\(--print-limit 0 prints all; --report's "
                  "summary lists up to 1000\\)\n$")))
       << one.err;
   ProcessResult all = wrapped({"--block", "all", "--print-limit", "0"}, "steps");

@@ -602,14 +602,14 @@ void expect_only_summary(const std::string& text, long launches, long blocked) {
     long rest = 0;
     EXPECT_EQ(
         std::sscanf(lines.back().c_str(),
-                    "[cuda-blockrun]   ... and %ld more (--print-limit 0 prints all; the report's summary "
+                    "[cuda-blockrun]   ... and %ld more (--print-limit 0 prints all; --report's summary "
                     "lists up to 1000)",
                     &rest),
         1)
         << lines.back();
     EXPECT_TRUE(rest > 0 && rest <= blocked - 10) << lines.back();
     EXPECT_EQ(lines.back(), "[cuda-blockrun]   ... and " + std::to_string(rest) +
-                                " more (--print-limit 0 prints all; the report's summary lists up to 1000)");
+                                " more (--print-limit 0 prints all; --report's summary lists up to 1000)");
     lines.pop_back();
   }
   EXPECT_EQ(lines[1],

@@ -159,11 +159,30 @@ TEST_F(EngineTest, ThePrintLimitCutsTheSuspectsInTheLogAndSaysHowManyMore) {
                       "(fill#6)\n"
                       "    kernel fill(float*, int, float)<<<(4096,1,1), (256,1,1), 0, 0xb000>>>, launch #7 "
                       "(fill#7)\n"
-                      "    ... and 5 more (--print-limit 0 prints all; the report lists every one)\n"
+                      "    ... and 5 more (--print-limit 0 prints all; --report lists every one)\n"
                       "  to pin it: run again with --block 'fill'"),
             std::string::npos)
       << text;
   EXPECT_EQ(text.find("launch #8 "), std::string::npos) << text;
+}
+
+// Past the kernel table's bound a thread's kernels share one record: its launch count is no kernel's own, so
+// the log gives no NAME#N for them rather than a wrong one.
+TEST_F(EngineTest, AKernelPastTheTableHasNoPerKernelNumber) {
+  auto engine = make("none");
+  const KernelInfo* past = nullptr;
+  for (uintptr_t handle = 1; handle <= 70000 && !past; ++handle) {
+    const KernelInfo* info = kernel(*engine, handle * 16, "_Z4fillPfif");
+    if (info->past_table) past = info;
+  }
+  ASSERT_NE(past, nullptr) << "the table took 70,000 kernels";
+  launch(*engine, past, nullptr);
+  Launch second = launch(*engine, past, nullptr);
+  EXPECT_EQ(second.record.kernel_ordinal, 0u);
+  EXPECT_EQ(engine->describe(second.record),
+            "kernel fill(float*, int, float)<<<(4096,1,1), (256,1,1), 0, 0x0>>>, launch #2");
+  Launch kept = launch(*engine, kernel(*engine, 16, "_Z4fillPfif"), nullptr);
+  EXPECT_EQ(kept.record.kernel_ordinal, 1u);
 }
 
 TEST_F(EngineTest, TheLaunchConfigurationIsWrittenAsCudaWritesIt) {
