@@ -42,6 +42,8 @@ OutputFile* g_standard_error = nullptr;  // the log's default, standard error as
 std::mutex* g_engine_creation = new std::mutex;
 std::atomic<Engine*> g_engine{nullptr};
 std::atomic<bool> g_fork_handler{false};
+// Set in a forked child (until an exec loads the shim afresh): its log lines carry its pid (log_prefix).
+std::atomic<bool> g_forked_child{false};
 
 // In a forked child (a DataLoader worker, a subprocess before exec): the parent's engine is left alone,
 // never used or destroyed here (its locks may be held by parent threads that do not exist in the child, its
@@ -50,6 +52,7 @@ std::atomic<bool> g_fork_handler{false};
 void start_clean_after_fork() {
   g_engine_creation = new std::mutex;  // the parent's may be locked forever here
   g_engine.store(nullptr, std::memory_order_release);
+  g_forked_child.store(true, std::memory_order_relaxed);
   forget_fatal_signal_reports_after_fork();
   reset_blocking_after_fork();
 }
@@ -138,7 +141,18 @@ void configure() {
   g_state.store(State::Active);
 }
 
-std::shared_ptr<spdlog::logger> make_logger(const Config& config, OutputFile** log_file) {
+// What starts this process's log lines (log_prefix): decided once, when its engine is made.
+std::string this_log_prefix(const Config& config) {
+  LogAuthor author;
+  author.pid = static_cast<long>(getpid());
+  author.rank = rank_variable(process_environment());
+  author.forked_child = g_forked_child.load(std::memory_order_relaxed);
+  author.own_file = !config.log.empty() && path_names_process(config.log);
+  return log_prefix(author);
+}
+
+std::shared_ptr<spdlog::logger> make_logger(const Config& config, const std::string& prefix,
+                                            OutputFile** log_file) {
   std::shared_ptr<spdlog::sinks::sink> sink;
   std::string problem;
   *log_file = nullptr;
@@ -164,7 +178,7 @@ std::shared_ptr<spdlog::logger> make_logger(const Config& config, OutputFile** l
   // Not registered with spdlog's registry: the registry is a static that dies at exit, and CUDA
   // calls (and so log lines) can come later than that.
   auto logger = std::make_shared<spdlog::logger>("cuda-blockrun", std::move(sink));
-  logger->set_pattern("[cuda-blockrun] %v");
+  logger->set_pattern(prefix + " %v");
   logger->set_level(spdlog::level::info);
   logger->flush_on(spdlog::level::warn);
   logger->set_error_handler([](const std::string&) {});  // the shim's logging must never disturb the program
@@ -297,7 +311,9 @@ void create_engine() {
   int saved_errno = errno;
   try {
     OutputFile* log_file = nullptr;
-    auto engine = std::make_unique<Engine>(*g_config, make_logger(*g_config, &log_file), describe_error);
+    std::string prefix = this_log_prefix(*g_config);
+    auto engine =
+        std::make_unique<Engine>(*g_config, make_logger(*g_config, prefix, &log_file), describe_error);
     std::unique_ptr<ReportFile> report;
     ProcessInfo info = process_info();
     if (!g_config->report.empty()) {
@@ -315,7 +331,7 @@ void create_engine() {
     engine->start(std::move(info), std::move(report), take_call_stack, read_python_stack);
     Engine* created = engine.release();
     g_engine.store(created, std::memory_order_release);
-    install_fatal_signal_reports(created, log_file, created->report_file());
+    install_fatal_signal_reports(created, log_file, created->report_file(), prefix.c_str());
     // The driver's error log listener is registered from the first driver launch, not here: the engine is
     // often created inside the runtime's initialization, where the shim makes no CUDA call it can avoid.
   } catch (...) {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 
 #include "report/keys.h"
 
@@ -30,6 +31,8 @@ Watched g_watched[] = {{SIGSEGV, "SIGSEGV", {}}, {SIGBUS, "SIGBUS", {}},   {SIGF
 
 std::atomic<Engine*> g_signal_engine{nullptr};
 std::atomic<OutputFile*> g_log_file{nullptr};
+// What starts each line, as in the engine's log; written before g_log_file is published, read by the handler.
+char g_log_prefix[64] = "[cuda-blockrun]";
 std::atomic<OutputFile*> g_report_file{nullptr};
 std::atomic<bool> g_reported{false};
 std::atomic<bool> g_installed{false};
@@ -176,7 +179,8 @@ SignalFacts signal_facts(const Engine* engine, const Watched& watched, const sig
 
 void write_signal_line(const Watched& watched, const SignalFacts& facts) {
   Line log;
-  log.add(facts.handled ? "[cuda-blockrun] signal " : "[cuda-blockrun] fatal signal ");
+  log.add(g_log_prefix);
+  log.add(facts.handled ? " signal " : " fatal signal ");
   log.add(watched.name);
   log.add(facts.sent ? " (sent to the process)" : " (a fault in the program)");
   if (facts.handled) log.add(", handed to the program's own handler,");
@@ -190,27 +194,63 @@ void write_signal_line(const Watched& watched, const SignalFacts& facts) {
   log.write_to(g_log_file.load(std::memory_order_acquire));
 }
 
+template <size_t kBytes>
+void add_dim3(Text<kBytes>& out, const Dim3& dim) {
+  out.add("(");
+  out.add(static_cast<uint64_t>(dim.x));
+  out.add(",");
+  out.add(static_cast<uint64_t>(dim.y));
+  out.add(",");
+  out.add(static_cast<uint64_t>(dim.z));
+  out.add(")");
+}
+
+// A kernel launch as the engine's log writes it (describe, launch_writer.h), without allocating:
+// `kernel NAME<<<(grid), (block), SHARED, STREAM>>> (NCCL X), launch #S (BASE#K)`.
+template <size_t kBytes>
+void add_kernel_launch(Text<kBytes>& out, const Engine::InFlight& launch) {
+  const KernelInfo& kernel = *launch.kernel;
+  out.add("kernel ");
+  out.add_json(kernel.name.demangled.c_str(), kKernelNameBytes);
+  out.add("<<<");
+  add_dim3(out, launch.grid);
+  out.add(", ");
+  add_dim3(out, launch.block);
+  out.add(", ");
+  out.add(launch.shared_memory);
+  out.add(", ");
+  add_stream(out, launch.stream);
+  out.add(">>>");
+  if (kernel.collective) {
+    out.add(" (NCCL ");
+    out.add(kernel.collective);
+    out.add(")");
+  }
+  out.add(", launch #");
+  out.add(launch.sequence);
+  if (launch.kernel_ordinal == 0) return;  // a kernel past the kernel table: its number is not known
+  out.add(" (");
+  out.add_json(kernel.name.base.c_str(), kKernelNameBytes);
+  out.add("#");
+  out.add(launch.kernel_ordinal);
+  out.add(")");
+}
+
 // With breadcrumbs: what each stream was still running (a rank stuck in a collective shows it here).
 void write_in_flight_lines(const Engine::InFlight* in_flight, size_t flying) {
   for (size_t i = 0; i < flying; ++i) {
-    Line line;
-    line.add("[cuda-blockrun]   not completed (breadcrumbs): ");
-    const KernelInfo* kernel = in_flight[i].kernel;
-    if (kernel) {
-      line.add("kernel ");
-      line.add_json(kernel->name.demangled.c_str(), kKernelNameBytes);
-      if (kernel->collective) {
-        line.add(" (NCCL ");
-        line.add(kernel->collective);
-        line.add(")");
-      }
+    Text<1024> line;  // two names of up to kKernelNameBytes each, and the rest
+    line.add(g_log_prefix);
+    line.add("   not completed (breadcrumbs): ");
+    const Engine::InFlight& launch = in_flight[i];
+    if (launch.kernel) {
+      add_kernel_launch(line, launch);
     } else {
-      line.add("a library call or graph");
+      line.add("a library call or graph, launch #");
+      line.add(launch.sequence);
+      line.add(", stream ");
+      add_stream(line, launch.stream);
     }
-    line.add(", launch #");
-    line.add(in_flight[i].sequence);
-    line.add(", stream ");
-    add_stream(line, in_flight[i].stream);
     line.add("\n");
     line.write_to(g_log_file.load(std::memory_order_acquire));
   }
@@ -339,7 +379,9 @@ void forget_fatal_signal_reports_after_fork() {
   g_reported.store(false);
 }
 
-void install_fatal_signal_reports(Engine* engine, OutputFile* log_file, OutputFile* report_file) {
+void install_fatal_signal_reports(Engine* engine, OutputFile* log_file, OutputFile* report_file,
+                                  const char* log_prefix) {
+  std::snprintf(g_log_prefix, sizeof(g_log_prefix), "%s", log_prefix);
   g_log_file.store(log_file, std::memory_order_release);
   g_report_file.store(report_file, std::memory_order_release);
   g_signal_engine.store(engine, std::memory_order_release);

@@ -10,8 +10,9 @@ namespace blockrun::shim {
 // the report (`report_file`, or null) with write(2) alone (OutputFile::write_record), then hand the signal
 // on: to the handler the program had installed, or to the default action (the faulting instruction is
 // re-executed, or the signal raised again), so the exit status and core dumps are what they are without the
-// shim.
-void install_fatal_signal_reports(Engine* engine, OutputFile* log_file, OutputFile* report_file);
+// shim. `log_prefix` starts each line, as it starts the engine's (log_prefix in log_file.h; cut at 63 bytes).
+void install_fatal_signal_reports(Engine* engine, OutputFile* log_file, OutputFile* report_file,
+                                  const char* log_prefix);
 // In a forked child (pthread_atfork): the parent's engine and files are forgotten until the child's own.
 void forget_fatal_signal_reports_after_fork();
 

@@ -18,7 +18,9 @@ bool first_unfinished_now(StreamState& state, uint64_t after, InFlight* found) {
     if (record.sequence > after && !record.refused && (!first || record.sequence < first->sequence))
       first = &record;
   }
-  if (first) *found = InFlight{first->sequence, first->kernel, first->stream};
+  if (first)
+    *found = InFlight{first->sequence, first->kernel, first->stream,       first->kernel_ordinal,
+                      first->grid,     first->block,  first->shared_memory};
   state.lock.clear(std::memory_order_release);
   return first != nullptr;
 }

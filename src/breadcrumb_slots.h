@@ -31,6 +31,9 @@ struct InFlight {
   uint64_t sequence;
   const KernelInfo* kernel;  // nullptr for a library call or graph recorded as a unit
   StreamId stream;
+  uint64_t kernel_ordinal;  // and its configuration, for the log's line (launch_configuration's form)
+  Dim3 grid, block;
+  uint64_t shared_memory;
 };
 
 class BreadcrumbSlots {

@@ -38,6 +38,13 @@ std::optional<size_t> parse_count(const std::string& value) {
   return count;
 }
 
+// A decimal limit: 0 (no limit) or up to 9 digits, which no list printed in a log reaches.
+std::optional<size_t> parse_limit(const std::string& value) {
+  if (value.empty() || value.size() > 9 || value.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  return std::stoul(value);
+}
+
 // The parsers of each kind: the value into `out`, or the error naming the variable, value and accepted forms.
 using Parsed = std::optional<ConfigError>;
 
@@ -104,6 +111,13 @@ Parsed parse_Count(const OptionSpec& spec, const std::string& value, size_t* out
   std::optional<size_t> count = parse_count(value);
   if (!count) return refused(spec, value);
   *out = *count;
+  return std::nullopt;
+}
+
+Parsed parse_Limit(const OptionSpec& spec, const std::string& value, size_t* out) {
+  std::optional<size_t> limit = parse_limit(value);
+  if (!limit) return refused(spec, value);
+  *out = *limit;
   return std::nullopt;
 }
 
@@ -288,7 +302,7 @@ std::string new_run_id(const EnvLookup& lookup, const std::string& host, long pi
   return host_for_path(host) + "-" + std::to_string(time) + "-" + std::to_string(pid);
 }
 
-long rank_from_environment(const EnvLookup& lookup) {
+std::optional<long> rank_variable(const EnvLookup& lookup) {
   for (const char* variable : {"RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
     std::optional<std::string> value = lookup(variable);
     if (!value || value->empty()) continue;
@@ -296,7 +310,11 @@ long rank_from_environment(const EnvLookup& lookup) {
     long rank = std::strtol(value->c_str(), &end, 10);
     if (end && *end == '\0' && rank >= 0) return rank;
   }
-  return 0;
+  return std::nullopt;
+}
+
+long rank_from_environment(const EnvLookup& lookup) {
+  return rank_variable(lookup).value_or(0);
 }
 
 bool selects_process(const Config& config, const std::string& name, const std::string& command_line,

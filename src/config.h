@@ -12,7 +12,7 @@
 
 namespace blockrun {
 
-enum class OptionKind { Switch, Text, Path, Choice, Policy, Regex, Ranks, Count };
+enum class OptionKind { Switch, Text, Path, Choice, Policy, Regex, Ranks, Count, Limit };
 // The headings of --help and the man page, for options.def's rows and the wrapper's own flags
 // (tools/cuda-blockrun/commands.def), in the order they are listed.
 enum class OptionGroup { Modes, Policy, Output, Processes, Advanced, Information };
@@ -74,6 +74,10 @@ template <>
 struct OptionValue<OptionKind::Count> {
   using type = size_t;
 };
+template <>
+struct OptionValue<OptionKind::Limit> {
+  using type = size_t;
+};  // 0: no limit
 
 // The configuration: one field per row of options.def, of its kind's type, named as the row's `field`.
 struct Config {
@@ -141,7 +145,9 @@ std::string host_for_path(const std::string& host);
 std::string new_run_id(const EnvLookup& lookup, const std::string& host, long pid, long parent_pid, long time);
 
 // This process's rank, from the first of RANK, LOCAL_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID
-// that is set to a number; 0 where none is.
+// that is set to a number; nullopt where none is (a process outside a launcher's job).
+std::optional<long> rank_variable(const EnvLookup& lookup);
+// The same, 0 where none is set (the rank --ranks and %r take then).
 long rank_from_environment(const EnvLookup& lookup);
 
 // Whether the configuration selects this process (its name, command line and rank).

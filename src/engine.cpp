@@ -148,6 +148,7 @@ const KernelInfo* Engine::new_kernel(const void* handle,
   // Past the bound: one shared record, decided per launch from the name resolved now (documented).
   // Never destroyed (a launch can come after the thread's destructors ran, during exit).
   thread_local KernelInfo* overflow = new KernelInfo;
+  overflow->past_table = true;
   classify(overflow, "(kernel table full)", false);
   return overflow;
 }
@@ -179,8 +180,10 @@ void Engine::fill_record(const LaunchRequest& request, LaunchRecord* out) {
   record.caller = request.caller;
   record.thread = current_thread_number();
   record.stream = stream_id(request.stream, request.per_thread_default_stream);
-  if (request.kernel)
-    record.kernel_ordinal = const_cast<KernelInfo*>(request.kernel)->launches.fetch_add(1) + 1;
+  if (request.kernel) {
+    uint64_t launches = const_cast<KernelInfo*>(request.kernel)->launches.fetch_add(1) + 1;
+    record.kernel_ordinal = request.kernel->past_table ? 0 : launches;
+  }
 }
 
 Decision Engine::decide(const LaunchRequest& request, const LaunchRecord& record) const {
@@ -587,7 +590,8 @@ void Engine::first_error(const char* api, ErrorCode result, const char* how, Acc
   // The report first: a process that dies right after this still leaves a complete record.
   if (report_) report_->write_record(first_error_record(finding));
   first_error_summary_ = first_error_summary(finding);
-  log_first_error(*logger_, finding, config_.stack);
+  log_first_error(*logger_, finding, config_.stack, config_.print_limit);
+  note_missing_libdw(tells_call_site_without_line(finding));
   note_in_error_file(finding);
 }
 
@@ -674,10 +678,22 @@ void Engine::log_launch(const Launch& launch, const char* what, ErrorCode result
   size_t told = write_record ? kCapturedLaunchesReported : kCapturedLaunchesLogged;
   LaunchView view = view_of(record, stack, write_record || config_.stack, false, told);
   log_launch_site(SiteLog{*logger_, "  ", false, config_.stack}, view);
+  note_missing_libdw(call_site_without_line(view));
   if (!write_record) return;
   view.record = &launch.record;  // the report keeps what the policy wanted
   std::string error_name = result.ok() ? std::string() : describe_error_(result).name;
   report_->write_record(launch_record(view, what, result.ok() ? nullptr : &error_name));
+}
+
+// Called with report_mutex_ held, right after the log told call sites; `told_without_line`: one had no
+// file:line.
+void Engine::note_missing_libdw(bool told_without_line) {
+  if (!told_without_line || libdw_noted_) return;
+  std::string problem =
+      symbolizer_->libdw_problem();  // "" where libdw is used, or --libdw off asked for none
+  if (problem.empty()) return;
+  libdw_noted_ = true;
+  log_missing_libdw(*logger_, problem);
 }
 
 LaunchView Engine::view_of(const LaunchRecord& record, const CallStack* stack, bool whole_stack, bool failed,
@@ -820,7 +836,7 @@ void Engine::finish() {
     // The table of every kernel is built only where it is told: in the report, or in the log when launches
     // were blocked (at exit it is the shim's largest allocation, docs/memory.md).
     Summary counts = summary(report_ || blocked_.load() > 0);
-    if (config_.summary) log_summary(*logger_, counts);
+    if (config_.summary) log_summary(*logger_, counts, config_.print_limit);
     if (report_) report_->write_record(summary_record(counts));
   }
   logger_->flush();

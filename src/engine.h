@@ -313,6 +313,10 @@ class Engine {
     return view_of(launch.record, launch.stack.get(), whole_stack, failed, told);
   }
   std::unique_ptr<GraphCaptureView> graph_view(const LaunchRecord& record, bool failed, size_t told);
+  // Once per process, right after the log told a call site without file:line (`told_without_line`) where
+  // libdw could not be loaded (never with --libdw off): why, and how to get file:line. With report_mutex_
+  // held.
+  void note_missing_libdw(bool told_without_line);
   void keep_captured_launch(Launch& launch, uint64_t capture_id);
   Site site_of(const LaunchRecord& record, const CallStack* stack, bool whole_stack = true);
   // The same from its parts: the stack walked, else the one return address `caller`.
@@ -381,6 +385,7 @@ class Engine {
   std::set<std::string> reported_problems_;
   std::string first_error_summary_;
   bool capture_skip_logged_ = false;
+  bool libdw_noted_ = false;  // the note on call sites without file:line was logged (note_missing_libdw)
 };
 
 // Host thread number (1-based, in order of first use), cheap after the first call in a thread.

@@ -9,6 +9,23 @@ void LogFileSink::sink_it_(const spdlog::details::log_msg& message) {
   file_->write_record(line.data(), line.size());
 }
 
+std::string log_prefix(const LogAuthor& author) {
+  if (author.own_file) return "[cuda-blockrun]";
+  if (author.rank)
+    return "[cuda-blockrun " + std::to_string(author.pid) + " rank " + std::to_string(*author.rank) + "]";
+  if (author.forked_child) return "[cuda-blockrun " + std::to_string(author.pid) + "]";
+  return "[cuda-blockrun]";
+}
+
+bool path_names_process(const std::string& pattern) {
+  for (size_t i = 0; i + 1 < pattern.size(); ++i) {
+    if (pattern[i] != '%') continue;
+    if (pattern[i + 1] == 'p') return true;
+    ++i;  // %% and the other directives: the next byte is not a directive's start
+  }
+  return false;
+}
+
 std::string cannot_open(const char* what, const std::string& path, const std::string& reason,
                         const char* instead) {
   return std::string("cannot open the ") + what + " file '" + path + "' (" + reason + "); " + instead;

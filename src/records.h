@@ -48,6 +48,9 @@ struct KernelInfo {
   bool nccl = false;
   const char* collective = nullptr;  // the NCCL collective, where the name tells (nccl_collective)
   bool decided = false;              // `decision` holds the policy's answer for every launch of this kernel
+  // The one record of a thread's kernels past the kernel table's bound, renamed at each launch: its count of
+  // launches is no one kernel's, so its launches have no per-kernel number (LaunchRecord::kernel_ordinal 0).
+  bool past_table = false;
   Decision decision;
   std::atomic<uint64_t> launches{0};
   BlockStats stats;
@@ -121,7 +124,7 @@ struct GraphInfo {
 // a library call blocked as a whole (kernel == nullptr, library_api set) or a graph launch (graph set).
 struct LaunchRecord {
   uint64_t sequence = 0;        // 1-based, process-wide, in launch order
-  uint64_t kernel_ordinal = 0;  // 1-based, per kernel
+  uint64_t kernel_ordinal = 0;  // 1-based, per kernel (NAME#N); 0: not known (a kernel past the table)
   const KernelInfo* kernel = nullptr;
   const GraphInfo* graph = nullptr;
   const char* api = nullptr;         // the entry point the program called, a static string

@@ -14,8 +14,9 @@
 
 namespace blockrun {
 
-// The schema's version, written in every `start` record. Fields are only ever added.
-constexpr int kReportSchemaVersion = 1;
+// The schema's version, written in every `start` record. Fields are added within a version; a field renamed
+// or removed makes a new one (2: the error records' `family`, the numbering of `code`, became `layer`).
+constexpr int kReportSchemaVersion = 2;
 
 // Builds one JSON value. Keys and strings are escaped; text that is not valid UTF-8 has each bad byte
 // replaced by U+FFFD; a string longer than `max_string` bytes is cut and ends with "...".

@@ -437,6 +437,15 @@ std::string Symbolizer::libdw_status() {
   }
 }
 
+std::string Symbolizer::libdw_problem() {
+  try {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return libdw_problem_;
+  } catch (...) {
+    return {};
+  }
+}
+
 void Symbolizer::load_locked() {
   loaded_ = true;  // first: a libdw that fails to load is not tried again on every call
   main_program_ = main_program_path();
@@ -450,7 +459,8 @@ void Symbolizer::load_locked() {
   libdw->handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!libdw->handle) {
     const char* error = dlerror();
-    libdw_status_ = fmt::format("{} not found: {}{}", path, error ? error : "dlopen failed", kWithoutLibdw);
+    libdw_problem_ = fmt::format("{} not found: {}", path, error ? error : "dlopen failed");
+    libdw_status_ = libdw_problem_ + kWithoutLibdw;
     return;
   }
   std::string missing;
@@ -460,7 +470,8 @@ void Symbolizer::load_locked() {
   BLOCKRUN_LIBDW_FUNCTIONS(BLOCKRUN_LIBDW_RESOLVE)
   std::string problem;
   if (!missing.empty()) {
-    libdw_status_ = fmt::format("{} is not a usable libdw (it lacks {}){}", path, missing, kWithoutLibdw);
+    libdw_problem_ = fmt::format("{} is not a usable libdw (it lacks {})", path, missing);
+    libdw_status_ = libdw_problem_ + kWithoutLibdw;
     return;  // ~Libdw closes it
   }
   BLOCKRUN_LIBDW_INLINE_FUNCTIONS(BLOCKRUN_LIBDW_RESOLVE)
@@ -474,7 +485,8 @@ void Symbolizer::load_locked() {
   libdw->callbacks.debuginfo_path = nullptr;  // elfutils' default, ":.debug:/usr/lib/debug"
   libdw->session = libdw->dwfl_begin(&libdw->callbacks);
   if (!libdw->session) {
-    libdw_status_ = fmt::format("{}: dwfl_begin failed: {}{}", path, libdw->dwfl_errmsg(-1), kWithoutLibdw);
+    libdw_problem_ = fmt::format("{}: dwfl_begin failed: {}", path, libdw->dwfl_errmsg(-1));
+    libdw_status_ = libdw_problem_ + kWithoutLibdw;
     return;
   }
   if (int reported = libdw->report(); reported != 0) {

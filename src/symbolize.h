@@ -73,6 +73,10 @@ class Symbolizer {
   // not. Before it, false and "not loaded yet": asking does not load libdw.
   bool has_libdw();
   std::string libdw_status();
+  // After the first symbolize(): why libdw could not be used (not found, not a usable libdw, its session
+  // failed; the path and the loader's words), or "" where it is used, was turned off ("off") or is not loaded
+  // yet.
+  std::string libdw_problem();
 
  private:
   struct Libdw;  // the libdw handle, its functions and the session (symbolize.cpp)
@@ -97,6 +101,7 @@ class Symbolizer {
   bool loaded_ = false;
   std::unique_ptr<Libdw> libdw_;  // null when libdw is not used
   std::string libdw_status_ = "libdw not loaded yet (it is loaded on the first symbolize())";
+  std::string libdw_problem_;                                           // libdw_problem()
   std::string main_program_;                                            // the real path of the main program
   std::unordered_map<uintptr_t, Frame> cache_[2];                       // [return_address]
   std::unordered_map<uintptr_t, std::vector<Frame>> inlined_cache_[2];  // [return_address]

@@ -3,9 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <set>
 
 #include "report/keys.h"
+#include "report/launch_writer.h"
 
 namespace blockrun {
 
@@ -41,27 +43,51 @@ bool failed_node_is_exact(const Json& capture) {
   return node && string_member(*node, key::certainty) == "exact";
 }
 
+// A launch's `grid` or `block` ([x, y, z]), or nullopt where the record has none.
+std::optional<Dim3> dim3_member(const Json& launch, const char* name) {
+  const Json* value = array_member(launch, name);
+  if (!value || value->size() != 3) return std::nullopt;
+  return Dim3{static_cast<uint32_t>(number_or((*value)[0])), static_cast<uint32_t>(number_or((*value)[1])),
+              static_cast<uint32_t>(number_or((*value)[2]))};
+}
+
+// A kernel a library call launched: the call with its shape, which is what the program's line asked for.
+std::string launched_by(const Json& launch) {
+  const Json* library = object_member(launch, key::library_call);
+  if (!library) return "";
+  std::string text = ", launched by " + string_member(*library, key::api, "a library call");
+  if (member(*library, key::m))
+    text += fmt::format(" m={} n={} k={} transa={} transb={}", whole_member(*library, key::m),
+                        whole_member(*library, key::n), whole_member(*library, key::k),
+                        string_member(*library, key::transa), string_member(*library, key::transb));
+  if (number_member(*library, key::batch) > 0) text += " batch=" + whole_member(*library, key::batch);
+  return text;
+}
+
+// As the log tells a launch (describe, launch_writer.h): a kernel with its configuration (where the record
+// has it) and NAME#N; a graph or a library call with its stream.
 std::string describe_launch(const Json& launch) {
-  std::string what = string_member(launch, key::kernel);
-  if (what.empty()) what = string_member(launch, key::api, "a launch");
-  bool graph = object_member(launch, key::graph) != nullptr;
-  std::string line = fmt::format("{} {}, launch #{}", graph ? "graph launch" : "kernel", what,
+  std::string kernel = string_member(launch, key::kernel);
+  std::string stream = string_member(launch, key::stream, "?");
+  if (kernel.empty()) {
+    bool graph = object_member(launch, key::graph) != nullptr;
+    return fmt::format("{} {}, launch #{}, stream {}", graph ? "graph launch" : "kernel",
+                       string_member(launch, key::api, "a launch"), whole_member(launch, key::seq), stream);
+  }
+  std::optional<Dim3> grid = dim3_member(launch, key::grid), block = dim3_member(launch, key::block);
+  std::string configuration =
+      grid && block
+          ? launch_configuration(*grid, *block,
+                                 static_cast<uint64_t>(number_member(launch, key::shared_memory)), stream)
+          : std::string();
+  std::string line = fmt::format("kernel {}{}{}, launch #{}", kernel, configuration, launched_by(launch),
                                  whole_member(launch, key::seq));
   if (number_member(launch, key::kernel_launch) > 0)
-    line += fmt::format(" (its launch {})", whole_member(launch, key::kernel_launch));
-  // A kernel a library call launched: the call with its shape, which is what the program's line asked for.
-  if (const Json* library = object_member(launch, key::library_call);
-      library && !string_member(launch, key::kernel).empty()) {
-    line += ", launched by " + string_member(*library, key::api, "a library call");
-    if (member(*library, key::m))
-      line += fmt::format(" m={} n={} k={} transa={} transb={}", whole_member(*library, key::m),
-                          whole_member(*library, key::n), whole_member(*library, key::k),
-                          string_member(*library, key::transa), string_member(*library, key::transb));
-    if (number_member(*library, key::batch) > 0) line += " batch=" + whole_member(*library, key::batch);
-  }
-  std::string stream = string_member(launch, key::stream);
-  if (!stream.empty()) line += ", stream " + stream;
-  return line;
+    line += " (" +
+            kernel_launch_text(string_member(launch, key::kernel_base, kernel),
+                               static_cast<uint64_t>(number_member(launch, key::kernel_launch))) +
+            ")";
+  return configuration.empty() ? line + ", stream " + stream : line;
 }
 
 std::string describe_frame(const Json& frame) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "names.h"
@@ -22,7 +23,7 @@ void begin_error_record(JsonWriter& json, const char* type, const ErrorText& tex
       .field(key::time, epoch_seconds())
       .field(key::error, text.name)
       .field(key::code, code.code)
-      .field(key::family, layer_name(code.layer))
+      .field(key::layer, layer_name(code.layer))
       .field(key::message, text.text)
       .field(key::surfaced_api, api);
 }
@@ -45,20 +46,26 @@ std::string returned_by(const Finding& finding) {
   return fmt::format("returned by {}", finding.api);
 }
 
-void log_launches(spdlog::logger& logger, const std::vector<LaunchView>& launches, bool stack) {
-  for (const LaunchView& launch : launches) {
-    logger.error("    {}", describe(*launch.record));
-    log_launch_site(SiteLog{logger, "      ", true, stack}, launch);
+// The first `print_limit` of `launches` (0: all), and how many more there are.
+void log_launches(spdlog::logger& logger, const std::vector<LaunchView>& launches, bool stack,
+                  size_t print_limit) {
+  size_t shown = print_limit == 0 ? launches.size() : std::min(launches.size(), print_limit);
+  for (size_t i = 0; i < shown; ++i) {
+    logger.error("    {}", describe(*launches[i].record));
+    log_launch_site(SiteLog{logger, "      ", true, stack}, launches[i]);
   }
+  if (shown < launches.size())
+    logger.error("    ... and {} more (--print-limit 0 prints all; --report lists every one)",
+                 launches.size() - shown);
 }
 
 // What the log says when the culprit is not exact: the candidates or suspects, and how to pin it.
-void log_suspects(spdlog::logger& logger, const Finding& finding, bool stack) {
+void log_suspects(spdlog::logger& logger, const Finding& finding, bool stack, size_t print_limit) {
   bool by_breadcrumbs = finding.found_by == FoundBy::Breadcrumbs;
   const std::string& rule = finding.pin_rule;
   if (by_breadcrumbs && !finding.culprit) {
     logger.error("  culprit among the first unfinished launch of each stream (breadcrumbs), oldest first:");
-    log_launches(logger, finding.suspects, stack);
+    log_launches(logger, finding.suspects, stack, print_limit);
     for (const auto& [stream, after] : finding.breadcrumbs_lost)
       logger.error(
           "    stream {}: its first unfinished launch (after #{}) is older than the {} launches kept",
@@ -70,7 +77,7 @@ void log_suspects(spdlog::logger& logger, const Finding& finding, bool stack) {
             ? "  not exact: these launches had not completed and may have faulted instead, newest last:"
             : "  culprit unknown (no blocked launch failed); suspects: launches not known to "
               "have completed, newest last:");
-    log_launches(logger, finding.suspects, stack);
+    log_launches(logger, finding.suspects, stack, print_limit);
     logger.error("  to pin it: run again with --block '{}' (or CUDA_BLOCKRUN_BLOCK='{}'), or --block all",
                  rule, rule);
   } else if (!finding.culprit) {
@@ -84,6 +91,14 @@ void log_suspects(spdlog::logger& logger, const Finding& finding, bool stack) {
 
 double epoch_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+bool tells_call_site_without_line(const Finding& finding) {
+  if (finding.culprit && call_site_without_line(*finding.culprit)) return true;
+  if (finding.refused && call_site_without_line(*finding.refused)) return true;
+  for (const LaunchView& suspect : finding.suspects)
+    if (call_site_without_line(suspect)) return true;
+  return false;
 }
 
 std::string first_error_record(const Finding& finding) {
@@ -119,7 +134,7 @@ std::string first_error_record(const Finding& finding) {
   return json.text();
 }
 
-void log_first_error(spdlog::logger& logger, const Finding& finding, bool stack) {
+void log_first_error(spdlog::logger& logger, const Finding& finding, bool stack, size_t print_limit) {
   logger.error("first error: {} ({}), {}", finding.text.name, finding.text.text, returned_by(finding));
   if (const LaunchView* refused = finding.refused.get()) {
     logger.error("  surfaced at {}: the context refused it (it never ran); the fault is an earlier kernel's",
@@ -140,7 +155,7 @@ void log_first_error(spdlog::logger& logger, const Finding& finding, bool stack)
           "site run again with --block '{}'",
           finding.pin_rule);
   }
-  log_suspects(logger, finding, stack);
+  log_suspects(logger, finding, stack, print_limit);
   logger.flush();
 }
 

@@ -2,6 +2,7 @@
 // (`blocked_error`) and a logged launch (`launch`), from the engine's values (views.h). Decides nothing.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "report/launch_writer.h"
@@ -13,7 +14,12 @@ namespace blockrun {
 double epoch_seconds();
 
 std::string first_error_record(const Finding& finding);
-void log_first_error(spdlog::logger& logger, const Finding& finding, bool stack);
+// `stack`: every frame of each launch (CUDA_BLOCKRUN_STACK); `print_limit`: at most this many suspects (or
+// breadcrumb candidates) are told, the rest counted (CUDA_BLOCKRUN_PRINT_LIMIT, 0: all).
+void log_first_error(spdlog::logger& logger, const Finding& finding, bool stack, size_t print_limit);
+// Whether the log of the first error tells a call site without file:line (its culprit's, where it surfaced
+// or a suspect's).
+bool tells_call_site_without_line(const Finding& finding);
 // The summary's word for the first error: `cudaErrorIllegalAddress at launch #51`.
 std::string first_error_summary(const Finding& finding);
 

@@ -213,6 +213,16 @@ std::string describe_stream(const StreamId& id) {
   return fmt::format("{}", id.handle);
 }
 
+std::string launch_configuration(const Dim3& grid, const Dim3& block, uint64_t shared_memory,
+                                 const std::string& stream) {
+  return fmt::format("<<<({},{},{}), ({},{},{}), {}, {}>>>", grid.x, grid.y, grid.z, block.x, block.y,
+                     block.z, shared_memory, stream);
+}
+
+std::string kernel_launch_text(const std::string& base, uint64_t ordinal) {
+  return fmt::format("{}#{}", printable(base), ordinal);
+}
+
 std::string launch_name(const LaunchRecord& record) {
   const char* name = record.kernel        ? record.kernel->name.base.c_str()
                      : record.library_api ? record.library_api
@@ -425,6 +435,24 @@ void log_launch_site(const SiteLog& log, const LaunchView& launch) {
   if (launch.graph) log_graph_capture(log, launch);
 }
 
+bool call_site_without_line(const LaunchView& launch) {
+  const Site& site = launch.site;
+  return site.call_site >= 0 && site.frames[site.call_site].file.empty();
+}
+
+void log_missing_libdw(spdlog::logger& logger, const std::string& problem) {
+  logger.info(
+      "note: no file:line for call sites: libdw could not be loaded ({}); they are told by module offset, "
+      "with "
+      "the function's name where the dynamic symbol table has it",
+      printable(problem));
+  logger.info(
+      "  for file:line install elfutils' libdw (Debian/Ubuntu: apt-get install libdw1; Fedora/RHEL: dnf "
+      "install "
+      "elfutils-libs), or name it with --libdw PATH (CUDA_BLOCKRUN_LIBDW); --libdw off goes without it and "
+      "without this note");
+}
+
 const CapturedLaunchView* GraphCaptureView::launch(size_t index) const {
   auto found =
       std::lower_bound(launches.begin(), launches.end(), index,
@@ -447,25 +475,26 @@ std::string describe(const LaunchRecord& record) {
     if (call.batch) text += fmt::format(" batch={}", call.batch);
     return text;
   };
-  std::string head;
+  std::string out;
   if (record.kernel) {
-    head = "kernel " + printable(record.kernel->name.demangled);
-    if (record.kernel->collective) head += fmt::format(" (NCCL {})", record.kernel->collective);
-    if (record.library_api) head += ", launched by " + library_call();
-  } else if (record.graph) {
-    head = fmt::format("graph {}", record.graph->exec);
-    if (record.graph->nodes) head += fmt::format(" ({} nodes)", record.graph->nodes);
-  } else if (record.library_api) {
-    head = library_call();
+    // The configuration right after the kernel's name, as the program wrote it.
+    out =
+        "kernel " + printable(record.kernel->name.demangled) +
+        launch_configuration(record.grid, record.block, record.shared_memory, describe_stream(record.stream));
+    if (record.kernel->collective) out += fmt::format(" (NCCL {})", record.kernel->collective);
+    if (record.library_api) out += ", launched by " + library_call();
+    out += fmt::format(", launch #{}", record.sequence);
+    if (record.kernel_ordinal)
+      out += " (" + kernel_launch_text(record.kernel->name.base, record.kernel_ordinal) + ")";
+    return record.blocked ? out + ", blocked" : out;
+  }
+  if (record.graph) {
+    out = fmt::format("graph {}", record.graph->exec);
+    if (record.graph->nodes) out += fmt::format(" ({} nodes)", record.graph->nodes);
   } else {
-    head = "(unknown launch)";
+    out = record.library_api ? library_call() : std::string("(unknown launch)");
   }
-  std::string out =
-      fmt::format("{}, launch #{}, stream {}", head, record.sequence, describe_stream(record.stream));
-  if (record.kernel) {
-    out += fmt::format(", grid ({},{},{}) block ({},{},{})", record.grid.x, record.grid.y, record.grid.z,
-                       record.block.x, record.block.y, record.block.z);
-  }
+  out += fmt::format(", launch #{}, stream {}", record.sequence, describe_stream(record.stream));
   if (record.blocked) out += ", blocked";
   return out;
 }

@@ -22,7 +22,16 @@ std::string hex(uint64_t value);
 std::string describe_stream(const StreamId& id);
 // A launch in a few words, for one line of text: `stencil (launch #39)`.
 std::string launch_name(const LaunchRecord& record);
-// A launch in one line: `kernel stencil(float*, int), launch #51, stream 0x0, grid (4,1,1) block (256,1,1)`.
+// A launch's configuration as CUDA's <<<>>> writes it: grid, block, dynamic shared memory bytes, stream
+// (`<<<(4,1,1), (256,1,1), 0, 0x0>>>`).
+std::string launch_configuration(const Dim3& grid, const Dim3& block, uint64_t shared_memory,
+                                 const std::string& stream);
+// A kernel's `ordinal`-th launch as the policy names it (NAME#N, docs/policy.md): `stencil#13`. The one name
+// of the per-kernel launch number, in the log, in --explain and in the report's `kernel_launch`.
+std::string kernel_launch_text(const std::string& base, uint64_t ordinal);
+// A launch in one line: `kernel stencil(float*, int)<<<(4,1,1), (256,1,1), 0, 0x0>>>, launch #51
+// (stencil#3)`; a graph or a library call blocked as a unit, which have no configuration of their own: `graph
+// 0x5000 (3 nodes), launch #7, stream 0x0`.
 std::string describe(const LaunchRecord& record);
 
 // A frame of a call site in the report: {address, module, offset, function, file, line}.
@@ -39,5 +48,10 @@ struct SiteLog {
   bool stack;
 };
 void log_launch_site(const SiteLog& log, const LaunchView& launch);
+// Whether the log tells `launch`'s call site without file:line (its frame has no source file).
+bool call_site_without_line(const LaunchView& launch);
+// The note for call sites told without file:line because libdw could not be loaded (`problem`, as
+// Symbolizer::libdw_problem says it): what is missing, how to install it, what the log gives instead.
+void log_missing_libdw(spdlog::logger& logger, const std::string& problem);
 
 }  // namespace blockrun

@@ -19,7 +19,6 @@ namespace {
 // rest are counted in kernels_omitted. Keeps the last record of a process that JIT-compiled 100,000 kernels
 // to a few hundred kilobytes.
 constexpr size_t kSummaryRows = 1000;
-constexpr size_t kLoggedRows = 10;
 
 double to_ms(uint64_t ns) {
   return static_cast<double>(ns) / 1e6;
@@ -48,15 +47,20 @@ void write_unit(JsonWriter& json, const UnitRow& row) {
       .end_object();
 }
 
-void log_blocked_times(spdlog::logger& logger, const Summary& summary) {
-  logger.info(summary.gpu_time
-                  ? "blocked launches by wall time (top 10; GPU time from events around the kernel):"
-                  : "blocked launches by wall time (top 10; --gpu-time adds their GPU time):");
-  size_t shown = 0;
+void log_blocked_times(spdlog::logger& logger, const Summary& summary, size_t print_limit) {
+  std::string top = print_limit ? fmt::format("top {}", print_limit) : std::string("all");
+  logger.info(summary.gpu_time ? "blocked launches by wall time ({}; GPU time from events around the kernel):"
+                               : "blocked launches by wall time ({}; --gpu-time adds their GPU time):",
+              top);
+  size_t shown = 0, more = 0;
   for (const UnitRow& row : summary.units) {
     const BlockStats& stats = *row.stats;
     uint64_t blocked = stats.blocked.load();
-    if (blocked == 0 || shown == kLoggedRows) continue;
+    if (blocked == 0) continue;
+    if (print_limit && shown == print_limit) {
+      ++more;
+      continue;
+    }
     ++shown;
     std::string gpu = stats.gpu_timed.load()
                           ? fmt::format("GPU {:.3f} ms total, {:.3f} max", to_ms(stats.gpu_ns_total.load()),
@@ -66,6 +70,9 @@ void log_blocked_times(spdlog::logger& logger, const Summary& summary) {
                 to_ms(stats.wall_ns_total.load()), to_ms(stats.wall_ns_max.load()), gpu, blocked,
                 row.launches, printable(row.display(), 200));
   }
+  if (more)
+    logger.info("  ... and {} more (--print-limit 0 prints all; --report's summary lists up to {})", more,
+                kSummaryRows);
 }
 
 }  // namespace
@@ -138,7 +145,7 @@ std::string summary_record(const Summary& summary) {
   return json.text();
 }
 
-void log_summary(spdlog::logger& logger, const Summary& summary) {
+void log_summary(spdlog::logger& logger, const Summary& summary, size_t print_limit) {
   std::string errors = summary.first_error
                            ? fmt::format("first error {}, {} later error{}", summary.first_error_summary,
                                          summary.later_errors, summary.later_errors == 1 ? "" : "s")
@@ -148,7 +155,7 @@ void log_summary(spdlog::logger& logger, const Summary& summary) {
                           : std::string();
   logger.info("summary: {} launch{}, {} blocked{}; {}", summary.launches, summary.launches == 1 ? "" : "es",
               summary.blocked, skips, errors);
-  if (summary.blocked > 0) log_blocked_times(logger, summary);
+  if (summary.blocked > 0) log_blocked_times(logger, summary, print_limit);
 }
 
 }  // namespace blockrun

@@ -62,7 +62,8 @@ struct Summary {
 // Sorts `rows` as Summary::units are.
 void sort_units(std::vector<UnitRow>& rows);
 std::string summary_record(const Summary& summary);
-// The summary line and, when launches were blocked, the ten that blocked longest.
-void log_summary(spdlog::logger& logger, const Summary& summary);
+// The summary line and, when launches were blocked, a header and the `print_limit` kernels (0: all) that
+// blocked longest, with a last line counting the rest where there are more.
+void log_summary(spdlog::logger& logger, const Summary& summary, size_t print_limit);
 
 }  // namespace blockrun

@@ -112,6 +112,9 @@ std::string value_text_Ranks(const blockrun::RankSet& ranks) {
 std::string value_text_Count(size_t count) {
   return std::to_string(count);
 }
+std::string value_text_Limit(size_t limit) {
+  return std::to_string(limit);
+}
 
 bool same_Switch(bool a, bool b) {
   return a == b;
@@ -136,6 +139,9 @@ bool same_Ranks(const blockrun::RankSet& a, const blockrun::RankSet& b) {
   return a.all == b.all && a.ranges == b.ranges;
 }
 bool same_Count(size_t a, size_t b) {
+  return a == b;
+}
+bool same_Limit(size_t a, size_t b) {
   return a == b;
 }
 

@@ -202,7 +202,7 @@ def check_report(args):
     first = min(errors, key=lambda r: r.get("time") or 0)
     launch = first.get("launch")
     suspects = first.get("suspects") or []
-    print(f"report ({args.mode}): first_error {first.get('error')} ({first.get('code')}, {first.get('family')}): "
+    print(f"report ({args.mode}): first_error {first.get('error')} ({first.get('code')}, {first.get('layer')}): "
           f"{first.get('message')}; returned by {first.get('surfaced_api')} ({first.get('how')}); certainty "
           f"{first.get('certainty')}, method {first.get('method')}, pin_rule {first.get('pin_rule')!r}", flush=True)
     if first.get("driver_log"):
@@ -317,8 +317,9 @@ def check_localize(args):
         print(f"verdict: {short(line, 600)}", flush=True)
     outcome.exact = "yes"
     culprit = verdict[0]
-    # `kernel NAME, launch #N (its launch K), stream S`: the regex is matched against NAME (it may be anchored).
-    named = re.match(r"^(?:kernel|graph launch) (.*), launch #\d+", culprit)
+    # `kernel NAME<<<GRID, BLOCK, SHARED, STREAM>>>, launch #N (BASE#K)` or `graph launch NAME, launch #N, stream S`:
+    # the regex is matched against NAME (it may be anchored).
+    named = re.match(r"^(?:kernel|graph launch) (.*?)(?:<<<.*>>>)?(?:, launched by .*)?, launch #\d+", culprit)
     if regex.search(named.group(1) if named else culprit):
         outcome.kernel = "ok"
         print("OK (localize): the culprit is the faulting kernel", flush=True)

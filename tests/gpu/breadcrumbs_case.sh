@@ -36,7 +36,7 @@ def is_culprit(record):
 if first.get("certainty") == "exact":
     if not is_culprit(first["launch"]):
         sys.exit(f"FAILED: exact, but not poke (launch {launch}) on stream {stream}: {first['launch']}")
-    print(f"OK: exact: poke, its launch {first['launch']['kernel_launch']}, stream {stream}")
+    print(f"OK: exact: poke#{first['launch']['kernel_launch']}, stream {stream}")
 else:
     suspects = first.get("suspects") or []
     if not any(is_culprit(s) for s in suspects):
@@ -45,6 +45,6 @@ else:
     culprit = next(s for s in suspects if is_culprit(s))
     if f"{culprit['kernel_base']}#{culprit['kernel_launch']}" not in rule.split(","):
         sys.exit(f"FAILED: the pin rule {rule!r} does not block poke#{culprit['kernel_launch']}")
-    print(f"OK: {len(suspects)} candidates, poke (its launch {culprit['kernel_launch']}) on stream {stream} among "
+    print(f"OK: {len(suspects)} candidates, poke#{culprit['kernel_launch']} on stream {stream} among "
           f"them; pin rule {rule}")
 PY

@@ -2,7 +2,8 @@
 # GPU case: `cuda-blockrun --localize` on a program with a known fault; the verdict must name the kernel, its
 # launch number, and the call site at a marker comment in the source (never a hard-coded line number).
 #   localize_case.sh <wrapper> <kernel-and-launch> <native|python> <source-with-marker> <marker> <command...>
-# kernel-and-launch: the start of the verdict's culprit, e.g. "kernel scatter(float*, int const*, int), launch #6".
+# kernel-and-launch: the start of the verdict's culprit, e.g.
+#   "kernel scatter(float*, int const*, int)<<<(4096,1,1), (256,1,1), 0, 0x0>>>, launch #6 (scatter#1)".
 # Skips (77) without a GPU, or without PyTorch for Python cases.
 set -u
 wrapper=$1

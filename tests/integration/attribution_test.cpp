@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -131,9 +132,14 @@ TEST_P(Attribution, LocalizeNamesTheFaultingLaunchAndItsLineInOneRun) {
   const std::string source = CUDA_BLOCKRUN_SOURCE_DIR "/tests/programs/cuda_app.cpp";
   const char* marker = scenario.faulting_launch == 2 ? "FAULT_LAUNCH_MANY" : "FAULT_LAUNCH";
   EXPECT_TRUE(
-      contains(r.err, "localize: culprit: kernel stencil(float*, float const*, int, long long), launch #"))
+      contains(r.err,
+               "localize: culprit: kernel stencil(float*, float const*, int, long long)<<<(4096,1,1), "
+               "(256,1,1), 0, "))
       << r.err;
-  EXPECT_TRUE(contains(r.err, "(its launch " + std::to_string(scenario.faulting_launch) + ")")) << r.err;
+  EXPECT_TRUE(std::regex_search(
+      r.err, std::regex("localize: culprit: kernel stencil\\([^\n]*>>>, launch #[0-9]+ \\(stencil#" +
+                        std::to_string(scenario.faulting_launch) + "\\)\n")))
+      << r.err;
   EXPECT_TRUE(contains(r.err, "launched at " + source + ":" + std::to_string(marker_line(source, marker))))
       << r.err;
   EXPECT_TRUE(contains(r.err, "No second run needed.")) << r.err;

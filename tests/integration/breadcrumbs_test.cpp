@@ -34,8 +34,8 @@ TEST(Breadcrumbs, NameTheCulpritLongAfterItFaultedWithoutBlocking) {
       r.err,
       "[cuda-blockrun] first error: cudaErrorIllegalAddress (an illegal memory access was "
       "encountered), returned by cudaMemcpy\n"
-      "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long), launch #38, stream "
-      "0x0, grid (4096,1,1) block (256,1,1)\n"))
+      "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long)<<<(4096,1,1), (256,1,1), 0, "
+      "0x0>>>, launch #38 (stencil#13)\n"))
       << r.err;
   EXPECT_TRUE(contains(r.err,
                        "found by breadcrumbs: the first launch on its stream that did not complete; for its "
@@ -66,8 +66,8 @@ TEST(Breadcrumbs, AStaticRuntimeProgramsDeviceSynchronizeSurfacesTheError) {
       r.err,
       "[cuda-blockrun] first error: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered), "
       "returned by cuCtxSynchronize_v2\n"
-      "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long), launch #38, stream 0x0, "
-      "grid (4096,1,1) block (256,1,1)\n"))
+      "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long)<<<(4096,1,1), (256,1,1), 0, "
+      "0x0>>>, launch #38 (stencil#13)\n"))
       << r.err;
 }
 
@@ -83,14 +83,18 @@ TEST(Breadcrumbs, AnEventQueryThatSeesTheFaultIsTheFirstError) {
       contains(r.err,
                "[cuda-blockrun] first error: cudaErrorIllegalAddress (an illegal memory access was "
                "encountered), returned by cudaEventQuery\n"
-               "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long), launch #2, "))
+               "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long)<<<(4096,1,1), "
+               "(256,1,1), 0, 0x"))
       << r.err;
+  EXPECT_TRUE(contains(r.err, ">>>, launch #2 (stencil#1)\n")) << r.err;
 }
 
 TEST(Breadcrumbs, OneStreamFaultingAmongOthersIsNamedExactly) {
   ProcessResult r = run({"--breadcrumbs"}, {kApp, "streams"}, {{"CUDA_SIM_FAULT", "stencil:2"}});
-  EXPECT_TRUE(contains(r.err, "in kernel stencil(float*, float const*, int, long long), launch #7, stream "))
+  EXPECT_TRUE(
+      contains(r.err, "in kernel stencil(float*, float const*, int, long long)<<<(4096,1,1), (256,1,1), 0, "))
       << r.err;
+  EXPECT_TRUE(contains(r.err, ">>>, launch #7 (stencil#2)\n")) << r.err;
   EXPECT_TRUE(contains(r.err, "run again with --block 'stencil#2'")) << r.err;
 }
 
@@ -102,13 +106,14 @@ TEST(Breadcrumbs, SeveralStreamsInFlightGiveTheirFirstUnfinishedLaunches) {
   EXPECT_TRUE(contains(
       r.err, "culprit among the first unfinished launch of each stream (breadcrumbs), oldest first:"))
       << r.err;
-  size_t third = r.err.find("launch #3,"), fourth = r.err.find("launch #4,"),
-         fifth = r.err.find("launch #5,"), sixth = r.err.find("launch #6,");
+  size_t third = r.err.find("launch #3 (stencil#1)"), fourth = r.err.find("launch #4 (fill#3)"),
+         fifth = r.err.find("launch #5 (fill#4)"), sixth = r.err.find("launch #6 (fill#5)");
   ASSERT_NE(sixth, std::string::npos) << r.err;
   EXPECT_LT(third, fourth);
   EXPECT_LT(fourth, fifth);
   EXPECT_LT(fifth, sixth);
-  EXPECT_EQ(r.err.find("launch #7,"), std::string::npos) << "only the first unfinished launch of each stream";
+  EXPECT_EQ(r.err.find("launch #7 ("), std::string::npos)
+      << "only the first unfinished launch of each stream";
   EXPECT_TRUE(contains(r.err, "run again with --block 'stencil#1,fill#3,fill#4,fill#5'")) << r.err;
 }
 
@@ -248,7 +253,8 @@ TEST(Breadcrumbs, GraphDebugModeNamesTheFailedNodeOfABlockedReplay) {
       << earlier.err;
   EXPECT_FALSE(contains(earlier.err, "not exact")) << earlier.err;
   ProcessResult without = run({"--block", "cuGraphLaunch"}, {kApp, "blocked-then-capture"}, fault);
-  EXPECT_TRUE(contains(without.err, "not exact: these launches had not completed and may have faulted instead"))
+  EXPECT_TRUE(
+      contains(without.err, "not exact: these launches had not completed and may have faulted instead"))
       << without.err;
 }
 

@@ -110,7 +110,50 @@ TEST_P(CallSite, WithoutLibdwFunctionNamesComeFromTheDynamicSymbols) {
   std::string site = callsite_of(run.record("first_error"));
   EXPECT_TRUE(contains(site, "\"module\":\"" + GetParam() + "\"")) << site;
   EXPECT_TRUE(contains(site, "\"function\":\"launch_stencil\",\"file\":null,\"line\":null}")) << site;
+  EXPECT_FALSE(contains(run.process.err, "no file:line")) << "asked for: no note" << run.process.err;
   expect_valid_report(run, {"start", "first_error", "summary"});
+}
+
+// libdw that cannot be loaded (here a path that does not exist) is said once, where a call site is first told
+// without file:line: what is missing, how to install it, what the log gives instead. Where libdw loads,
+// never.
+TEST_P(CallSite, ALibdwThatCannotBeLoadedIsSaidOnceWhereFileLineIsFirstMissing) {
+  ReportRun run = run_with_report(
+      GetParam(), "blocked", {"--block", "stencil", "--log-launches", "--libdw", "/nonexistent/libdw.so.1"},
+      {{"CUDA_SIM_FAULT", "stencil:2"}});
+  const std::string& err = run.process.err;
+  const std::string note =
+      "[cuda-blockrun] note: no file:line for call sites: libdw could not be loaded (/nonexistent/libdw.so.1 "
+      "not "
+      "found: /nonexistent/libdw.so.1: cannot open shared object file: No such file or directory); they are "
+      "told "
+      "by module offset, with the function's name where the dynamic symbol table has it\n"
+      "[cuda-blockrun]   for file:line install elfutils' libdw (Debian/Ubuntu: apt-get install libdw1; "
+      "Fedora/RHEL: dnf install elfutils-libs), or name it with --libdw PATH (CUDA_BLOCKRUN_LIBDW); --libdw "
+      "off "
+      "goes without it and without this note\n";
+  // Right after the first launch's line and its call site (--log-launches), and never again.
+  EXPECT_TRUE(std::regex_search(
+      err, std::regex(
+               "\\[cuda-blockrun\\] launch: kernel fill[^\n]*, launch #1 \\(fill#1\\) via [^\n]*\n"
+               "\\[cuda-blockrun\\]   launched at launch_fill \\(callsite_app(_static)?\\+0x[0-9a-f]+\\)\n" +
+               std::regex_replace(note, std::regex("[.^$|()\\[\\]{}*+?\\\\]"), "\\$&"))))
+      << err;
+  EXPECT_EQ(err.find("note: no file:line"), err.rfind("note: no file:line")) << err;
+  // Without --log-launches: right after the first error's account (its lines are one piece), before the
+  // summary.
+  ReportRun quiet =
+      run_with_report(GetParam(), "blocked", {"--block", "stencil", "--libdw", "/nonexistent/libdw.so.1"},
+                      {{"CUDA_SIM_FAULT", "stencil:2"}});
+  EXPECT_TRUE(contains(quiet.process.err, "[cuda-blockrun]   launched at launch_stencil ("))
+      << quiet.process.err;
+  EXPECT_TRUE(contains(quiet.process.err, "(or CUDA_BLOCKRUN_BLOCK='stencil,fill'), or --block all\n" + note +
+                                              "[cuda-blockrun] summary: "))
+      << quiet.process.err;
+  EXPECT_EQ(quiet.process.err.find("note: no file:line"), quiet.process.err.rfind("note: no file:line"));
+  ReportRun found = run_with_report(GetParam(), "blocked", {"--block", "stencil", "--log-launches"},
+                                    {{"CUDA_SIM_FAULT", "stencil:2"}});
+  EXPECT_FALSE(contains(found.process.err, "no file:line")) << found.process.err;
 }
 
 TEST_P(CallSite, LaunchThatFailsItselfIsCapturedAtTheLaunch) {

@@ -47,7 +47,7 @@ check_tree() {
       >"$work/out" 2>"$work/err"
     local run_status=$?
     [ $run_status -eq 1 ] || fail "$what: the faulting program exited $run_status, not 1"
-    grep -qF '[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long), launch #38, stream 0x0, grid (4096,1,1) block (256,1,1), blocked' \
+    grep -qF '[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long)<<<(4096,1,1), (256,1,1), 0, 0x0>>>, launch #38 (stencil#13), blocked' \
       "$work/err" || fail "$what: the fault is not pinned to stencil's launch #38: $(cat "$work/err")"
     exit $status
   ) || status=1

@@ -7,6 +7,11 @@
 
 #include <csignal>
 #include <cstdio>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
 
 #include "sim_programs.h"
 
@@ -83,8 +88,8 @@ TEST(Distributed, TheReportNamesTheRankThatFailedFirst) {
   EXPECT_TRUE(contains(merged.out, "\nfirst to fail: rank 1 (pid ")) << merged.out;
   EXPECT_TRUE(
       contains(merged.out,
-               "  kernel stencil(float*, float const*, int, long long), launch #38 (its launch 13), "
-               "stream 0x0\n"
+               "  kernel stencil(float*, float const*, int, long long)<<<(4096,1,1), (256,1,1), 0, 0x0>>>, "
+               "launch #38 (stencil#13)\n"
                "  error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
                "cudaMemcpy\n"
                "  launched at " +
@@ -165,11 +170,13 @@ TEST(Distributed, ARankStuckInACollectiveIsToldApartFromTheRankThatFaulted) {
       clean(
           {{"RANK", "1"}, {"CUDA_SIM_FAULT", "ncclDevKernel_AllReduce_Sum_f32_RING_LL:1"}, kSurfaceAtSync}));
   EXPECT_EQ(stuck.status, 128 + SIGABRT) << stuck.err;
-  EXPECT_TRUE(
-      contains(stuck.err,
-               "[cuda-blockrun]   not completed (breadcrumbs): kernel "
-               "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>) (NCCL AllReduce), "
-               "launch #3, stream 0x"))
+  // RANK is set: each line carries the process id and the rank, the signal handler's too.
+  EXPECT_TRUE(std::regex_search(
+      stuck.err,
+      std::regex("\\[cuda-blockrun [0-9]+ rank 1\\]   not completed \\(breadcrumbs\\): kernel "
+                 "ncclDevKernel_AllReduce_Sum_f32_RING_LL\\(ncclDevKernelArgsStorage<4096ul>\\)"
+                 "<<<\\(8,1,1\\), \\(512,1,1\\), 0, 0x[0-9a-f]+>>> \\(NCCL AllReduce\\), launch #3 "
+                 "\\(ncclDevKernel_AllReduce_Sum_f32_RING_LL#1\\)\n")))
       << stuck.err;
   std::string record = read_file(directory + "/r.1.jsonl");
   EXPECT_TRUE(contains(record,
@@ -198,9 +205,9 @@ TEST(Distributed, ARankStuckInACollectiveIsToldApartFromTheRankThatFaulted) {
   EXPECT_EQ(alone.status, 128 + SIGTERM);
   EXPECT_EQ(terminated.status, alone.status) << terminated.err;
   EXPECT_EQ(terminated.out, alone.out);
-  EXPECT_TRUE(contains(terminated.err,
-                       "[cuda-blockrun] fatal signal SIGTERM (sent to the process) after 4 "
-                       "launches, 0 blocked; no CUDA error had been seen\n"))
+  EXPECT_TRUE(std::regex_search(
+      terminated.err, std::regex("\\[cuda-blockrun [0-9]+ rank 1\\] fatal signal SIGTERM \\(sent to the "
+                                 "process\\) after 4 launches, 0 blocked; no CUDA error had been seen\n")))
       << terminated.err;
   std::string term_record = read_file(term_directory + "/r.1.jsonl");
   EXPECT_TRUE(contains(term_record, "\"signal\":\"SIGTERM\"")) << term_record;
@@ -229,7 +236,8 @@ TEST_F(Mpirun, TwoRanksOneFaults) {
   EXPECT_TRUE(contains(merged.out, "2 processes (2 report files) on ")) << merged.out;
   EXPECT_TRUE(contains(merged.out, "\nfirst to fail: rank 1 (pid ")) << merged.out;
   EXPECT_TRUE(contains(merged.out,
-                       "  kernel stencil(float*, float const*, int, long long), launch #38 (its launch 13)"))
+                       "  kernel stencil(float*, float const*, int, long long)<<<(4096,1,1), (256,1,1), 0, "
+                       "0x0>>>, launch #38 (stencil#13)\n"))
       << merged.out;
   EXPECT_TRUE(contains(merged.out, "  launched at " + launch_line())) << merged.out;
   EXPECT_TRUE(contains(merged.out, "\nwithout a failure of their own:\n  rank 0 (pid ")) << merged.out;
@@ -247,12 +255,44 @@ TEST_F(Mpirun, FourRanksTheFirstFaultIsNamedAndTheLaterOneFollows) {
   EXPECT_TRUE(contains(merged.out, "4 processes (4 report files) on ")) << merged.out;
   EXPECT_TRUE(contains(merged.out, "\nfirst to fail: rank 2 (pid ")) << merged.out;
   EXPECT_TRUE(contains(merged.out,
-                       "  kernel stencil(float*, float const*, int, long long), launch #38 (its launch 13)"))
+                       "  kernel stencil(float*, float const*, int, long long)<<<(4096,1,1), (256,1,1), 0, "
+                       "0x0>>>, launch #38 (stencil#13)\n"))
       << merged.out;
   EXPECT_TRUE(contains(merged.out, "\nafter it:\n  rank 0 (pid ")) << merged.out;
   EXPECT_TRUE(contains(merged.out, "in kernel scale(float*, int, float), launch #45")) << merged.out;
   EXPECT_TRUE(contains(merged.out, "\nwithout a failure of their own:\n  rank 1 (pid ")) << merged.out;
   EXPECT_TRUE(contains(merged.out, "\n  rank 3 (pid ")) << merged.out;
+}
+
+// Every rank logging to mpirun's one terminal: each line says which process and rank wrote it.
+TEST_F(Mpirun, RanksSharingOneTerminalAreToldApartLineByLine) {
+  std::string directory = fresh_directory("job_mpi_terminal");
+  ProcessResult job = mpirun(
+      2, {kWrapper, "--block", "all", "--", "/bin/sh", "-c", rank_script(directory, {{1, "stencil:13"}})});
+  EXPECT_EQ(job.status, 0) << job.err;
+  std::map<std::string, std::set<std::string>> pids_by_rank;
+  std::istringstream lines(job.err);
+  const std::regex prefixed("^\\[cuda-blockrun ([0-9]+) rank ([01])\\] .*");
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("[cuda-blockrun", 0) != 0) continue;  // mpirun's own
+    std::smatch match;
+    ASSERT_TRUE(std::regex_match(line, match, prefixed)) << line;
+    pids_by_rank[match[2]].insert(match[1]);
+  }
+  ASSERT_EQ(pids_by_rank.size(), 2u) << job.err;
+  EXPECT_EQ(pids_by_rank["0"].size(), 1u) << job.err;
+  EXPECT_EQ(pids_by_rank["1"].size(), 1u) << job.err;
+  EXPECT_NE(*pids_by_rank["0"].begin(), *pids_by_rank["1"].begin());
+  std::string rank1 = "[cuda-blockrun " + *pids_by_rank["1"].begin() + " rank 1]";
+  EXPECT_TRUE(contains(job.err, rank1 +
+                                    " first error: cudaErrorIllegalAddress (an illegal memory access was "
+                                    "encountered), returned by cudaStreamSynchronize (blocking synchronize "
+                                    "after the launch)\n" +
+                                    rank1 + "   in kernel stencil(float*, float const*, int, long long)"))
+      << job.err;
+  EXPECT_TRUE(contains(job.err, "[cuda-blockrun " + *pids_by_rank["0"].begin() +
+                                    " rank 0] summary: 60 launches, 60 blocked; no CUDA errors\n"))
+      << job.err;
 }
 
 TEST_F(Mpirun, ARankFilterLeavesTheOtherRanksUntouched) {

@@ -396,15 +396,28 @@ TEST(Hardening, TheWrapperTakesNoOptionAsAValueAndNoJunkAsANumber) {
   ProcessResult flag = run_process({kWrapper, "--log", "--stack", "--", kProbeApp, "loop", "3"}, {});
   EXPECT_EQ(flag.status, 2);
   EXPECT_TRUE(contains(flag.err, "option --log needs a value")) << flag.err;
-  for (const std::string& description :
-       {"stencil #zzz", "stencil ordinal=-1", "stencil #99999999999999999999"}) {
-    ProcessResult explain = run_process({kWrapper, "--block", "stencil#13", "--explain", description}, {});
-    EXPECT_EQ(explain.status, 2) << description << ": " << explain.out;
-    EXPECT_TRUE(contains(explain.err, "needs a whole number")) << explain.err;
+  // The description, the term refused, and the part before the number it needs.
+  struct Bad {
+    const char* description;
+    const char* term;
+    const char* before;
+  };
+  for (const Bad& bad : {Bad{"stencil #zzz", "#zzz", "#"}, Bad{"#-1", "#-1", "#"},
+                         Bad{"stencil #99999999999999999999", "#99999999999999999999", "#"},
+                         Bad{"stencil#abc", "stencil#abc", "stencil#"},
+                         Bad{"stencil#-1", "stencil#-1", "stencil#"}, Bad{"stencil#", "stencil#", "stencil#"},
+                         Bad{"stencil#99999999999999999999", "stencil#99999999999999999999", "stencil#"}}) {
+    ProcessResult explain =
+        run_process({kWrapper, "--block", "stencil#13", "--explain", bad.description}, {});
+    EXPECT_EQ(explain.status, 2) << bad.description << ": " << explain.out;
+    EXPECT_EQ(explain.out, "") << bad.description;
+    EXPECT_TRUE(contains(explain.err, std::string("--explain: '") + bad.term +
+                                          "' needs a whole number after '" + bad.before + "'"))
+        << bad.description << ": " << explain.err;
   }
-  ProcessResult good =
-      run_process({kWrapper, "--block", "stencil#13", "--explain", "stencil ordinal=13"}, {});
+  ProcessResult good = run_process({kWrapper, "--block", "stencil#13", "--explain", "stencil#13"}, {});
   EXPECT_EQ(good.status, 0) << good.err;
+  EXPECT_TRUE(contains(good.out, "  decided by rule 1: 'stencil#13'\n")) << good.out;
 }
 
 // ---- F17: configuration errors reach a terminal ----

@@ -6,6 +6,10 @@
 
 #include <algorithm>
 #include <csignal>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
 
 #include "sim_programs.h"
 
@@ -59,9 +63,12 @@ TEST(Lifecycle, ForkedChildrenStartCleanWhileAnotherThreadLaunches) {
   int children = 0;
   for (const std::string& file : files) {
     std::string text = read_file(file);
-    if (contains(text, "launch #1, stream 0x0, grid (4096,1,1)")) {
+    if (contains(text, "<<<(4096,1,1), (256,1,1), 0, 0x0>>>, launch #1 (fill#1)")) {
       // The parent: its first launch, then the busy thread's, then its summary.
-      EXPECT_TRUE(contains(text, "launch: kernel fill(float*, int, float), launch #1,")) << text;
+      EXPECT_TRUE(contains(text,
+                           "launch: kernel fill(float*, int, float)<<<(4096,1,1), (256,1,1), 0, 0x0>>>, "
+                           "launch #1 (fill#1) via "))
+          << text;
       EXPECT_TRUE(contains(text, "; no CUDA errors\n")) << text;
       continue;
     }
@@ -78,6 +85,38 @@ TEST(Lifecycle, ForkedChildrenStartCleanWhileAnotherThreadLaunches) {
         << file;
   }
   EXPECT_EQ(children, 20);
+}
+
+// The same 20 children logging to the parent's standard error: each child's lines carry its pid, and the
+// parent, which was alone when it began, keeps the plain prefix.
+TEST(Lifecycle, ForkedChildrenSharingTheTerminalCarryTheirPid) {
+  ProcessResult with = run_process({kWrapper, "--block", "stencil", "--", kApp, "fork-while-launching"},
+                                   {{"LD_LIBRARY_PATH", kSimLib}});
+  EXPECT_EQ(with.status, 0) << with.err;
+  std::map<std::string, std::string> by_child;  // pid: its lines, without the prefix
+  std::string parent;
+  std::istringstream lines(with.err);
+  const std::regex child("^\\[cuda-blockrun ([0-9]+)\\] (.*)$");
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch match;
+    if (std::regex_match(line, match, child)) {
+      by_child[match[1]] += std::string(match[2]) + "\n";
+    } else {
+      parent += line + "\n";
+    }
+  }
+  ASSERT_EQ(by_child.size(), 20u) << with.err;
+  for (const auto& [pid, text] : by_child) {
+    EXPECT_EQ(text,
+              "first error: cudaErrorInitializationError (initialization error), returned by "
+              "cudaDeviceSynchronize\n"
+              "  no launch is on record as unfinished: the error comes from the call itself or from work the "
+              "shim did not see\n"
+              "summary: 0 launches, 0 blocked; first error cudaErrorInitializationError, 0 later errors\n")
+        << pid;
+  }
+  EXPECT_EQ(parent.rfind("[cuda-blockrun] summary: ", 0), 0u) << parent;
+  EXPECT_EQ(std::count(parent.begin(), parent.end(), '\n'), 1) << parent;
 }
 
 TEST(Lifecycle, ExecOfAProgramThatIsNotCudaIsUntouched) {

@@ -58,7 +58,7 @@ TEST(Localize, BreadcrumbsNameTheLaunchAndItsCallerInOneRun) {
   const std::string source = CUDA_BLOCKRUN_SOURCE_DIR "/tests/programs/cuda_app.cpp";
   EXPECT_TRUE(contains(r.err,
                        "[cuda-blockrun] localize: culprit: kernel stencil(float*, float const*, int, long "
-                       "long), launch #38 (its launch 13), stream 0x0\n"
+                       "long)<<<(4096,1,1), (256,1,1), 0, 0x0>>>, launch #38 (stencil#13)\n"
                        "[cuda-blockrun]   error: cudaErrorIllegalAddress (an illegal memory access was "
                        "encountered), returned by cudaMemcpy\n"
                        "[cuda-blockrun]   launched at " +
@@ -91,7 +91,7 @@ TEST(Localize, BreadcrumbsWithoutTheProgramsCallerRunAgainBlockingOnlyTheLaunch)
       << r.err;
   EXPECT_TRUE(contains(r.err,
                        "[cuda-blockrun] localize: culprit: kernel stencil(float*, float const*, int, long "
-                       "long), launch #38 (its launch 13), stream 0x0\n"))
+                       "long)<<<(4096,1,1), (256,1,1), 0, 0x0>>>, launch #38 (stencil#13)\n"))
       << r.err;
   EXPECT_TRUE(contains(r.err, "/tests/programs/static_app.cpp:")) << "run 2's call site: " << r.err;
   EXPECT_TRUE(
@@ -124,10 +124,11 @@ TEST(Localize, AGraphReplaysFailedNodeIsFoundInASecondRunWithBreadcrumbsInsideTh
   EXPECT_TRUE(contains(r.err, "\n[cuda-blockrun]   graph: replay 2 of the graph captured at " + begin +
                                   " in (anonymous namespace)::capture"))
       << r.err;
-  EXPECT_TRUE(contains(r.err,
-                       "\n[cuda-blockrun]   node 2 of 3: kernel stencil(float*, float const*, int, long long), "
-                       "captured at " +
-                           launch + " in (anonymous namespace)::capture"))
+  EXPECT_TRUE(
+      contains(r.err,
+               "\n[cuda-blockrun]   node 2 of 3: kernel stencil(float*, float const*, int, long long), "
+               "captured at " +
+                   launch + " in (anonymous namespace)::capture"))
       << r.err;
   EXPECT_TRUE(
       contains(r.err, "found in run 1 by breadcrumbs; run 2, which blocked 'cuGraphLaunch', confirmed it"))
@@ -154,7 +155,7 @@ TEST(Localize, PinsAnUnpinnedErrorInASecondRun) {
       << r.err;
   EXPECT_TRUE(contains(r.err,
                        "[cuda-blockrun] localize: culprit: kernel stencil(float*, float const*, int, long "
-                       "long), launch #38 (its launch 13), stream 0x0\n"
+                       "long)<<<(4096,1,1), (256,1,1), 0, 0x0>>>, launch #38 (stencil#13)\n"
                        "[cuda-blockrun]   error: cudaErrorIllegalAddress (an illegal memory access was "
                        "encountered), returned by cudaStreamSynchronize\n"
                        "[cuda-blockrun]   launched at "))
@@ -184,7 +185,9 @@ TEST(Localize, AnErrorPinnedInTheFirstRunNeedsNoSecond) {
   ProcessResult r = localize({kApp, "config-error"}, {});
   EXPECT_EQ(r.status, alone.status);
   EXPECT_EQ(r.out, alone.out);
-  EXPECT_TRUE(contains(r.err, "localize: culprit: kernel fill(float*, int, float), launch #1 (its launch 1)"))
+  EXPECT_TRUE(contains(r.err,
+                       "localize: culprit: kernel fill(float*, int, float)<<<(4096,1,1), (2048,1,1), 0, "
+                       "0x0>>>, launch #1 (fill#1)\n"))
       << r.err;
   EXPECT_TRUE(contains(r.err, "found in run 1: the launch itself failed")) << r.err;
   EXPECT_FALSE(contains(r.err, "run 2")) << r.err;
@@ -207,9 +210,10 @@ TEST(Localize, WithBreadcrumbsRunOnesCulpritIsKeptWhenRunTwoDoesNotFault) {
       changing_fault(::testing::TempDir() + "localize_no_fault_crumbs", "stencil:13", "", kStaticApp), {});
   EXPECT_NE(r.status, 0);
   EXPECT_TRUE(contains(r.err, "run 2 (--block 'stencil#13') ran without a CUDA error")) << r.err;
-  EXPECT_TRUE(contains(r.err,
-                       "localize: culprit: kernel stencil(float*, float const*, int, long long), launch #38 "
-                       "(its launch 13)"))
+  EXPECT_TRUE(
+      contains(r.err,
+               "localize: culprit: kernel stencil(float*, float const*, int, long long)<<<(4096,1,1), "
+               "(256,1,1), 0, 0x0>>>, launch #38 (stencil#13)\n"))
       << r.err;
   EXPECT_TRUE(
       contains(r.err, "found in run 1 by breadcrumbs (its call site is the caller of the CUDA entry point"))

@@ -39,17 +39,20 @@ TEST(Shim, LogsExactKernelNamesOfEveryLaunchPath) {
     ProcessResult r = app(c.scenario, {{"CUDA_BLOCKRUN_LOG_LAUNCHES", "1"}}, true);
     ASSERT_EQ(r.status, 0) << c.scenario << r.err;
     std::string stream = c.stream;
-    EXPECT_TRUE(
-        contains(r.err, "[cuda-blockrun] launch: kernel fill(float*, int, float), launch #1, stream " +
-                            stream + ", grid (4096,1,1) block (256,1,1) via " + c.api + "\n"))
+    EXPECT_TRUE(contains(
+        r.err, "[cuda-blockrun] launch: kernel fill(float*, int, float)<<<(4096,1,1), (256,1,1), 0, " +
+                   stream + ">>>, launch #1 (fill#1) via " + c.api + "\n"))
         << c.scenario << "\n"
         << r.err;
     EXPECT_TRUE(contains(r.err,
-                         "[cuda-blockrun] launch: kernel stencil(float*, float const*, int, long long), "
-                         "launch #2, stream " +
-                             stream + ", grid (4096,1,1) block (256,1,1) via " + c.api))
+                         "[cuda-blockrun] launch: kernel stencil(float*, float const*, int, long long)"
+                         "<<<(4096,1,1), (256,1,1), 0, " +
+                             stream + ">>>, launch #2 (stencil#1) via " + c.api))
         << r.err;
-    EXPECT_TRUE(contains(r.err, "[cuda-blockrun] launch: kernel scale(float*, int, float), launch #60,"))
+    EXPECT_TRUE(contains(r.err,
+                         "[cuda-blockrun] launch: kernel scale(float*, int, float)<<<(4096,1,1), "
+                         "(256,1,1), 0, " +
+                             stream + ">>>, launch #60 (scale#20) via "))
         << r.err;
     EXPECT_TRUE(contains(r.err, "[cuda-blockrun] summary: 60 launches, 0 blocked; no CUDA errors\n"))
         << r.err;
@@ -82,9 +85,9 @@ TEST(Shim, StaticRuntimeLaunchesAreSeenNamedAndBlockedAtTheDriver) {
         contains(r.err,
                  "[cuda-blockrun] first error: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was "
                  "encountered), returned by cuStreamSynchronize (blocking synchronize after the launch)\n"
-                 "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long), launch #38, "
-                 "stream " +
-                     stream + ", grid (4096,1,1) block (256,1,1), blocked\n"))
+                 "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long)<<<(4096,1,1), "
+                 "(256,1,1), 0, " +
+                     stream + ">>>, launch #38 (stencil#13), blocked\n"))
         << mode << "\n"
         << r.err;
   }
@@ -100,13 +103,13 @@ TEST(Shim, DriverLaunchesFoundThroughDlsymAreSeen) {
     ProcessResult r = run_process(argv, {{"LD_LIBRARY_PATH", kSimLib}, {"CUDA_SIM_FAULT", "oob_kernel:3"}});
     std::string api = std::string(mode) == "ex" ? "cuLaunchKernelEx" : "cuLaunchKernel";
     EXPECT_TRUE(contains(r.out, "launch 6 (oob_kernel) returned 700\n")) << mode << "\n" << r.out;
-    EXPECT_TRUE(
-        contains(r.err, "[cuda-blockrun] launch: kernel add_array(float*, float*, int), launch #1, stream "))
+    EXPECT_TRUE(contains(
+        r.err, "[cuda-blockrun] launch: kernel add_array(float*, float*, int)<<<(4,1,1), (256,1,1), 0, "))
         << r.err;
-    EXPECT_TRUE(contains(r.err, ", grid (4,1,1) block (256,1,1) -> blocked via " + api + "\n"))
+    EXPECT_TRUE(contains(r.err, ">>>, launch #1 (add_array#1) -> blocked via " + api + "\n"))
         << mode << r.err;
-    EXPECT_TRUE(contains(r.err, "[cuda-blockrun]   in kernel oob_kernel, launch #6, stream "))
-        << mode << r.err;
+    EXPECT_TRUE(contains(r.err, "[cuda-blockrun]   in kernel oob_kernel<<<(")) << mode << r.err;
+    EXPECT_TRUE(contains(r.err, ">>>, launch #6 (oob_kernel#3), blocked\n")) << mode << r.err;
   }
 }
 
@@ -115,16 +118,20 @@ TEST(Shim, DriverLaunchesByExportedSymbolAreSeen) {
   ProcessResult r = run_process({kWrapper, "--block", "all", "--", CUDA_BLOCKRUN_DRIVER_APP_LINKED, "linked"},
                                 {{"LD_LIBRARY_PATH", kSimLib}, {"CUDA_SIM_FAULT", "oob_kernel:3"}});
   EXPECT_TRUE(contains(r.out, "launch 6 (oob_kernel) returned 700\n")) << r.out;
-  EXPECT_TRUE(contains(r.err, "[cuda-blockrun]   in kernel oob_kernel, launch #6, stream ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "[cuda-blockrun]   in kernel oob_kernel<<<(")) << r.err;
+  EXPECT_TRUE(contains(r.err, ">>>, launch #6 (oob_kernel#3), blocked\n")) << r.err;
 }
 
 // A policy that names a cuBLAS call blocks the call as a whole; its kernel is still recorded, unblocked.
 TEST(Shim, LibraryCallNamedByThePolicyIsBlockedAsAWhole) {
   ProcessResult r = wrapped({"--block", "cublasSgemm*", "--log-launches"}, "cublas");
   EXPECT_TRUE(contains(r.out, "cublasSgemm returned 13\n")) << r.out;
-  EXPECT_TRUE(contains(r.err,
-                       "_execute_kernel_cublas, launched by cublasSgemm_v2 m=64 n=64 k=64 transa=N transb=N, "
-                       "launch #1, stream 0x0, grid (1,1,1) block (128,1,1) via cuLaunchKernelEx\n"))
+  EXPECT_TRUE(
+      contains(r.err,
+               "_execute_kernel_cublas<<<(1,1,1), (128,1,1), 0, 0x0>>>, launched by cublasSgemm_v2 m=64 "
+               "n=64 k=64 transa=N transb=N, launch #1 (sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x"
+               "128x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel_cublas#1) via "
+               "cuLaunchKernelEx\n"))
       << r.err;
   EXPECT_TRUE(contains(r.err,
                        "[cuda-blockrun]   in cublasSgemm_v2 m=64 n=64 k=64 transa=N transb=N, launch #2, "
@@ -163,8 +170,8 @@ TEST(Shim, BlockedFaultingLaunchReturnsTheErrorAndIsNamed) {
       r.err,
       "[cuda-blockrun] first error: cudaErrorIllegalAddress (an illegal memory access was "
       "encountered), returned by cudaStreamSynchronize (blocking synchronize after the launch)\n"
-      "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long), launch #38, stream "
-      "0x0, grid (4096,1,1) block (256,1,1), blocked\n"))
+      "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long)<<<(4096,1,1), (256,1,1), 0, "
+      "0x0>>>, launch #38 (stencil#13), blocked\n"))
       << r.err;
   EXPECT_TRUE(contains(r.err,
                        "[cuda-blockrun] summary: 60 launches, 38 blocked; first error "
@@ -183,13 +190,13 @@ TEST(Shim, UnblockedFaultNamesTheNewestUnfinishedLaunchesAsSuspects) {
                "encountered), returned by cudaMemcpy\n"
                "[cuda-blockrun]   culprit unknown (no blocked launch failed); suspects: launches not known "
                "to have completed, newest last:\n"
-               "[cuda-blockrun]     kernel stencil(float*, float const*, int, long long), launch #53, stream "
-               "0x0, grid (4096,1,1) block (256,1,1)\n"))
+               "[cuda-blockrun]     kernel stencil(float*, float const*, int, long long)<<<(4096,1,1), "
+               "(256,1,1), 0, 0x0>>>, launch #53 (stencil#18)\n"))
       << r.err;
   // Each suspect names where it was called from (the return address into the program, known for every
   // launch at no cost), then the rule that pins the culprit.
   EXPECT_TRUE(contains(r.err,
-                       "launch #60, stream 0x0, grid (4096,1,1) block (256,1,1)\n"
+                       "<<<(4096,1,1), (256,1,1), 0, 0x0>>>, launch #60 (scale#20)\n"
                        "[cuda-blockrun]       launched at " CUDA_BLOCKRUN_SOURCE_DIR
                        "/tests/programs/cuda_app.cpp:"))
       << r.err;
@@ -203,12 +210,15 @@ TEST(Shim, UnblockedFaultNamesTheNewestUnfinishedLaunchesAsSuspects) {
 TEST(Shim, BlockingOneKernelByGlobBlocksOnlyIt) {
   ProcessResult r = wrapped({"--block=stencil"}, "steps", {{"CUDA_SIM_FAULT", "stencil:13"}});
   EXPECT_TRUE(contains(r.out, "launch 38 returned 700\n")) << r.out;
-  EXPECT_TRUE(contains(r.err,
-                       "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long), launch "
-                       "#38, stream 0x0, grid (4096,1,1) block (256,1,1), blocked\n"))
+  EXPECT_TRUE(
+      contains(r.err,
+               "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long)<<<(4096,1,1), "
+               "(256,1,1), 0, 0x0>>>, launch #38 (stencil#13), blocked\n"))
       << r.err;
   // fill #37 ran before it on the same stream without a synchronize: honestly a suspect too.
-  EXPECT_TRUE(contains(r.err, "[cuda-blockrun]     kernel fill(float*, int, float), launch #37, stream 0x0"))
+  EXPECT_TRUE(contains(r.err,
+                       "[cuda-blockrun]     kernel fill(float*, int, float)<<<(4096,1,1), (256,1,1), 0, "
+                       "0x0>>>, launch #37 (fill#13)\n"))
       << r.err;
   EXPECT_TRUE(contains(r.err, "summary: 60 launches, 13 blocked;")) << r.err;
 }
@@ -216,10 +226,10 @@ TEST(Shim, BlockingOneKernelByGlobBlocksOnlyIt) {
 TEST(Shim, PerThreadDefaultStreamIsSynchronizedAndNamed) {
   ProcessResult r = wrapped({"--block", "all"}, "ptsz", {{"CUDA_SIM_FAULT", "stencil:2"}});
   EXPECT_TRUE(contains(r.out, "launch 5 returned 700\n")) << r.out;
-  EXPECT_TRUE(
-      contains(r.err,
-               "in kernel stencil(float*, float const*, int, long long), launch #5, stream per-thread "
-               "default (thread 1), grid (4096,1,1) block (256,1,1), blocked\n"))
+  EXPECT_TRUE(contains(
+      r.err,
+      "in kernel stencil(float*, float const*, int, long long)<<<(4096,1,1), (256,1,1), 0, per-thread "
+      "default (thread 1)>>>, launch #5 (stencil#2), blocked\n"))
       << r.err;
 }
 
@@ -234,8 +244,8 @@ TEST(Shim, LaunchConfigurationErrorIsNamedAtTheLaunch) {
       // What the driver's error log said during the launch (CUDA 12.9+), then the launch.
       "[cuda-blockrun]   driver log: One or more of block dimensions of (2048,1,1) exceeds correspsonding "
       "maximum value of (1024,1024,64)\n"
-      "[cuda-blockrun]   in kernel fill(float*, int, float), launch #1, stream 0x0, grid (4096,1,1) "
-      "block (2048,1,1)\n"
+      "[cuda-blockrun]   in kernel fill(float*, int, float)<<<(4096,1,1), (2048,1,1), 0, 0x0>>>, launch #1 "
+      "(fill#1)\n"
       "[cuda-blockrun]   launched at "))
       << r.err;
 }
@@ -244,12 +254,13 @@ TEST(Shim, CublasCallIsNamedByItsArgumentsAndBlocked) {
   ProcessResult r = wrapped({"--block", "all"}, "cublas");
   EXPECT_TRUE(contains(r.out, "cublasSgemm returned 13\n")) << r.out;  // CUBLAS_STATUS_EXECUTION_FAILED
   // The driver sees cuBLAS's own kernel launch: it is blocked and named, with the call that launched it.
-  EXPECT_TRUE(
-      contains(r.err,
-               "[cuda-blockrun]   in kernel "
-               "sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_"
-               "alignc4_execute_kernel_cublas, launched by cublasSgemm_v2 m=64 n=64 k=64 transa=N transb=N, "
-               "launch #1, stream 0x0, grid (1,1,1) block (128,1,1), blocked\n"))
+  EXPECT_TRUE(contains(
+      r.err,
+      "[cuda-blockrun]   in kernel "
+      "sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_"
+      "alignc4_execute_kernel_cublas<<<(1,1,1), (128,1,1), 0, 0x0>>>, launched by cublasSgemm_v2 m=64 "
+      "n=64 k=64 transa=N transb=N, launch #1 (sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_"
+      "stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel_cublas#1), blocked\n"))
       << r.err;
   EXPECT_TRUE(contains(r.err,
                        "first error: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered), "
@@ -284,8 +295,9 @@ TEST(Shim, NeverSynchronizesACapturingStream) {
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_EQ(r.out, "graph captured\ndone\n");
   EXPECT_TRUE(
-      contains(r.err, "[cuda-blockrun] blocking skipped for kernel fill(float*, int, float), launch #1"))
+      contains(r.err, "[cuda-blockrun] blocking skipped for kernel fill(float*, int, float)<<<(4096,1,1), "))
       << r.err;
+  EXPECT_TRUE(contains(r.err, ">>>, launch #1 (fill#1): the stream is capturing a CUDA graph")) << r.err;
   // The three captured launches are not blocked; the graph launch after the capture is.
   EXPECT_TRUE(
       contains(r.err, "summary: 4 launches, 1 blocked, 3 not blocked during stream capture; no CUDA errors"))
@@ -438,7 +450,10 @@ TEST(Shim, LogGoesToTheFileNamedWithProcessId) {
   EXPECT_EQ(std::count(names.begin(), names.end(), '\n'), 1) << names;
   EXPECT_EQ(names.rfind("log_", 0), 0u) << names;
   std::string log = read_file(directory + "/" + names.substr(0, names.size() - 1));
-  EXPECT_TRUE(contains(log, "in kernel stencil(float*, float const*, int, long long), launch #38")) << log;
+  EXPECT_TRUE(contains(log,
+                       "in kernel stencil(float*, float const*, int, long long)<<<(4096,1,1), (256,1,1), 0, "
+                       "0x0>>>, launch #38 (stencil#13), blocked\n"))
+      << log;
   run_process({"/bin/rm", "-rf", directory}, {});
 }
 
@@ -546,8 +561,8 @@ TEST(Policy, AbortLeavesACompleteReportAndAbnormalStatus) {
   EXPECT_EQ(r.status, 128 + 6) << r.err;  // SIGABRT
   EXPECT_TRUE(
       contains(r.err,
-               "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long), launch #38, "
-               "stream 0x0, grid (4096,1,1) block (256,1,1), blocked\n"
+               "[cuda-blockrun]   in kernel stencil(float*, float const*, int, long long)<<<(4096,1,1), "
+               "(256,1,1), 0, 0x0>>>, launch #38 (stencil#13), blocked\n"
                "[cuda-blockrun]   launched at "))
       << r.err;
   EXPECT_TRUE(
@@ -571,8 +586,8 @@ TEST(Policy, ExitStatusAndBlockDeviceAndLogActions) {
       << device.err;
   ProcessResult logged = wrapped({"--block", "stencil log"}, "steps");
   EXPECT_TRUE(contains(logged.err,
-                       "[cuda-blockrun] launch: kernel stencil(float*, float const*, int, long long), "
-                       "launch #2, stream 0x0, grid (4096,1,1) block (256,1,1) -> logged by rule 1 via "
+                       "[cuda-blockrun] launch: kernel stencil(float*, float const*, int, long long)"
+                       "<<<(4096,1,1), (256,1,1), 0, 0x0>>>, launch #2 (stencil#1) -> logged by rule 1 via "
                        "__cudaLaunchKernel > cuLaunchKernel\n"))
       << logged.err;
   EXPECT_FALSE(contains(logged.err, "launch: kernel fill")) << logged.err;
@@ -615,13 +630,32 @@ TEST(Policy, LogPathCarriesTheRank) {
   run_process({"/bin/rm", "-rf", directory}, {});
 }
 
+// A rank (a launcher's variable set) writes its pid and rank on every line of a log it may share; in a file
+// named by its pid (%p) no one else writes, and the lines stay as a process alone writes them.
+TEST(Policy, ARanksLinesCarryItsPidAndRankUnlessItsLogIsItsOwn) {
+  ProcessResult shared = app("steps", {{"OMPI_COMM_WORLD_RANK", "3"}}, true);
+  EXPECT_TRUE(
+      std::regex_match(shared.err, std::regex("\\[cuda-blockrun [0-9]+ rank 3\\] summary: 60 launches, 0 "
+                                              "blocked; no CUDA errors\n")))
+      << shared.err;
+  std::string directory = ::testing::TempDir() + "blockrun_own_logs_" + std::to_string(getpid());
+  run_process({"/bin/mkdir", "-p", directory}, {});
+  ProcessResult own =
+      app("steps", {{"CUDA_BLOCKRUN_LOG", directory + "/log.%p"}, {"OMPI_COMM_WORLD_RANK", "3"}}, true);
+  std::string names = run_process({"/bin/ls", directory}, {}).out;
+  EXPECT_EQ(read_file(directory + "/" + names.substr(0, names.find('\n'))),
+            "[cuda-blockrun] summary: 60 launches, 0 blocked; no CUDA errors\n");
+  run_process({"/bin/rm", "-rf", directory}, {});
+  ProcessResult alone = app("steps", {}, true);
+  EXPECT_EQ(alone.err, "[cuda-blockrun] summary: 60 launches, 0 blocked; no CUDA errors\n");
+}
+
 TEST(Wrapper, ExplainSaysWhichRuleDecides) {
   ProcessResult r = run_process(
-      {kWrapper, "--block", "!fill", "--block", "stencil#13 abort", "--explain", "stencil ordinal=13 #38"},
-      {});
+      {kWrapper, "--block", "!fill", "--block", "stencil#13 abort", "--explain", "stencil#13 #38"}, {});
   EXPECT_EQ(r.status, 0);
   EXPECT_EQ(r.out,
-            "kernel stencil, launch #38 (its launch 13), family runtime:\n"
+            "kernel stencil, launch #38 (stencil#13), family runtime:\n"
             "  blocked (its stream is synchronized after it); on error: report, then abort\n"
             "  decided by rule 2: 'stencil#13 abort'\n");
   ProcessResult nccl =
@@ -630,6 +664,94 @@ TEST(Wrapper, ExplainSaysWhichRuleDecides) {
   ProcessResult unmatched = run_process({kWrapper, "--block", "stencil", "--explain", "fill"}, {});
   EXPECT_TRUE(contains(unmatched.out, "  not blocked\n  no rule matches (policy: stencil)\n"))
       << unmatched.out;
+}
+
+// --print-limit caps the summary's table of blocked kernels and says how many rows it left out; 0 prints all.
+TEST(Wrapper, PrintLimitCutsTheSummarysTableAndSaysHowManyMore) {
+  ProcessResult one = wrapped({"--block", "all", "--print-limit", "1"}, "steps");
+  EXPECT_EQ(one.status, 0) << one.err;
+  EXPECT_TRUE(std::regex_search(
+      one.err,
+      std::regex("\\[cuda-blockrun\\] summary: 60 launches, 60 blocked; no CUDA errors\n"
+                 "\\[cuda-blockrun\\] blocked launches by wall time \\(top 1; --gpu-time adds their GPU "
+                 "time\\):\n"
+                 "\\[cuda-blockrun\\] +[0-9.]+ ms wall \\([0-9.]+ max\\), no GPU time; 20 of 20 launches "
+                 "blocked: [a-z]+\\([^\n]*\\)\n"
+                 "\\[cuda-blockrun\\]   \\.\\.\\. and 2 more \\(--print-limit 0 prints all; --report's "
+                 "summary lists up to 1000\\)\n$")))
+      << one.err;
+  ProcessResult all = wrapped({"--block", "all", "--print-limit", "0"}, "steps");
+  EXPECT_TRUE(contains(all.err, "blocked launches by wall time (all; --gpu-time adds their GPU time):\n"))
+      << all.err;
+  EXPECT_EQ(std::count(all.err.begin(), all.err.end(), '\n'), 5) << all.err;
+  EXPECT_FALSE(contains(all.err, " more (")) << all.err;
+  ProcessResult bad = wrapped({"--print-limit", "-1"}, "steps");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_EQ(bad.out, "");
+  EXPECT_TRUE(
+      contains(bad.err, "invalid CUDA_BLOCKRUN_PRINT_LIMIT='-1'; accepted: a whole number; 0: no limit"))
+      << bad.err;
+}
+
+// --explain reads a launch as the policy does: NAME#N is the kernel's N-th launch, a bare #N the process's;
+// its 12th launch is not the 13th, and ordinal= is refused with the form to write instead.
+TEST(Wrapper, ExplainTakesThePolicysNameAndNumber) {
+  ProcessResult twelfth = run_process({kWrapper, "--block", "stencil#13", "--explain", "stencil#12"}, {});
+  EXPECT_EQ(twelfth.status, 0);
+  EXPECT_EQ(twelfth.out,
+            "kernel stencil, launch #1 (stencil#12), family runtime:\n"
+            "  not blocked\n"
+            "  no rule matches (policy: stencil#13)\n");
+  ProcessResult overall = run_process({kWrapper, "--block", "#38", "--explain", "stencil #38"}, {});
+  EXPECT_EQ(overall.out,
+            "kernel stencil, launch #38 (stencil#1), family runtime:\n"
+            "  blocked (its stream is synchronized after it); on error: returned to the program\n"
+            "  decided by rule 1: '#38'\n");
+  ProcessResult ordinal =
+      run_process({kWrapper, "--block", "stencil#13", "--explain", "stencil ordinal=13"}, {});
+  EXPECT_EQ(ordinal.status, 2);
+  EXPECT_EQ(ordinal.out, "");
+  EXPECT_TRUE(
+      contains(ordinal.err,
+               "--explain: 'ordinal=13': write a kernel's N-th launch as NAME#N, as in the policy (e.g. "
+               "--explain 'stencil#13')\n"))
+      << ordinal.err;
+}
+
+// A library call is explained as the engine records it at a cuBLAS launch: family cublas unless family= says
+// otherwise; the call itself (no kernel named) is a unit without a per-kernel number.
+TEST(Wrapper, ExplainHonoursFamilyAndLibraryRules) {
+  ProcessResult call =
+      run_process({kWrapper, "--block", "family=cublas", "--explain", "library=cublasSgemm_v2"}, {});
+  EXPECT_EQ(call.status, 0);
+  EXPECT_EQ(call.out,
+            "library call cublasSgemm_v2, launch #1, family cublas:\n"
+            "  blocked (its stream is synchronized after it); on error: returned to the program\n"
+            "  decided by rule 1: 'family=cublas'\n");
+  // A kernel the call launched: family cublas too; library= matches only the call as a whole
+  // (docs/policy.md).
+  ProcessResult kernel = run_process(
+      {kWrapper, "--block", "family=cublas", "--explain", "sm90_xmma_gemm library=cublasSgemm_v2"}, {});
+  EXPECT_EQ(
+      kernel.out,
+      "kernel sm90_xmma_gemm, launch #1 (sm90_xmma_gemm#1), family cublas, launched by cublasSgemm_v2:\n"
+      "  blocked (its stream is synchronized after it); on error: returned to the program\n"
+      "  decided by rule 1: 'family=cublas'\n");
+  ProcessResult unit = run_process(
+      {kWrapper, "--block", "library=cublasSgemm*", "--explain", "sm90_xmma_gemm library=cublasSgemm_v2"},
+      {});
+  EXPECT_TRUE(contains(unit.out, "launched by cublasSgemm_v2:\n  not blocked\n  no rule matches"))
+      << unit.out;
+  ProcessResult driver = run_process(
+      {kWrapper, "--block", "family=cublas", "--explain", "library=cublasSgemm_v2 family=driver"}, {});
+  EXPECT_EQ(driver.out,
+            "library call cublasSgemm_v2, launch #1, family driver:\n"
+            "  not blocked\n"
+            "  no rule matches (policy: family=cublas)\n");
+  ProcessResult runtime = run_process({kWrapper, "--block", "family=cublas", "--explain", "stencil"}, {});
+  EXPECT_TRUE(
+      contains(runtime.out, "kernel stencil, launch #1 (stencil#1), family runtime:\n  not blocked\n"))
+      << runtime.out;
 }
 
 // The log never follows a planted symbolic link: one clear line, then the log goes to standard error.

@@ -125,7 +125,7 @@ TEST(WrapperCommandLine, MistakesAreUsageErrorsBeforeAnythingRuns) {
        "option --error-exitcode needs a value (" + exit_codes +
            "), not '--'; for a value that starts with --, write --error-exitcode=VALUE"},
       {{"--explain", "--", kProbeApp},
-       "option --explain needs a value (a kernel name and any of #N ordinal=N family=F library=CALL "
+       "option --explain needs a value (a kernel name or NAME#N, and any of #N family=F library=CALL "
        "stream=0x... thread=N after=SECONDS), not '--'; for a value that starts with --, write "
        "--explain=VALUE"},
       {{"-b", "all", kProbeApp}, "unknown option '-b'"},

@@ -309,8 +309,8 @@ class ReportNamesThePythonLine(unittest.TestCase):
                                   env=environment, capture_output=True, text=True, timeout=120)
         self.assertEqual(done.stdout, "synchronize returned 700\n", "the program ran once: " + done.stderr)
         self.assertEqual(done.returncode, 0, done.stderr)
-        self.assertIn("[cuda-blockrun] localize: culprit: kernel stencil(float*, float const*, int, long long), "
-                      "launch #38 (its launch 13), stream 0x0\n"
+        self.assertIn("[cuda-blockrun] localize: culprit: kernel stencil(float*, float const*, int, long long)"
+                      "<<<(64,1,1), (128,1,1), 0, 0x0>>>, launch #38 (stencil#13)\n"
                       "[cuda-blockrun]   error: cudaErrorIllegalAddress (an illegal memory access was encountered), "
                       "returned by cudaDeviceSynchronize\n", done.stderr)
         self.assertIn(f"[cuda-blockrun]   python: {HERE}:{line_of('FORWARD_STENCIL_LINE')} in forward\n",

@@ -68,6 +68,19 @@ TEST(Config, RingIsAWholeNumberInRange) {
   }
 }
 
+TEST(Config, PrintLimitIsAWholeNumberAndZeroMeansNoLimit) {
+  EXPECT_EQ(parse({}).config.print_limit, 10u);
+  EXPECT_EQ(parse({{"CUDA_BLOCKRUN_PRINT_LIMIT", "0"}}).config.print_limit, 0u);
+  EXPECT_EQ(parse({{"CUDA_BLOCKRUN_PRINT_LIMIT", "3"}}).config.print_limit, 3u);
+  EXPECT_EQ(parse({{"CUDA_BLOCKRUN_PRINT_LIMIT", "999999999"}}).config.print_limit, 999999999u);
+  for (const char* bad : {"", "-1", "ten", " 5", "5 ", "1e3", "1000000000"}) {
+    ConfigResult result = parse({{"CUDA_BLOCKRUN_PRINT_LIMIT", bad}});
+    ASSERT_EQ(result.errors.size(), 1u) << bad;
+    EXPECT_EQ(result.errors[0].message(), std::string("invalid CUDA_BLOCKRUN_PRINT_LIMIT='") + bad +
+                                              "'; accepted: a whole number; 0: no limit");
+  }
+}
+
 TEST(Config, UnknownVariableIsAnError) {
   ConfigResult result = parse({{"CUDA_BLOCKRUN_BLOK", "all"}});
   ASSERT_EQ(result.errors.size(), 1u);

@@ -29,6 +29,7 @@ class EngineTest : public ::testing::Test {
     config.block = *Policy::parse(policy, &error);
     config.breadcrumbs = breadcrumb_ring != 0;
     config.ring = breadcrumb_ring;
+    config.print_limit = print_limit_;
     auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log_);
     auto logger = std::make_shared<spdlog::logger>("test", sink);
     logger->set_pattern("%v");
@@ -64,6 +65,7 @@ class EngineTest : public ::testing::Test {
   std::string log() const { return log_.str(); }
 
   std::ostringstream log_;
+  size_t print_limit_ = 10;  // CUDA_BLOCKRUN_PRINT_LIMIT's default
 };
 
 TEST_F(EngineTest, NamesEachKernelOnceAndDecidesByPolicy) {
@@ -95,12 +97,12 @@ TEST_F(EngineTest, BlockedLaunchThatFailsIsTheExactCulprit) {
   Launch second = launch(*engine, stencil, nullptr);
   engine->end_launch(second, ErrorCode{}, BlockOutcome::Synchronized, ErrorCode{Layer::Runtime, 700},
                      "cudaStreamSynchronize");
-  EXPECT_EQ(
-      log(),
-      "first error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
-      "cudaStreamSynchronize (blocking synchronize after the launch)\n"
-      "  in kernel stencil(float*, int, long long), launch #2, stream 0x0, grid (4096,1,1) block (256,1,1), "
-      "blocked\n");
+  EXPECT_EQ(log(),
+            "first error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
+            "cudaStreamSynchronize (blocking synchronize after the launch)\n"
+            "  in kernel stencil(float*, int, long long)<<<(4096,1,1), (256,1,1), 0, 0x0>>>, launch #2 "
+            "(stencil#1), "
+            "blocked\n");
   EXPECT_TRUE(engine->has_first_error());
   EXPECT_EQ(engine->blocked_launches(), 2u);
 }
@@ -124,10 +126,10 @@ TEST_F(EngineTest, UnblockedFaultListsUnsynchronizedLaunchesOfEveryStreamAsSuspe
       "cudaStreamSynchronize\n"
       "  culprit unknown (no blocked launch failed); suspects: launches not known to have completed, newest "
       "last:\n"
-      "    kernel stencil(float*, int, long long), launch #2, stream 0xa000, grid (4096,1,1) block "
-      "(256,1,1)\n"
-      "    kernel fill(float*, int, float), launch #3, stream 0xb000, grid (4096,1,1) block (256,1,1)\n"
-      "    kernel fill(float*, int, float), launch #4, stream 0xa000, grid (4096,1,1) block (256,1,1)\n"
+      "    kernel stencil(float*, int, long long)<<<(4096,1,1), (256,1,1), 0, 0xa000>>>, launch #2 "
+      "(stencil#1)\n"
+      "    kernel fill(float*, int, float)<<<(4096,1,1), (256,1,1), 0, 0xb000>>>, launch #3 (fill#2)\n"
+      "    kernel fill(float*, int, float)<<<(4096,1,1), (256,1,1), 0, 0xa000>>>, launch #4 (fill#3)\n"
       "  to pin it: run again with --block 'stencil,fill' (or CUDA_BLOCKRUN_BLOCK='stencil,fill'), or "
       "--block all\n");
 }
@@ -138,11 +140,64 @@ TEST_F(EngineTest, SuspectsAreTheNewestEightAcrossStreamsForDeviceWideCalls) {
   for (int i = 0; i < 12; ++i) run(*engine, fill, i % 2 ? kStreamA : kStreamB);
   engine->end_sync("cudaMemcpy", true, nullptr, false, engine->begin_sync(), ErrorCode{Layer::Runtime, 700});
   std::string text = log();
-  EXPECT_EQ(text.find("launch #4,"), std::string::npos);
-  EXPECT_NE(text.find("launch #5,"), std::string::npos);
-  EXPECT_LT(text.find("launch #5,"), text.find("launch #12,"));
+  EXPECT_EQ(text.find("launch #4 "), std::string::npos);
+  EXPECT_NE(text.find("launch #5 (fill#5)"), std::string::npos);
+  EXPECT_LT(text.find("launch #5 (fill#5)"), text.find("launch #12 (fill#12)"));
   size_t lines = std::count(text.begin(), text.end(), '\n');
   EXPECT_EQ(lines, 1u + 1u + 8u + 1u);
+}
+
+// CUDA_BLOCKRUN_PRINT_LIMIT: the log tells the first N suspects and counts the rest; nothing else changes.
+TEST_F(EngineTest, ThePrintLimitCutsTheSuspectsInTheLogAndSaysHowManyMore) {
+  print_limit_ = 3;
+  auto engine = make("none");
+  const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
+  for (int i = 0; i < 12; ++i) run(*engine, fill, i % 2 ? kStreamA : kStreamB);
+  engine->end_sync("cudaMemcpy", true, nullptr, false, engine->begin_sync(), ErrorCode{Layer::Runtime, 700});
+  std::string text = log();
+  EXPECT_NE(text.find("    kernel fill(float*, int, float)<<<(4096,1,1), (256,1,1), 0, 0xa000>>>, launch #6 "
+                      "(fill#6)\n"
+                      "    kernel fill(float*, int, float)<<<(4096,1,1), (256,1,1), 0, 0xb000>>>, launch #7 "
+                      "(fill#7)\n"
+                      "    ... and 5 more (--print-limit 0 prints all; --report lists every one)\n"
+                      "  to pin it: run again with --block 'fill'"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("launch #8 "), std::string::npos) << text;
+}
+
+// Past the kernel table's bound a thread's kernels share one record: its launch count is no kernel's own, so
+// the log gives no NAME#N for them rather than a wrong one.
+TEST_F(EngineTest, AKernelPastTheTableHasNoPerKernelNumber) {
+  auto engine = make("none");
+  const KernelInfo* past = nullptr;
+  for (uintptr_t handle = 1; handle <= 70000 && !past; ++handle) {
+    const KernelInfo* info = kernel(*engine, handle * 16, "_Z4fillPfif");
+    if (info->past_table) past = info;
+  }
+  ASSERT_NE(past, nullptr) << "the table took 70,000 kernels";
+  launch(*engine, past, nullptr);
+  Launch second = launch(*engine, past, nullptr);
+  EXPECT_EQ(second.record.kernel_ordinal, 0u);
+  EXPECT_EQ(engine->describe(second.record),
+            "kernel fill(float*, int, float)<<<(4096,1,1), (256,1,1), 0, 0x0>>>, launch #2");
+  Launch kept = launch(*engine, kernel(*engine, 16, "_Z4fillPfif"), nullptr);
+  EXPECT_EQ(kept.record.kernel_ordinal, 1u);
+}
+
+TEST_F(EngineTest, TheLaunchConfigurationIsWrittenAsCudaWritesIt) {
+  auto engine = make("all");
+  LaunchRequest request;
+  request.api = "cudaLaunchKernel";
+  request.kernel = kernel(*engine, 0x10, "_Z4fillPfif");
+  request.stream = kStreamA;
+  request.grid = {8, 2, 1};
+  request.block = {32, 4, 2};
+  request.shared_memory = 4096;
+  Launch l = engine->begin_launch(request);
+  EXPECT_EQ(
+      engine->describe(l.record),
+      "kernel fill(float*, int, float)<<<(8,2,1), (32,4,2), 4096, 0xa000>>>, launch #1 (fill#1), blocked");
 }
 
 TEST_F(EngineTest, DeviceSynchronizeClearsSuspectsOfEveryStream) {
@@ -154,9 +209,9 @@ TEST_F(EngineTest, DeviceSynchronizeClearsSuspectsOfEveryStream) {
   run(*engine, fill, kStreamB);
   engine->end_sync("cudaDeviceSynchronize", true, nullptr, false, engine->begin_sync(),
                    ErrorCode{Layer::Runtime, 700});
-  EXPECT_NE(log().find("launch #3,"), std::string::npos);
-  EXPECT_EQ(log().find("launch #1,"), std::string::npos);
-  EXPECT_EQ(log().find("launch #2,"), std::string::npos);
+  EXPECT_NE(log().find("launch #3 (fill#3)"), std::string::npos);
+  EXPECT_EQ(log().find("launch #1 "), std::string::npos);
+  EXPECT_EQ(log().find("launch #2 "), std::string::npos);
 }
 
 TEST_F(EngineTest, LaunchErrorReturnedAtOnceNamesTheLaunch) {
@@ -169,7 +224,7 @@ TEST_F(EngineTest, LaunchErrorReturnedAtOnceNamesTheLaunch) {
             "first error: cudaErrorInvalidValue (invalid argument), returned by cudaLaunchKernel (the launch "
             "itself "
             "failed)\n"
-            "  in kernel fill(float*, int, float), launch #2, stream 0x0, grid (4096,1,1) block (256,1,1)\n");
+            "  in kernel fill(float*, int, float)<<<(4096,1,1), (256,1,1), 0, 0x0>>>, launch #2 (fill#2)\n");
 }
 
 TEST_F(EngineTest, LaterErrorsAreCountedNotRepeated) {
@@ -194,17 +249,17 @@ TEST_F(EngineTest, BlockedFailureWithUnfinishedEarlierWorkIsNotExact) {
   Launch l = launch(*engine, stencil, nullptr);
   engine->end_launch(l, ErrorCode{}, BlockOutcome::Synchronized, ErrorCode{Layer::Runtime, 700},
                      "cudaStreamSynchronize");
-  EXPECT_EQ(
-      log(),
-      "first error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
-      "cudaStreamSynchronize (blocking synchronize after the launch)\n"
-      "  in kernel stencil(float*, int, long long), launch #2, stream 0x0, grid (4096,1,1) block (256,1,1), "
-      "blocked\n"
-      "  not exact: these launches had not completed and may have faulted instead, newest last:\n"
-      "    kernel fill(float*, int, float), launch #1, stream 0x0, grid (4096,1,1) block (256,1,1)\n"
-      "  to pin it: run again with --block 'stencil,fill' (or CUDA_BLOCKRUN_BLOCK='stencil,fill'), or "
-      "--block "
-      "all\n");
+  EXPECT_EQ(log(),
+            "first error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
+            "cudaStreamSynchronize (blocking synchronize after the launch)\n"
+            "  in kernel stencil(float*, int, long long)<<<(4096,1,1), (256,1,1), 0, 0x0>>>, launch #2 "
+            "(stencil#1), "
+            "blocked\n"
+            "  not exact: these launches had not completed and may have faulted instead, newest last:\n"
+            "    kernel fill(float*, int, float)<<<(4096,1,1), (256,1,1), 0, 0x0>>>, launch #1 (fill#1)\n"
+            "  to pin it: run again with --block 'stencil,fill' (or CUDA_BLOCKRUN_BLOCK='stencil,fill'), or "
+            "--block "
+            "all\n");
 }
 
 TEST_F(EngineTest, CaptureSkipIsLoggedOnceAndCounted) {
@@ -230,7 +285,7 @@ TEST_F(EngineTest, PerThreadDefaultStreamIsDistinctPerThread) {
   std::thread([&] { there = launch(*engine, fill, nullptr, true); }).join();
   EXPECT_NE(here.record.stream.per_thread_owner, there.record.stream.per_thread_owner);
   EXPECT_NE(here.stream, there.stream);
-  EXPECT_NE(engine->describe(here.record).find("stream per-thread default (thread"), std::string::npos);
+  EXPECT_NE(engine->describe(here.record).find(", 0, per-thread default (thread "), std::string::npos);
 }
 
 TEST_F(EngineTest, LibraryCallIsDescribedByItsArguments) {
@@ -256,11 +311,13 @@ TEST_F(EngineTest, UntrustedNamesStayOnOneLine) {
   const KernelInfo* huge =
       engine->kernel(reinterpret_cast<const void*>(0x20), [&] { return long_name.c_str(); });
   Launch l = launch(*engine, evil, nullptr);
-  EXPECT_EQ(engine->describe(l.record).substr(0, 37), "kernel evil\\x0akernel\\x1b[31m, launch");
+  EXPECT_EQ(engine->describe(l.record).substr(0, 33), "kernel evil\\x0akernel\\x1b[31m<<<(");
   Launch h = launch(*engine, huge, nullptr);
   std::string text = engine->describe(h.record);
   EXPECT_EQ(text.find('\n'), std::string::npos);
-  EXPECT_NE(text.find("...(10000 bytes), launch #2"), std::string::npos) << text.substr(4000, 200);
+  EXPECT_NE(text.find("...(10000 bytes)<<<(4096,1,1), (256,1,1), 0, 0x0>>>, launch #2 (kkk"),
+            std::string::npos)
+      << text.substr(4000, 200);
 }
 
 TEST_F(EngineTest, ConcurrentLaunchesAreNumberedExactlyOnce) {
@@ -305,8 +362,8 @@ TEST_F(BreadcrumbTest, NameTheCulpritExactlyLongAfterItFaulted) {
       log(),
       "first error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
       "cudaMemcpy\n"
-      "  in kernel stencil(float*, int, long long), launch #38, stream 0xa000, grid (4096,1,1) block "
-      "(256,1,1)\n"
+      "  in kernel stencil(float*, int, long long)<<<(4096,1,1), (256,1,1), 0, 0xa000>>>, launch #38 "
+      "(stencil#13)\n"
       "  found by breadcrumbs: the first launch on its stream that did not complete; for its full call site "
       "run again with --block 'stencil#13'\n");
 }
@@ -328,9 +385,9 @@ TEST_F(BreadcrumbTest, SeveralStreamsInFlightGiveTheirFirstUnfinishedLaunchesOld
       "first error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
       "cudaDeviceSynchronize\n"
       "  culprit among the first unfinished launch of each stream (breadcrumbs), oldest first:\n"
-      "    kernel stencil(float*, int, long long), launch #5, stream 0xb000, grid (4096,1,1) block "
-      "(256,1,1)\n"
-      "    kernel fill(float*, int, float), launch #7, stream 0xa000, grid (4096,1,1) block (256,1,1)\n"
+      "    kernel stencil(float*, int, long long)<<<(4096,1,1), (256,1,1), 0, 0xb000>>>, launch #5 "
+      "(stencil#2)\n"
+      "    kernel fill(float*, int, float)<<<(4096,1,1), (256,1,1), 0, 0xa000>>>, launch #7 (fill#4)\n"
       "  to pin it: run again with --block 'stencil#2,fill#4' (or CUDA_BLOCKRUN_BLOCK='stencil#2,fill#4')\n");
 }
 
@@ -347,7 +404,7 @@ TEST_F(BreadcrumbTest, AFirstUnfinishedLaunchOlderThanTheRingIsSaidToBeLost) {
       std::string::npos)
       << text;
   EXPECT_NE(text.find("to pin it: run again with --block 'all'"), std::string::npos) << text;
-  EXPECT_EQ(text.find("launch #13,"), std::string::npos)
+  EXPECT_EQ(text.find("launch #13 "), std::string::npos)
       << "the oldest launch kept is not the culprit: " << text;
 }
 
@@ -385,7 +442,8 @@ TEST_F(BreadcrumbTest, TheCulpritsPythonLineIsKeptWithoutAStackWalk) {
     launch_with_crumb(*engine, n % 2 ? fill : stencil, kStreamA, n < 8);  // #8 (stencil's 4th) faulted
   }
   engine->end_sync("cudaMemcpy", true, nullptr, false, engine->begin_sync(), ErrorCode{Layer::Runtime, 700});
-  EXPECT_NE(log().find("  in kernel stencil(float*, int, long long), launch #8, stream 0xa000"),
+  EXPECT_NE(log().find("  in kernel stencil(float*, int, long long)<<<(4096,1,1), (256,1,1), 0, 0xa000>>>, "
+                       "launch #8 (stencil#4)\n"),
             std::string::npos)
       << log();
   EXPECT_NE(log().find("  python: /home/me/train.py:108 in forward (innermost: "

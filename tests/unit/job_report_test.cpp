@@ -25,7 +25,8 @@ std::string first_error(double time, const char* kernel, int seq, const char* co
          "\",\"message\":\"m\",\"surfaced_api\":\"cudaStreamSynchronize\",\"how\":\"surfaced at a later "
          "call\",\"certainty\":\"exact\",\"method\":\"breadcrumbs\",\"launch\":{\"seq\":" +
          std::to_string(seq) + ",\"kernel\":\"" + kernel + "\",\"kernel_base\":\"" + kernel +
-         "\",\"kernel_launch\":3,\"stream\":\"0x0\",\"collective\":" +
+         "\",\"kernel_launch\":3,\"stream\":\"0x0\",\"grid\":[64,1,1],\"block\":[128,1,1],\"shared_memory\":"
+         "0,\"collective\":" +
          (collective ? "\"" + std::string(collective) + "\"" : std::string("null")) +
          ",\"callsite\":{\"function\":\"f\",\"file\":\"/src/"
          "model.cu\",\"line\":17},\"python_callsite\":{\"file\":"
@@ -71,7 +72,7 @@ TEST(JobReport, TheFirstCudaErrorWinsAndTheOthersFollowInOrder) {
       joined(describe_job(job)),
       "5 processes (5 report files) on gpu7\n"
       "first to fail: rank 1 (pid 11 on gpu7, python3), at 1970-01-01 00:16:40.250000 UTC\n"
-      "  kernel lookup, launch #38 (its launch 3), stream 0x0\n"
+      "  kernel lookup<<<(64,1,1), (128,1,1), 0, 0x0>>>, launch #38 (lookup#3)\n"
       "  error: cudaErrorIllegalAddress (m), returned by cudaStreamSynchronize\n"
       "  launched at /src/model.cu:17 in f\n"
       "  python: train.py:42 in forward\n"

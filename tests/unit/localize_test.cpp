@@ -54,7 +54,7 @@ TEST(JsonRead, RefusesWhatIsNotJson) {
 
 // clang-format off
 const char* kUnpinned = R"json({"type":"first_error","time":20.5,"error":"cudaErrorIllegalAddress","code":700,"message":"an illegal memory access was encountered","surfaced_api":"cudaMemcpy","how":"surfaced at a later call","certainty":"suspects","launch":null,"suspects":[{"seq":53,"kernel":"stencil(float*)","kernel_base":"stencil","kernel_launch":18,"stream":"0x0"},{"seq":54,"kernel":"scale(float*)","kernel_base":"scale","kernel_launch":18,"stream":"0x0"}],"pin_rule":"stencil,scale"})json";
-const char* kPinned = R"json({"type":"first_error","time":30,"error":"cudaErrorIllegalAddress","code":700,"message":"an illegal memory access was encountered","surfaced_api":"cudaStreamSynchronize","how":"blocking synchronize after the launch","certainty":"exact","launch":{"seq":38,"kernel":"stencil(float*)","kernel_base":"stencil","kernel_launch":13,"stream":"0x0","callsite":{"function":"run","file":"/src/app.cu","line":22,"module":"/bin/app","offset":"0x10"},"python_callsite":{"file":"train.py","line":8,"function":"pick"}},"suspects":[],"pin_rule":null})json";
+const char* kPinned = R"json({"type":"first_error","time":30,"error":"cudaErrorIllegalAddress","code":700,"message":"an illegal memory access was encountered","surfaced_api":"cudaStreamSynchronize","how":"blocking synchronize after the launch","certainty":"exact","launch":{"seq":38,"kernel":"stencil(float*)","kernel_base":"stencil","kernel_launch":13,"stream":"0x0","grid":[4096,1,1],"block":[256,1,1],"shared_memory":1024,"callsite":{"function":"run","file":"/src/app.cu","line":22,"module":"/bin/app","offset":"0x10"},"python_callsite":{"file":"train.py","line":8,"function":"pick"}},"suspects":[],"pin_rule":null})json";
 // clang-format on
 
 RunFinding finding(std::vector<std::pair<std::string, std::string>> reports) {
@@ -164,7 +164,8 @@ TEST(Localize, AGraphReplayNeedsItsNodeAndTheVerdictNamesIt) {
 TEST(Localize, DescribesTheCulpritAndTheSuspects) {
   std::vector<std::string> lines = describe_culprit(*parse_json(kPinned));
   ASSERT_EQ(lines.size(), 4u);
-  EXPECT_EQ(lines[0], "kernel stencil(float*), launch #38 (its launch 13), stream 0x0");
+  EXPECT_EQ(lines[0],
+            "kernel stencil(float*)<<<(4096,1,1), (256,1,1), 1024, 0x0>>>, launch #38 (stencil#13)");
   EXPECT_EQ(lines[1],
             "error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
             "cudaStreamSynchronize");
@@ -172,20 +173,21 @@ TEST(Localize, DescribesTheCulpritAndTheSuspects) {
   EXPECT_EQ(lines[3], "python: train.py:8 in pick");
   std::vector<std::string> suspects = describe_suspects(*parse_json(kUnpinned));
   ASSERT_EQ(suspects.size(), 2u);
-  EXPECT_EQ(suspects[1], "kernel scale(float*), launch #54 (its launch 18), stream 0x0");
+  // A record without its configuration (a report cut short) is told without one, never with a guessed one.
+  EXPECT_EQ(suspects[1], "kernel scale(float*), launch #54 (scale#18), stream 0x0");
 }
 
 // A kernel a cuBLAS GEMM launched: the verdict names the call with its shape (issue 16, item 5).
 TEST(Localize, AKernelALibraryCallLaunchedIsToldWithTheCall) {
   // clang-format off
-  std::string gemm = R"json({"type":"first_error","time":1,"error":"cudaErrorIllegalAddress","code":700,"message":"m","surfaced_api":"cudaStreamSynchronize","certainty":"exact","method":"blocking","launch":{"seq":7,"api":"cuLaunchKernelEx","kernel":"sm90_xmma_gemm_f32f32","kernel_launch":1,"stream":"0x0","library_call":{"api":"cublasSgemm_v2","m":512,"n":256,"k":128,"transa":"N","transb":"T"},"callsite":{"function":"main","file":"/src/gemm.cu","line":12}},"suspects":[],"pin_rule":null})json";
+  std::string gemm = R"json({"type":"first_error","time":1,"error":"cudaErrorIllegalAddress","code":700,"message":"m","surfaced_api":"cudaStreamSynchronize","certainty":"exact","method":"blocking","launch":{"seq":7,"api":"cuLaunchKernelEx","kernel":"sm90_xmma_gemm_f32f32","kernel_base":"sm90_xmma_gemm_f32f32","kernel_launch":1,"stream":"0x0","grid":[8,8,4],"block":[128,1,1],"shared_memory":0,"library_call":{"api":"cublasSgemm_v2","m":512,"n":256,"k":128,"transa":"N","transb":"T"},"callsite":{"function":"main","file":"/src/gemm.cu","line":12}},"suspects":[],"pin_rule":null})json";
   // clang-format on
   std::vector<std::string> lines = describe_culprit(*parse_json(gemm));
   ASSERT_GE(lines.size(), 1u);
   EXPECT_EQ(
       lines[0],
-      "kernel sm90_xmma_gemm_f32f32, launch #7 (its launch 1), launched by cublasSgemm_v2 m=512 n=256 k=128 "
-      "transa=N transb=T, stream 0x0");
+      "kernel sm90_xmma_gemm_f32f32<<<(8,8,4), (128,1,1), 0, 0x0>>>, launched by cublasSgemm_v2 m=512 n=256 "
+      "k=128 transa=N transb=T, launch #7 (sm90_xmma_gemm_f32f32#1)");
 }
 
 }  // namespace

@@ -81,12 +81,12 @@ TEST_F(WritersTest, AnExactCulpritIsToldAsExactWithoutAPinRule) {
   EXPECT_NE(text.find("\"certainty\":\"exact\",\"method\":\"blocking\""), std::string::npos) << text;
   EXPECT_NE(text.find("\"suspects\":[],\"pin_rule\":null"), std::string::npos) << text;
   EXPECT_EQ(first_error_summary(found), "cudaErrorIllegalAddress at launch #51");
-  log_first_error(*logger, found, false);
+  log_first_error(*logger, found, false, 10);
   EXPECT_EQ(log_.str().substr(0, log_.str().find('\n')),
             "first error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
             "cudaDeviceSynchronize (blocking synchronize after the launch)");
-  EXPECT_NE(log_.str().find("  in kernel stencil(float*, int), launch #51, stream 0x0, grid (4096,1,1) block "
-                            "(256,1,1)"),
+  EXPECT_NE(log_.str().find("  in kernel stencil(float*, int)<<<(4096,1,1), (256,1,1), 0, 0x0>>>, launch #51 "
+                            "(stencil#13)\n"),
             std::string::npos)
       << log_.str();
 }
@@ -100,7 +100,7 @@ TEST_F(WritersTest, SuspectsAreListedWithTheRuleThatPinsThem) {
   EXPECT_NE(text.find("\"launch\":null"), std::string::npos) << text;
   EXPECT_NE(text.find("\"pin_rule\":\"stencil\""), std::string::npos) << text;
   EXPECT_EQ(text.find("breadcrumbs_lost"), std::string::npos) << text;  // breadcrumbs were not read
-  log_first_error(*logger, found, false);
+  log_first_error(*logger, found, false, 10);
   EXPECT_NE(log_.str().find("  culprit unknown (no blocked launch failed); suspects:"), std::string::npos);
   EXPECT_NE(
       log_.str().find("  to pin it: run again with --block 'stencil' (or CUDA_BLOCKRUN_BLOCK='stencil'), "

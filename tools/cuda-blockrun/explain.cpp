@@ -6,11 +6,15 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "cli.h"
 #include "config.h"
 #include "names.h"
 #include "policy.h"
+#include "report/launch_writer.h"
 
 namespace blockrun::cli {
 
@@ -60,15 +64,30 @@ struct DescribedLaunch {
   blockrun::KernelName kernel;
   std::string library;
   bool have_kernel = false;
+  bool have_family = false;
 };
 
-// One term of the description: #N, ordinal=N, thread=, stream=, after=, library=, family=, or a kernel name.
+// A kernel-name term: NAME, or NAME#N for its N-th launch, as the policy reads it (the number follows the
+// last '#' outside brackets and braces: `{lambda()#1}` is part of a name).
+void read_kernel_term(const std::string& term, DescribedLaunch* launch) {
+  std::vector<std::string> pieces = blockrun::split_top_level(term, "#");
+  std::string name = term;
+  if (pieces.size() > 1) {
+    name = term.substr(0, term.size() - pieces.back().size() - 1);
+    launch->facts.kernel_ordinal = number_after(term, name.size() + 1);
+  }
+  launch->kernel = blockrun::make_kernel_name(name.c_str());
+  launch->have_kernel = true;
+}
+
+// One term of the description: #N, NAME#N, thread=, stream=, after=, library=, family=, or a kernel name.
 void read_term(const std::string& term, DescribedLaunch* launch) {
   blockrun::LaunchFacts& facts = launch->facts;
   if (term[0] == '#') {
     facts.sequence = number_after(term, 1);
   } else if (term.rfind("ordinal=", 0) == 0) {
-    facts.kernel_ordinal = number_after(term, 8);
+    usage_error("--explain: '" + term +
+                "': write a kernel's N-th launch as NAME#N, as in the policy (e.g. --explain 'stencil#13')");
   } else if (term.rfind("thread=", 0) == 0) {
     facts.thread = static_cast<uint32_t>(number_after(term, 7));
   } else if (term.rfind("stream=", 0) == 0) {
@@ -79,9 +98,9 @@ void read_term(const std::string& term, DescribedLaunch* launch) {
     launch->library = term.substr(8);
   } else if (term.rfind("family=", 0) == 0) {
     facts.family = family_named(term.substr(7));
+    launch->have_family = true;
   } else {
-    launch->kernel = blockrun::make_kernel_name(term.c_str());
-    launch->have_kernel = true;
+    read_kernel_term(term, launch);
   }
 }
 
@@ -93,9 +112,13 @@ void read_description(const std::string& description, DescribedLaunch* launch) {
     if (!term.empty()) read_term(term, launch);
   }
   if (launch->have_kernel) launch->facts.kernel = &launch->kernel;
+  // As the engine records a cuBLAS call: family cublas (unless family= says otherwise); the call itself,
+  // blocked as a unit, has no kernel and so no per-kernel launch number (Engine::decide_library_unit).
   if (!launch->library.empty()) {
     launch->facts.library_api = launch->library.c_str();
     launch->facts.library_unit = !launch->have_kernel;
+    if (!launch->have_family) launch->facts.family = blockrun::LaunchFamily::Cublas;
+    if (!launch->have_kernel) launch->facts.kernel_ordinal = 0;
   }
   if (!launch->have_kernel && launch->library.empty())
     usage_error("--explain: name a kernel (or library=CALL) to explain");
@@ -108,10 +131,10 @@ void print_decision(const DescribedLaunch& launch, const blockrun::Policy& polic
   std::vector<std::string> rules = policy.describe_rules();
   std::string what =
       launch.have_kernel ? "kernel " + launch.kernel.demangled : "library call " + launch.library;
-  std::printf("%s, launch #%llu (its launch %llu), family %s", what.c_str(),
-              static_cast<unsigned long long>(facts.sequence),
-              static_cast<unsigned long long>(facts.kernel_ordinal),
-              blockrun::launch_family_name(facts.family));
+  std::string number = fmt::format("launch #{}", facts.sequence);
+  if (launch.have_kernel)
+    number += " (" + blockrun::kernel_launch_text(launch.kernel.base, facts.kernel_ordinal) + ")";
+  std::printf("%s, %s, family %s", what.c_str(), number.c_str(), blockrun::launch_family_name(facts.family));
   if (launch.have_kernel && !launch.library.empty()) std::printf(", launched by %s", launch.library.c_str());
   std::printf(":\n");
   static const char* const kActions[] = {"not blocked", "blocked (its stream is synchronized after it)",
@@ -138,8 +161,8 @@ void print_decision(const DescribedLaunch& launch, const blockrun::Policy& polic
 }  // namespace
 
 // --explain: how the configured policy (flags, else CUDA_BLOCKRUN_BLOCK) treats a described launch:
-// a kernel name (mangled or demangled), and any of #N, ordinal=N, family=, library=, stream=, thread=,
-// after=.
+// a kernel name (mangled or demangled) or NAME#N (its N-th launch), and any of #N (the N-th launch of the
+// process), family=, library=, stream=, thread=, after=.
 int explain_launch(const std::map<std::string, std::string>& settings, const std::string& description) {
   blockrun::Policy policy = configured_policy(settings);
   DescribedLaunch launch;

@@ -86,6 +86,7 @@ std::string value_name(const OptionSpec& spec) {
     case OptionKind::Ranks:
       return "RANKS";
     case OptionKind::Count:
+    case OptionKind::Limit:
       return "N";
     case OptionKind::Text:
       return "VALUE";
