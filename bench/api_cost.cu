@@ -123,3 +123,4 @@ int main(int argc, char** argv) {
   cuMemFreeHost(host);
   return cudaStreamDestroy(stream) == cudaSuccess ? 0 : 1;
 }
+// SPDX-License-Identifier: MIT

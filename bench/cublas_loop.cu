@@ -69,3 +69,4 @@ int main(int argc, char** argv) {
   cudaFree(c);
   return 0;
 }
+// SPDX-License-Identifier: MIT

@@ -9,3 +9,4 @@ culprit=$("$1" --block all -- python3 "$2" 2>&1 | sed -n 's/^\[cuda-blockrun\]  
 # "void at::native::(anonymous namespace)::indexSelectSmallIndex<float, ...>(...)" -> indexSelectSmallIndex
 name=$(printf '%s\n' "$culprit" | sed -e 's/^void //' -e 's/(anonymous namespace):://g' -e 's/[<(].*$//' -e 's/.*:://')
 echo "*${name}*"
+# SPDX-License-Identifier: MIT

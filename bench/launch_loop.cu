@@ -24,3 +24,4 @@ int main(int argc, char** argv) {
   std::printf("BENCH empty_launch %.4f us\n", us);
   return 0;
 }
+// SPDX-License-Identifier: MIT

@@ -39,3 +39,4 @@ for workload in cpp gil nogil; do
   printf '| %s | %.1f | %.1f | %.1f |\n' "$label" "$none" "$all" "$(awk -v a="$all" -v n="$none" 'BEGIN { print a - n }')"
 done
 echo "(medians of $repetitions runs; $launches launches per C++ run, $((launches / 4)) per Python run)"
+# SPDX-License-Identifier: MIT

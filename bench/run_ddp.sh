@@ -77,3 +77,4 @@ for ((c = 0; c < ${#names[@]}; ++c)); do
   unset median low high count
 done
 [ "$failures" -eq 0 ] || { echo "$failures run(s) failed"; exit 1; }
+# SPDX-License-Identifier: MIT

@@ -32,3 +32,4 @@ for c in 0 1 2 3; do
   m=$(echo "${samples[$c]}" | median)
   printf '| %s | %.2f | %.3f | %s|\n' "${names[$c]}" "$m" "$(awk -v a="$m" -v b="$base" 'BEGIN { print a / b }')" "${samples[$c]}"
 done
+# SPDX-License-Identifier: MIT

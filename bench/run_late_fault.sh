@@ -55,3 +55,4 @@ for c in "${configs[@]}"; do
   printf '| %s | %s | %.3f | %.3f | %.2f | %.3f |\n' "${names[$c]}" "${where[$c]}" "$m" \
     "$(awk -v m="$m" -v n="$native" 'BEGIN { print m / n }')" "$w" "$(awk -v w="$w" -v c="$clb_wall" 'BEGIN { print w / c }')"
 done
+# SPDX-License-Identifier: MIT

@@ -33,3 +33,4 @@ for c in 0 1 2 3; do
   m=$(echo "${samples[$c]}" | median)
   printf '| %s | %.1f | %s |\n' "${names[$c]}" "$m" "$(awk -v m="$m" -v b="$base" 'BEGIN { printf "%+.1f", m - b }')"
 done
+# SPDX-License-Identifier: MIT

@@ -7,3 +7,4 @@ SIM_KERNEL(fill, "_Z4fillPfif");
 extern "C" __attribute__((visibility("default"))) int bench_launch_one() {
   return static_cast<int>(sim::launch(fill, dim3(4096), dim3(256), nullptr));
 }
+// SPDX-License-Identifier: MIT

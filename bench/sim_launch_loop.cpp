@@ -21,3 +21,4 @@ int main(int argc, char** argv) {
   std::printf("%.1f\n", std::chrono::duration<double, std::nano>(stop - start).count() / launches);
   return 0;
 }
+// SPDX-License-Identifier: MIT

@@ -61,3 +61,4 @@ int main(int argc, char** argv) {
   std::printf("demo: out[1] = %g\n", host[1]);
   return 0;
 }
+// SPDX-License-Identifier: MIT

@@ -274,3 +274,4 @@ BlockResult block_stream(Layer layer, cudaStream_t stream, bool per_thread, bool
 }
 
 }  // namespace blockrun::shim
+// SPDX-License-Identifier: MIT

@@ -50,3 +50,4 @@ void end_block_timing(const BlockTiming& timing, const void* stream, bool per_th
 void finish_block_timing(BlockTiming* timing, bool synchronized_ok);
 
 }  // namespace blockrun::shim
+// SPDX-License-Identifier: MIT

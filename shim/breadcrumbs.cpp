@@ -104,3 +104,4 @@ void reset_graph_breadcrumbs(Engine& engine, const Launch& launch, const void* s
 }
 
 }  // namespace blockrun::shim
+// SPDX-License-Identifier: MIT

@@ -23,3 +23,4 @@ void drop_breadcrumb(Engine& engine, const Launch& launch, const void* stream, b
 void reset_graph_breadcrumbs(Engine& engine, const Launch& launch, const void* stream, bool per_thread);
 
 }  // namespace blockrun::shim
+// SPDX-License-Identifier: MIT

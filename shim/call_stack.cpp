@@ -49,3 +49,4 @@ void warm_up_stack_walk() {
 }
 
 }  // namespace blockrun::shim
+// SPDX-License-Identifier: MIT

@@ -18,3 +18,4 @@ void take_call_stack(CallStack* out);
 void warm_up_stack_walk();
 
 }  // namespace blockrun::shim
+// SPDX-License-Identifier: MIT

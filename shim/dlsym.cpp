@@ -138,3 +138,4 @@ CUDA_BLOCKRUN_NOT_SANITIZED void* real_dlsym(void* handle, const char* name) {
 }
 
 }  // namespace blockrun::shim
+// SPDX-License-Identifier: MIT

@@ -178,3 +178,4 @@ LibraryFacts library_facts(cublasLtHandle_t, cublasLtMatmulDesc_t, Rest... rest)
 }
 
 }  // namespace blockrun::shim
+// SPDX-License-Identifier: MIT

@@ -22,3 +22,4 @@ inline constexpr HookEntry kHookList[] = {
 inline constexpr size_t kHookCount = sizeof(kHookList) / sizeof(kHookList[0]);
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

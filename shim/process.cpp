@@ -437,3 +437,4 @@ const char* name_of_kernel_handle(const void* kernel) {
 }
 
 }  // namespace blockrun::shim
+// SPDX-License-Identifier: MIT

@@ -1055,3 +1055,4 @@ void read_python_stack(PythonStack* out) {
 }
 
 }  // namespace blockrun::shim
+// SPDX-License-Identifier: MIT

@@ -26,3 +26,4 @@ namespace blockrun::shim {
 void read_python_stack(PythonStack* out);
 
 }  // namespace blockrun::shim
+// SPDX-License-Identifier: MIT

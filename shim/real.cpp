@@ -73,3 +73,4 @@ void* find_real(const char* name, Layer layer) {
 }
 
 }  // namespace blockrun::shim
+// SPDX-License-Identifier: MIT

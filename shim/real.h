@@ -21,3 +21,4 @@ void* real_dlsym(void* handle, const char* name);
 bool inside_shim(const void* address);
 
 }  // namespace blockrun::shim
+// SPDX-License-Identifier: MIT

@@ -657,3 +657,4 @@ void* substitute_wrapper(const char* symbol, void* address, bool by_base_name) {
 }
 
 }  // namespace blockrun::shim
+// SPDX-License-Identifier: MIT

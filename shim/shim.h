@@ -167,3 +167,4 @@ class ReentryGuard {
 };
 
 }  // namespace blockrun::shim
+// SPDX-License-Identifier: MIT

@@ -403,3 +403,4 @@ void install_fatal_signal_reports(Engine* engine, OutputFile* log_file, OutputFi
 }
 
 }  // namespace blockrun::shim
+// SPDX-License-Identifier: MIT

@@ -17,3 +17,4 @@ void install_fatal_signal_reports(Engine* engine, OutputFile* log_file, OutputFi
 void forget_fatal_signal_reports_after_fork();
 
 }  // namespace blockrun::shim
+// SPDX-License-Identifier: MIT

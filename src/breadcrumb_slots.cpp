@@ -107,3 +107,4 @@ size_t BreadcrumbSlots::in_flight_now(const LaunchLedger& ledger, InFlight* out,
 }
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

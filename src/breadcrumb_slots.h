@@ -69,3 +69,4 @@ class BreadcrumbSlots {
 };
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

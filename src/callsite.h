@@ -74,3 +74,4 @@ struct CallStack {
 };
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

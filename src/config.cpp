@@ -355,3 +355,4 @@ std::string configuration_reference_markdown() {
 }
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

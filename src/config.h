@@ -161,3 +161,4 @@ std::optional<RankSet> parse_ranks(const std::string& text, std::string* error);
 std::string configuration_reference_markdown();
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

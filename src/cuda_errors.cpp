@@ -48,3 +48,4 @@ const char* error_meaning_name(ErrorMeaning meaning) {
 }
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -21,3 +21,4 @@ inline bool may_have_surfaced(ErrorCode code) {
 }
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

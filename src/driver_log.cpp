@@ -28,3 +28,4 @@ std::vector<std::string> DriverLog::recent(uint32_t thread, uint64_t now_ms) con
 }
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

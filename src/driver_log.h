@@ -32,3 +32,4 @@ class DriverLog {
 };
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -870,3 +870,4 @@ Summary Engine::summary(bool with_units) {
 }
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

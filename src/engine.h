@@ -392,3 +392,4 @@ class Engine {
 uint32_t current_thread_number();
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

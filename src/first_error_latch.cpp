@@ -56,3 +56,4 @@ bool FirstErrorLatch::wait_for_record(int max_ms) const {
 }
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -48,3 +48,4 @@ class FirstErrorLatch {
 };
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

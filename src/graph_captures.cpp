@@ -165,3 +165,4 @@ NodeView GraphCaptures::nodes(const LaunchRecord& record, const volatile uint64_
 }
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -75,3 +75,4 @@ class GraphCaptures {
 };
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -95,3 +95,4 @@ class HandleTable {
 };
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -19,3 +19,4 @@ LibraryCallRecord library_call_record(const Decision& unit, uint64_t kernels_see
 }
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -105,3 +105,4 @@ enum class LibraryCallRecord : uint8_t {
 LibraryCallRecord library_call_record(const Decision& unit, uint64_t kernels_seen);
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

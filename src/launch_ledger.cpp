@@ -124,3 +124,4 @@ std::vector<ReportedLaunch> LaunchLedger::suspects(const StreamState* only_strea
 }
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -212,3 +212,4 @@ class LaunchLedger {
 };
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

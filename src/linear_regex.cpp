@@ -622,3 +622,4 @@ bool Regex::search(std::string_view subject) const {
 }
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -72,3 +72,4 @@ class Regex {
 };
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

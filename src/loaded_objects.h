@@ -32,3 +32,4 @@ void visit_loaded_objects(Visit&& visit) {
 }
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

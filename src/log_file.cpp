@@ -42,3 +42,4 @@ std::shared_ptr<LogFileSink> open_log_file(const std::string& path, bool private
 }
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -52,3 +52,4 @@ std::string cannot_open(const char* what, const std::string& path, const std::st
                         const char* instead);
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -79,3 +79,4 @@ KernelName make_kernel_name(const char* mangled) {
 }
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -32,3 +32,4 @@ KernelName make_kernel_name(const char* mangled);
 std::string printable(std::string_view text, size_t limit = 4096);
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

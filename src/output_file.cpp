@@ -285,3 +285,4 @@ bool OutputFile::write_record(const char* data, size_t size) {
 }
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

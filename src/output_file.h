@@ -67,3 +67,4 @@ int high_descriptor_floor();
 int open_refusing_symlinks(const char* path, int flags, mode_t mode, bool walk_components);
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -692,3 +692,4 @@ std::string Policy::describe() const {
 }
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

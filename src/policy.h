@@ -133,3 +133,4 @@ bool is_nccl_kernel(const KernelName& name);
 const char* nccl_collective(const KernelName& name);
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

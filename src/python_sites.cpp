@@ -94,3 +94,4 @@ const PythonFrame* PythonSiteTable::get(uint32_t id) const {
 }
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -43,3 +43,4 @@ class PythonSiteTable {
 };
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -170,3 +170,4 @@ struct LaunchRequest {
 };
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

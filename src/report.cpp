@@ -201,3 +201,4 @@ void ReportFile::write_record(const std::string& record) {
 }
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

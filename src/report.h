@@ -76,3 +76,4 @@ class ReportFile {
 };
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

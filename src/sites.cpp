@@ -366,3 +366,4 @@ std::string short_location(const Frame& frame) {
 }
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -86,3 +86,4 @@ int python_call_site(const PythonStack& python);
 std::string short_location(const Frame& frame);
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -54,3 +54,4 @@ template class SPDLOG_API spdlog::sinks::stderr_sink<spdlog::details::console_nu
 // The registry's default logger (registry-inl.h), which the engine never uses but spdlog creates.
 template class SPDLOG_API spdlog::sinks::ansicolor_sink<spdlog::details::console_mutex>;
 template class SPDLOG_API spdlog::sinks::ansicolor_stdout_sink<spdlog::details::console_mutex>;
+// SPDX-License-Identifier: MIT

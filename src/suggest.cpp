@@ -54,3 +54,4 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string>& 
 }
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -21,3 +21,4 @@ std::optional<std::string> closest_word(std::string_view word, const std::vector
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

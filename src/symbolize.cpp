@@ -658,3 +658,4 @@ void Symbolizer::symbolize_with_dladdr_locked(uintptr_t address, uintptr_t looku
 }
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

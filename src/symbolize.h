@@ -109,3 +109,4 @@ class Symbolizer {
 };
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

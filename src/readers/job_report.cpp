@@ -446,3 +446,4 @@ std::string job_json(const std::vector<ProcessOutcome>& processes) {
 }
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -69,3 +69,4 @@ std::vector<std::string> describe_job(const std::vector<ProcessOutcome>& process
 std::string job_json(const std::vector<ProcessOutcome>& processes);
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

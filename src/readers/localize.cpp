@@ -231,3 +231,4 @@ std::vector<std::string> describe_suspects(const Json& first_error) {
 }
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -58,3 +58,4 @@ std::vector<std::string> describe_culprit(const Json& first_error);
 std::vector<std::string> describe_suspects(const Json& first_error);
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

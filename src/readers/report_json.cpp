@@ -98,3 +98,4 @@ double number_or(const Json& value, double fallback) {
 }
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -40,3 +40,4 @@ const Json* array_member(const Json& value, std::string_view key);
 double number_or(const Json& value, double fallback = 0);
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

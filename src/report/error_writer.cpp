@@ -191,3 +191,4 @@ std::string launch_record(const LaunchView& launch, const char* outcome, const s
 }
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -29,3 +29,4 @@ std::string blocked_error_record(const LaunchView& launch, const ErrorText& text
 std::string launch_record(const LaunchView& launch, const char* outcome, const std::string* result);
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

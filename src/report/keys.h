@@ -16,3 +16,4 @@ inline constexpr const char* kAll[] = {
 };
 
 }  // namespace blockrun::key
+// SPDX-License-Identifier: MIT

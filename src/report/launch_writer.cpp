@@ -500,3 +500,4 @@ std::string describe(const LaunchRecord& record) {
 }
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

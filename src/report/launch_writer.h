@@ -55,3 +55,4 @@ bool call_site_without_line(const LaunchView& launch);
 void log_missing_libdw(spdlog::logger& logger, const std::string& problem);
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

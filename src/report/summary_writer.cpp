@@ -159,3 +159,4 @@ void log_summary(spdlog::logger& logger, const Summary& summary, size_t print_li
 }
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

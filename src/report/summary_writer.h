@@ -67,3 +67,4 @@ std::string summary_record(const Summary& summary);
 void log_summary(spdlog::logger& logger, const Summary& summary, size_t print_limit);
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -92,3 +92,4 @@ struct Finding {
 };
 
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -302,3 +302,4 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   return 0;
 }
+// SPDX-License-Identifier: MIT

@@ -439,3 +439,4 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     check_json_string(text, max_bytes);
   return 0;
 }
+// SPDX-License-Identifier: MIT

@@ -38,3 +38,4 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   blockrun::make_kernel_name(text.c_str());
   return 0;
 }
+// SPDX-License-Identifier: MIT

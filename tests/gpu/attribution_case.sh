@@ -207,3 +207,4 @@ fi
 rm -rf "$work"
 echo "OK: case $case_name: no wrong exact culprit, and every mode found what it must"
 exit 0
+# SPDX-License-Identifier: MIT

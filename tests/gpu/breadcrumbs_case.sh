@@ -48,3 +48,4 @@ else:
     print(f"OK: {len(suspects)} candidates, poke#{culprit['kernel_launch']} on stream {stream} among "
           f"them; pin rule {rule}")
 PY
+# SPDX-License-Identifier: MIT

@@ -38,3 +38,4 @@ int main() {
   std::printf("cudaDeviceSynchronize: %s\n", cudaGetErrorName(error));
   return error == cudaSuccess ? 0 : 1;
 }
+// SPDX-License-Identifier: MIT

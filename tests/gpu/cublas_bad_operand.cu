@@ -33,3 +33,4 @@ int main() {
   std::printf("done\n");
   return error == cudaSuccess ? 0 : 1;
 }
+// SPDX-License-Identifier: MIT

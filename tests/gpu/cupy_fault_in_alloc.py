@@ -60,3 +60,4 @@ for allocation in range(1, 101):
 print(f"cupy_fault_in_alloc: UNEXPECTED: 100 allocations succeeded after the fault "
       f"(pool: {pool.total_bytes()} bytes)", flush=True)
 sys.exit(0)
+# SPDX-License-Identifier: MIT

@@ -36,3 +36,4 @@ try:
 except Exception as error:
     print(f"cupy_oob: synchronize raised {type(error).__name__}: {error}")
 print("done")
+# SPDX-License-Identifier: MIT

@@ -251,3 +251,4 @@ if [ "$failed" -ne 0 ]; then
 fi
 rm -rf "$work"
 echo "OK: both runs ended, rank 1's report names the embedding's kernel (and, with breadcrumbs, ddp_fault.py:$line), and the merged report says rank 1 failed first"
+# SPDX-License-Identifier: MIT

@@ -158,3 +158,4 @@ if __name__ == "__main__":
         # ends the process if it is still there after the grace period (Python installs no handler for it).
         signal.alarm(EXIT_GRACE_S)
         raise
+# SPDX-License-Identifier: MIT

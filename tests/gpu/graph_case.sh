@@ -95,3 +95,4 @@ else
   echo "OK (localize): replay $replay, the lookup node, captured at $(basename "$source"):$lookup_line"
 fi
 exit $status
+# SPDX-License-Identifier: MIT

@@ -102,3 +102,4 @@ int main(int argc, char** argv) {
   std::printf("cudaStreamSynchronize returned %d (%s)\n", static_cast<int>(result), cudaGetErrorName(result));
   return result == cudaSuccess ? 0 : 1;
 }
+// SPDX-License-Identifier: MIT

@@ -16,3 +16,4 @@ if [ -z "$glob" ]; then
 fi
 echo "the culprit's name, from a run with --block all: $glob"
 GPU_CASE_BLOCK="$glob" exec "$here/run_case.sh" "$wrapper" "$expected" python3 "$script"
+# SPDX-License-Identifier: MIT

@@ -26,3 +26,4 @@ else
   echo "$verdict" | grep -q "python: .*$where" || { echo "FAILED: the Python line is not $where"; exit 1; }
 fi
 echo "OK: --localize names $culprit at $where"
+# SPDX-License-Identifier: MIT

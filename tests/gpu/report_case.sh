@@ -39,3 +39,4 @@ PYTHON
 status=$?
 rm -f "$report"
 exit $status
+# SPDX-License-Identifier: MIT

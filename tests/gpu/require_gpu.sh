@@ -12,3 +12,4 @@ fi
 if ! ldconfig -p 2>/dev/null | grep -q 'libcudart.so.13'; then
   export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
+# SPDX-License-Identifier: MIT

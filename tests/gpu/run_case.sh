@@ -43,3 +43,4 @@ while IFS= read -r pattern; do
   fi
 done < "$expected"
 exit $failed
+# SPDX-License-Identifier: MIT

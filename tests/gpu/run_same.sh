@@ -24,3 +24,4 @@ rm -f /tmp/run_same_loaded.$$ /tmp/run_same_blocked.$$
   [ $native_status -eq $loaded_status ] && [ $native_status -eq $blocked_status ] && exit 0
 echo "FAILED: outputs or exit statuses differ"
 exit 1
+# SPDX-License-Identifier: MIT

@@ -63,3 +63,4 @@ int main() {
   std::printf("thrust_fault: cudaDeviceSynchronize: %s\n", cudaGetErrorName(error));
   return error == cudaSuccess ? 0 : 1;
 }
+// SPDX-License-Identifier: MIT

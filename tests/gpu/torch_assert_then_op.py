@@ -45,3 +45,4 @@ except RuntimeError as error:
     print(f"torch_assert_then_op: {describe(error)}", flush=True)
     sys.exit(1)
 sys.exit(0)
+# SPDX-License-Identifier: MIT

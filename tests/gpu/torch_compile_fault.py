@@ -86,3 +86,4 @@ except Exception as error:  # noqa: BLE001 - RuntimeError (or inductor's wrapper
     print(f"torch_compile_fault: {describe(error)}", flush=True)
     sys.exit(1)
 sys.exit(0)
+# SPDX-License-Identifier: MIT

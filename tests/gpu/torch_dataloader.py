@@ -29,3 +29,4 @@ for epoch in range(2):
         optimizer.step()
         total += loss.item()
     print(f"epoch {epoch + 1} loss {total:.6f}")
+# SPDX-License-Identifier: MIT

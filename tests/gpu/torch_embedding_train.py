@@ -72,3 +72,4 @@ for step in range(1, STEPS + 1):
 torch.cuda.synchronize()
 print(f"torch_embedding_train: UNEXPECTED: {STEPS} steps without an error", flush=True)
 sys.exit(0)
+# SPDX-License-Identifier: MIT

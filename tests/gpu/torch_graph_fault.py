@@ -42,3 +42,4 @@ except RuntimeError as error:
     print(f"error: {str(error).splitlines()[0]}", flush=True)
     sys.exit(1)
 print("no error", flush=True)
+# SPDX-License-Identifier: MIT

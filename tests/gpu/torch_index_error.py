@@ -9,3 +9,4 @@ index = torch.tensor([5, 2000], device="cuda")  # the bug: 2000 is out of range
 picked = x[index]  # CALLSITE_INDEX
 total = (picked * 3).sum()
 print("total", total.item())
+# SPDX-License-Identifier: MIT

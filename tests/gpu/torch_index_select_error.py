@@ -13,3 +13,4 @@ y = torch.ones(1000, device="cuda") * 2
 index = torch.tensor([5, 2000], device="cuda")  # the bug: 2000 is out of range
 picked = pick(x, index)
 print("total", (picked * 3).sum().item())
+# SPDX-License-Identifier: MIT

@@ -60,3 +60,4 @@ for step in range(1, steps + 1):
         times.append(time.perf_counter() - start)
 if times:
     print(f"median step time before the fault: {statistics.median(times) * 1e3:.3f} ms over {len(times)} steps")
+# SPDX-License-Identifier: MIT

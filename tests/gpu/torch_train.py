@@ -19,3 +19,4 @@ for step in range(30):
     optimizer.step()
     if step % 10 == 9:
         print(f"step {step + 1} loss {loss.item():.6f}")
+# SPDX-License-Identifier: MIT

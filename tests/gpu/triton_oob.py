@@ -46,3 +46,4 @@ try:
 except Exception as error:
     print(f"triton_oob: torch.cuda.synchronize() raised {type(error).__name__}: {str(error).splitlines()[0]}")
 print("done")
+# SPDX-License-Identifier: MIT

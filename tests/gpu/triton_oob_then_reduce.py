@@ -61,3 +61,4 @@ except Exception as error:  # RuntimeError from PyTorch; Triton's launcher raise
     print(f"triton_oob_then_reduce: {describe(error)}", flush=True)
     sys.exit(1)
 sys.exit(0)
+# SPDX-License-Identifier: MIT

@@ -201,3 +201,4 @@ INSTANTIATE_TEST_SUITE_P(Surfacing, Attribution, ::testing::ValuesIn(kScenarios)
 
 }  // namespace
 }  // namespace blockrun::testing
+// SPDX-License-Identifier: MIT

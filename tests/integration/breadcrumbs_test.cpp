@@ -367,3 +367,4 @@ TEST(Breadcrumbs, ManyThreadsOnManyStreams) {
 
 }  // namespace
 }  // namespace blockrun::testing
+// SPDX-License-Identifier: MIT

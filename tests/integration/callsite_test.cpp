@@ -295,3 +295,4 @@ TEST(Report, PathExpandsTheProcessIdAndIsNeverASymbolicLink) {
 
 }  // namespace
 }  // namespace blockrun::testing
+// SPDX-License-Identifier: MIT

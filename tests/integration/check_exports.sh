@@ -46,3 +46,4 @@ fi
 [ $status -eq 0 ] && echo "ok: $(echo "$exported" | wc -l) exported symbols, all hooks; run-time needs:" $needed \
   "(versions:" $versions")"
 exit $status
+# SPDX-License-Identifier: MIT

@@ -69,3 +69,4 @@ else
 fi
 [ $status -eq 0 ] && echo "ok: cmake --install and $(basename "$tarball"): the installed wrapper pins the fault"
 exit $status
+# SPDX-License-Identifier: MIT

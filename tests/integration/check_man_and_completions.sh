@@ -65,3 +65,4 @@ offered() {
   fail "the program's own arguments were completed as the wrapper's flags"
 [ $status -eq 0 ] && echo "ok: $(echo "$flags" | wc -l) flags in the man page and the bash completion; both parse"
 exit $status
+# SPDX-License-Identifier: MIT

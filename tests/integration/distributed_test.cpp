@@ -321,3 +321,4 @@ TEST_F(Mpirun, ARankFilterLeavesTheOtherRanksUntouched) {
 
 }  // namespace
 }  // namespace blockrun::testing
+// SPDX-License-Identifier: MIT

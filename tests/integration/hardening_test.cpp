@@ -430,3 +430,4 @@ TEST(Hardening, ConfigurationErrorsEscapeControlBytes) {
 }
 
 }  // namespace
+// SPDX-License-Identifier: MIT

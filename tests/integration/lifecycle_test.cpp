@@ -262,3 +262,4 @@ TEST(Security, SecureExecutionModeMakesTheShimInert) {
 
 }  // namespace
 }  // namespace blockrun::testing
+// SPDX-License-Identifier: MIT

@@ -244,3 +244,4 @@ TEST(Localize, RefusesAPolicyOrReportOfItsOwn) {
 
 }  // namespace
 }  // namespace blockrun::testing
+// SPDX-License-Identifier: MIT

@@ -101,3 +101,4 @@ inline ProcessResult run_process(const std::vector<std::string>& argv,
 }
 
 }  // namespace blockrun::testing
+// SPDX-License-Identifier: MIT

@@ -913,3 +913,4 @@ TEST(Wrapper, HelpVersionAndHookList) {
 
 }  // namespace
 }  // namespace blockrun::testing
+// SPDX-License-Identifier: MIT

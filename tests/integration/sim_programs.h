@@ -43,3 +43,4 @@ inline ProcessResult run_wrapped(const std::vector<std::string>& options,
 }
 
 }  // namespace blockrun::testing
+// SPDX-License-Identifier: MIT

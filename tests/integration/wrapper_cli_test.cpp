@@ -191,3 +191,4 @@ TEST(WrapperCommandLine, AProgramsOwnCxxRuntimeWorksUnderTheShim) {
 
 }  // namespace
 }  // namespace blockrun::testing
+// SPDX-License-Identifier: MIT

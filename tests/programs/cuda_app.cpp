@@ -556,3 +556,4 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "cuda_app: unknown scenario '%s'\n", scenario.c_str());
   return 2;
 }
+// SPDX-License-Identifier: MIT

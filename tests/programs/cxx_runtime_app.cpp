@@ -53,3 +53,4 @@ int main() {
             << "done" << std::endl;
   return 0;
 }
+// SPDX-License-Identifier: MIT

@@ -57,3 +57,4 @@ bool find(void* handle, const char* name, Function* out) {
   X(ctx_set_current, cuCtxSetCurrent)             \
   X(module_load_data, cuModuleLoadData)           \
   X(module_get_function, cuModuleGetFunction)
+// SPDX-License-Identifier: MIT

@@ -18,3 +18,4 @@ __attribute__((visibility("default"))) void* probe_lib_dlsym(void* handle, const
 }
 
 }  // extern "C"
+// SPDX-License-Identifier: MIT

@@ -187,3 +187,4 @@ int main(int argc, char** argv) {
   std::printf("done\n");
   return copy == 0 ? 0 : 1;
 }
+// SPDX-License-Identifier: MIT

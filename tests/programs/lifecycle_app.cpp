@@ -41,3 +41,4 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "fast") == 0) _exit(3);
   return 0;  // exit while the other thread is still launching
 }
+// SPDX-License-Identifier: MIT

@@ -24,3 +24,4 @@ int main() {
   }
   return 0;
 }
+// SPDX-License-Identifier: MIT

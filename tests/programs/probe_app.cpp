@@ -157,3 +157,4 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "probe_app: unknown scenario or missing argument: '%s'\n", scenario.c_str());
   return 2;
 }
+// SPDX-License-Identifier: MIT

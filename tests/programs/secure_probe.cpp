@@ -20,3 +20,4 @@ int main(int argc, char** argv) {
   std::printf("done\n");
   return 0;
 }
+// SPDX-License-Identifier: MIT

@@ -5,3 +5,4 @@
 #include <unistd.h>
 
 __attribute__((constructor)) static void send_sigterm() { kill(getpid(), SIGTERM); }
+// SPDX-License-Identifier: MIT

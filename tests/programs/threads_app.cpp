@@ -35,3 +35,4 @@ int main(int argc, char** argv) {
   std::printf("%d launches, %d failed, cudaDeviceSynchronize returned %d\n", threads * launches, failed, sync);
   return failed == 0 && sync == cudaSuccess ? 0 : 1;
 }
+// SPDX-License-Identifier: MIT

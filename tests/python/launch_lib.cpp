@@ -52,3 +52,4 @@ extern "C" __attribute__((visibility("default"))) int replay() {
   if (result != cudaSuccess) return static_cast<int>(result);
   return static_cast<int>(cudaStreamSynchronize(g_capture_stream));
 }
+// SPDX-License-Identifier: MIT

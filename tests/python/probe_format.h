@@ -79,3 +79,4 @@ inline std::string to_json(const PythonStack& stack) {
 }
 
 }  // namespace blockrun::probe
+// SPDX-License-Identifier: MIT

@@ -182,3 +182,4 @@ int main(int argc, char** argv) {
   std::printf("%d passed, %d failed\n", passes, failures);
   return failures ? 1 : 0;
 }
+// SPDX-License-Identifier: MIT

@@ -64,3 +64,4 @@ __attribute__((visibility("default"))) double blockrun_probe_benchmark(int itera
 }
 
 }  // extern "C"
+// SPDX-License-Identifier: MIT

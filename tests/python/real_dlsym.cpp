@@ -12,3 +12,4 @@ void* real_dlsym(void* handle, const char* name) {
 }
 
 }  // namespace blockrun::shim
+// SPDX-License-Identifier: MIT

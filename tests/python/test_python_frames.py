@@ -445,3 +445,4 @@ if __name__ == "__main__":
         benchmark()
     else:
         unittest.main(verbosity=2)
+# SPDX-License-Identifier: MIT

@@ -387,3 +387,4 @@ if __name__ == "__main__":
         sys.exit(0)
     ARGS = sys.argv[1:4]
     unittest.main(argv=sys.argv[:1] + sys.argv[4:])
+# SPDX-License-Identifier: MIT

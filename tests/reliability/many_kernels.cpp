@@ -179,3 +179,4 @@ int main(int argc, char** argv) {
   std::printf("done\n");
   return failures == 0 ? 0 : 1;
 }
+// SPDX-License-Identifier: MIT

@@ -765,3 +765,4 @@ TEST(PastTheKernelTable, MemoryStopsGrowing) {
 }
 
 }  // namespace
+// SPDX-License-Identifier: MIT

@@ -127,3 +127,4 @@ __attribute__((always_inline)) inline cudaError_t launch_ptsz(Stub stub, dim3 gr
 }
 
 }  // namespace sim
+// SPDX-License-Identifier: MIT

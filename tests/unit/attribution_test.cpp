@@ -301,3 +301,4 @@ TEST_F(AttributionTest, TheExitCheckChangesNothingAfterAFirstError) {
 
 }  // namespace
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -91,3 +91,4 @@ TEST_F(BreadcrumbSlotsTest, InFlightNowListsTheOldestFirstUpToTheRoomGiven) {
 
 }  // namespace
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -202,3 +202,4 @@ TEST(Config, NewRunIdIsTheJobsWhereALauncherGivesOne) {
 
 }  // namespace
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -503,3 +503,4 @@ TEST_F(EngineTest, AFirstErrorRecordBeingWrittenIsWaitedFor) {
 
 }  // namespace
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -56,3 +56,4 @@ TEST(DriverLog, KeepsOnlyTheNewest) {
 
 }  // namespace
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -86,3 +86,4 @@ TEST(GraphCaptures, GraphBreadcrumbsNameTheFirstUnfinishedNodeOfEachBranch) {
 
 }  // namespace
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -213,3 +213,4 @@ TEST(JobReport, TheOutcomeIsFailedThenCutShortThenClean) {
 
 }  // namespace
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -192,3 +192,4 @@ TEST(LaunchLayers, TheRulesOfAPolicyDecideTheUnit) {
 
 }  // namespace
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -98,3 +98,4 @@ TEST_F(LedgerTest, ProofsFollowAChainOfWaits) {
 
 }  // namespace
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -24,3 +24,4 @@ inline uint64_t record_launch(LaunchLedger& ledger, StreamState* state) {
 }
 
 }  // namespace blockrun::testing
+// SPDX-License-Identifier: MIT

@@ -142,3 +142,4 @@ TEST(Regex, AgreesWithStdRegexOnRandomPatterns) {
 
 }  // namespace
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -192,3 +192,4 @@ TEST(Localize, AKernelALibraryCallLaunchedIsToldWithTheCall) {
 
 }  // namespace
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

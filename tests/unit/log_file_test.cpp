@@ -31,3 +31,4 @@ TEST(LogPrefix, AFileOfItsOwnNeedsNoPid) {
 
 }  // namespace
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -92,3 +92,4 @@ TEST(OutputFile, RecordsAreWholeAndTheFileMustStayTheSame) {
 
 }  // namespace
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -373,3 +373,4 @@ TEST(PolicyPinRule, BlocksEachTargetOnItsOwn) {
 
 }  // namespace
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

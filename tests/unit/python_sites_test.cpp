@@ -82,3 +82,4 @@ TEST(PythonSites, ThreadsInterningAtOnceAgree) {
 
 }  // namespace
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -43,3 +43,4 @@ TEST(ReportKeys, TheListAndTheSchemaNameTheSameKeys) {
 
 }  // namespace
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -159,3 +159,4 @@ TEST(CallSite, PythonLineOfACompiledFunctionIsItsCall) {
 
 }  // namespace
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -111,3 +111,4 @@ TEST_F(WritersTest, SuspectsAreListedWithTheRuleThatPinsThem) {
 
 }  // namespace
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

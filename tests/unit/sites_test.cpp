@@ -340,3 +340,4 @@ TEST(SitesTest, PythonLineRulesOfBeforeStillHold) {
 
 }  // namespace
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

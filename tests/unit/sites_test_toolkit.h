@@ -24,3 +24,4 @@ static inline __attribute__((always_inline)) uintptr_t toolkit_inlined() {
 }
 
 }  // namespace sites_test
+// SPDX-License-Identifier: MIT

@@ -38,3 +38,4 @@ TEST(Suggest, DidYouMeanIsEmptyWhereNothingIsNear) {
 
 }  // namespace
 }  // namespace blockrun
+// SPDX-License-Identifier: MIT

@@ -604,3 +604,4 @@ TEST(SymbolizeTest, ConcurrentCallsAgree) {
 }  // namespace
 
 #endif  // SYMBOLIZE_TEST_LIBRARY
+// SPDX-License-Identifier: MIT

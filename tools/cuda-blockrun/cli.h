@@ -96,3 +96,4 @@ int exit_status_after(int status, int error_exitcode, const std::string& error_f
 int localize_culprit(char** program_argv, bool breadcrumbs);
 
 }  // namespace blockrun::cli
+// SPDX-License-Identifier: MIT

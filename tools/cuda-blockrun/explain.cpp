@@ -172,3 +172,4 @@ int explain_launch(const std::map<std::string, std::string>& settings, const std
 }
 
 }  // namespace blockrun::cli
+// SPDX-License-Identifier: MIT

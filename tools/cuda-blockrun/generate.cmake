@@ -13,3 +13,4 @@ foreach(pair "--help-man;${MAN_PAGE}" "--help-bash-completion;${BASH_COMPLETION}
   endif()
   file(RENAME ${output}.new ${output})
 endforeach()
+# SPDX-License-Identifier: MIT

@@ -545,3 +545,4 @@ void print_version() {
 }
 
 }  // namespace blockrun::cli
+// SPDX-License-Identifier: MIT

@@ -206,3 +206,4 @@ int localize_culprit(char** program_argv, bool breadcrumbs) {
 }
 
 }  // namespace blockrun::cli
+// SPDX-License-Identifier: MIT

@@ -102,3 +102,4 @@ std::vector<std::filesystem::path> files_in(const std::filesystem::path& directo
 }
 
 }  // namespace blockrun::cli
+// SPDX-License-Identifier: MIT

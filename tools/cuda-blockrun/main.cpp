@@ -267,3 +267,4 @@ int main(int argc, char** argv) {
   }
   return run_program(program_argv, invocation.error_exitcode);
 }
+// SPDX-License-Identifier: MIT

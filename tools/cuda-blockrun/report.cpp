@@ -71,3 +71,4 @@ int report_command(int argc, char** argv) {
 }
 
 }  // namespace blockrun::cli
+// SPDX-License-Identifier: MIT

@@ -155,3 +155,4 @@ int run_program(char** program_argv, std::optional<int> error_exitcode) {
 }
 
 }  // namespace blockrun::cli
+// SPDX-License-Identifier: MIT

@@ -57,3 +57,4 @@ class DriverLoader {
 };
 
 }  // namespace
+// SPDX-License-Identifier: MIT

@@ -290,3 +290,4 @@ SIM_BLAS const char* cublasGetStatusString(cublasStatus_t s) {
   }
   return "<unknown>";
 }
+// SPDX-License-Identifier: MIT

@@ -2062,3 +2062,4 @@ CUresult lookup_proc(const char* symbol, void** pfn, int version, cuuint64_t fla
 }
 
 }  // namespace
+// SPDX-License-Identifier: MIT

@@ -680,3 +680,4 @@ cudaError_t memcpy_async(void* dst, const void* src, size_t n, cudaMemcpyKind ki
   SIM_RUNTIME_DRIVER(function, parameters, driver_function, arguments)                            \
   SIM_RUNTIME_DRIVER(per_thread_function, parameters, per_thread_driver_function, arguments)
 #include "entry_points.def"
+// SPDX-License-Identifier: MIT

@@ -47,3 +47,4 @@ inline int finish() {
       simtest::failures()++;                                                                                 \
     }                                                                                                        \
   } while (0)
+// SPDX-License-Identifier: MIT

@@ -36,3 +36,4 @@ compare "$lib/libcublas.so.13" "$cuda/lib64/libcublas.so.13"
 
 [ $fail -eq 0 ] && echo "exports OK"
 exit $fail
+# SPDX-License-Identifier: MIT

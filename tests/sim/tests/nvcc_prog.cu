@@ -37,3 +37,4 @@ int main() {
   std::printf("%s\n", failures ? "FAILED" : "all checks passed");
   return failures ? 1 : 0;
 }
+// SPDX-License-Identifier: MIT

@@ -258,3 +258,4 @@ int main() {
   CHECK_EQ(m["faults_surfaced"], 1);
   return simtest::finish();
 }
+// SPDX-License-Identifier: MIT

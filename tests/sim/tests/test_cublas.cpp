@@ -64,3 +64,4 @@ int main() {
   CHECK_EQ(cublasDestroy_v2(h), CUBLAS_STATUS_SUCCESS);
   return simtest::finish();
 }
+// SPDX-License-Identifier: MIT

@@ -168,3 +168,4 @@ int main() {
   CHECK_EQ(cuGetErrorName(static_cast<CUresult>(12345), &s), CUDA_ERROR_INVALID_VALUE);
   return simtest::finish();
 }
+// SPDX-License-Identifier: MIT

@@ -148,3 +148,4 @@ int main() {
   CHECK_EQ(cuCtxSynchronize(), CUDA_ERROR_ILLEGAL_ADDRESS);
   return simtest::finish();
 }
+// SPDX-License-Identifier: MIT

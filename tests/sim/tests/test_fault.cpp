@@ -328,3 +328,4 @@ int main() {
   std::printf("%s\n", failed ? "FAILED" : "all scenarios passed");
   return failed ? 1 : 0;
 }
+// SPDX-License-Identifier: MIT

@@ -205,3 +205,4 @@ int main() {
   CHECK_EQ(two.malformed, 0);
   return simtest::finish();
 }
+// SPDX-License-Identifier: MIT

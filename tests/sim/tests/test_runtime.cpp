@@ -146,3 +146,4 @@ int main() {
   CHECK_EQ(cudaGetLastError(), cudaSuccess);
   return simtest::finish();
 }
+// SPDX-License-Identifier: MIT

@@ -19,3 +19,4 @@ int main() {
   CHECK_STR(name, "_Z6staticv");
   return simtest::finish();
 }
+// SPDX-License-Identifier: MIT
