@@ -484,6 +484,20 @@ bool parse_term(const Piece& piece, Term* term, Decision* decision, bool* is_act
   return check_not_a_misspelled_word(piece, error) && parse_name_term(piece, term, error);
 }
 
+// A rule's bare kernel name, kept in *named: a second one is an error, since `stencil fill` would select the
+// launches named both, which is none; two kernels are two rules.
+bool check_one_name(const Piece& piece, const Piece** named, std::string* error) {
+  if (*named) {
+    *error = "at " + std::to_string(piece.offset + 1) + " ('" + piece.text +
+             "'): a rule names one kernel, and '" + (*named)->text +
+             "' is named already; to select both, write two rules: '" + (*named)->text + "; " + piece.text +
+             "'";
+    return false;
+  }
+  *named = &piece;
+  return true;
+}
+
 }  // namespace
 
 Policy::Policy() = default;
@@ -610,15 +624,7 @@ std::optional<Policy> Policy::parse(std::string_view text, std::string* error) {
       Term term;
       bool is_action = false, bare_name = false;
       if (!parse_term(term_piece, &term, &rule->decision, &is_action, &bare_name, error)) return std::nullopt;
-      if (bare_name && named) {
-        // `stencil fill` would block launches named both, which is none: two kernels are two rules.
-        *error = "at " + std::to_string(term_piece.offset + 1) + " ('" + term_piece.text +
-                 "'): a rule names one kernel, and '" + named->text +
-                 "' is named already; to select both, write two rules: '" + named->text + "; " +
-                 term_piece.text + "'";
-        return std::nullopt;
-      }
-      if (bare_name) named = &term_piece;
+      if (bare_name && !check_one_name(term_piece, &named, error)) return std::nullopt;
       if (is_action) {
         if (rule->exclude) {
           *error = "at " + std::to_string(term_piece.offset + 1) + " ('" + term_piece.text +
