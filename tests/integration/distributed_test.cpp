@@ -147,6 +147,12 @@ TEST(Distributed, ReportRefusesWhatItCannotRead) {
     EXPECT_EQ(r.status, 2) << args.back();
     EXPECT_TRUE(contains(r.err, "cuda-blockrun: report: ")) << r.err;
   }
+  ProcessResult misspelt = run_process({kWrapper, "report", "--jsno", directory}, {});
+  EXPECT_EQ(misspelt.status, 2);
+  EXPECT_TRUE(contains(
+      misspelt.err,
+      "cuda-blockrun: report: unknown option '--jsno' (did you mean '--json'?) (accepted: --json)\n"))
+      << misspelt.err;
 }
 
 // In the sanitizer builds the programs' own sanitizer takes over the fatal signals (see lifecycle_test.cpp).

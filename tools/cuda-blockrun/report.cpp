@@ -11,17 +11,21 @@
 
 #include "cli.h"
 #include "job_report.h"
+#include "suggest.h"
 
 namespace blockrun::cli {
 
-// `cuda-blockrun report [--json] FILE...|DIR`'s exit status, so that a CI job fails with the job it reports on
-// (docs/distributed.md): 0 every process ran clean, 1 a process failed, 3 none failed but a report was cut
+// `cuda-blockrun report [--json] FILE...|DIR`'s exit status, so that a CI job fails with the job it reports
+// on (docs/distributed.md): 0 every process ran clean, 1 a process failed, 3 none failed but a report was cut
 // short (how that process ended is unknown); 2 (kUsageError) when nothing could be read.
 int report_exit_status(blockrun::JobOutcome outcome) {
   switch (outcome) {
-    case blockrun::JobOutcome::Clean: return 0;
-    case blockrun::JobOutcome::Failed: return 1;
-    case blockrun::JobOutcome::CutShort: return 3;
+    case blockrun::JobOutcome::Clean:
+      return 0;
+    case blockrun::JobOutcome::Failed:
+      return 1;
+    case blockrun::JobOutcome::CutShort:
+      return 3;
   }
   return 1;
 }
@@ -37,7 +41,8 @@ int report_command(int argc, char** argv) {
       print_usage(stdout, false);
       return 0;
     } else if (argument.rfind("--", 0) == 0 && argument != "--") {
-      usage_error("report: unknown option '" + argument + "' (accepted: --json)");
+      usage_error("report: unknown option '" + argument + "'" +
+                  blockrun::did_you_mean(argument, {"--json", "--help"}) + " (accepted: --json)");
     } else if (argument != "--") {
       paths.push_back(argument);
     }
