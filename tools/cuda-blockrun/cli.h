@@ -5,6 +5,8 @@
 // report files, and reports usage errors.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -81,15 +83,20 @@ void check_output_directories(const blockrun::Config& config);
 // Sets CUDA_BLOCKRUN_RUN_ID for the program where it is not set (blockrun::new_run_id), so that a report path
 // used again is not merged with the run before.
 void set_run_id();
-// Runs the program: execvp (the wrapper becomes it), or, with an --error-exitcode, as a child whose exit status
-// 0 becomes that status when any of its processes met a CUDA error (CUDA_BLOCKRUN_ERROR_FILE). Returns only
-// where the program cannot be run.
+// Runs the program: execvp (the wrapper becomes it), or, with an --error-exitcode, as a child whose exit
+// status 0 becomes that status when any of its processes met a CUDA error (CUDA_BLOCKRUN_ERROR_FILE). Returns
+// only where the program cannot be run.
 int run_program(char** program_argv, std::optional<int> error_exitcode);
-// A new, private error file for --error-exitcode (in a new directory under $TMPDIR); exits where none can be
-// made.
-std::string make_error_file();
-// `status` (an exit status, as a shell gives it), or `error_exitcode` where it is 0 and `error_file` tells of a
-// CUDA error (said on standard error); removes the file.
+// A new, private error file for --error-exitcode (in a new directory under $TMPDIR), set as
+// CUDA_BLOCKRUN_ERROR_FILE for the program; exits where none can be made.
+std::string use_error_file();
+// Replaces this process with the program (execvp); returns only where it cannot be run, having said why.
+void exec_program(char** program_argv);
+// Waits for the program's process `child` with Ctrl-C and Ctrl-\ ignored, as system() does (the terminal
+// sends them to the program itself), and restores them after; waitpid's status.
+int wait_for_program(pid_t child);
+// `status` (an exit status, as a shell gives it), or `error_exitcode` where it is 0 and `error_file` tells of
+// a CUDA error (said on standard error); removes the file.
 int exit_status_after(int status, int error_exitcode, const std::string& error_file);
 // --localize: runs `program_argv` (the shim already in LD_PRELOAD, the flags in the environment) once or
 // twice and prints one verdict; returns run 1's exit status.

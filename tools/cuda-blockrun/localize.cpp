@@ -1,6 +1,5 @@
 // --localize: run 1 with nothing blocked and breadcrumbs on; run 2, where needed, blocking only what run 1
 // found; one verdict (docs/localize.md).
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,21 +45,11 @@ int run_once(char** program_argv, const std::string& block, const std::string& r
     // in run 2 they show that the launches before the blocked one completed, so its failure is exact.
     setenv(blockrun::variable::breadcrumbs, "1", 0);
     if (graph_breadcrumbs) setenv(blockrun::variable::graph_breadcrumbs, "1", 0);
-    execvp(program_argv[0], program_argv);
-    std::fprintf(stderr, "cuda-blockrun: cannot run '%s': %s\n", program_argv[0], std::strerror(errno));
+    exec_program(program_argv);
     _exit(127);
   }
   // The program's Ctrl-C is its own: the wrapper waits for it to end rather than dying first.
-  struct sigaction ignore {
-  }, old_int{}, old_quit{};
-  ignore.sa_handler = SIG_IGN;
-  sigaction(SIGINT, &ignore, &old_int);
-  sigaction(SIGQUIT, &ignore, &old_quit);
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGQUIT, &old_quit, nullptr);
+  int status = wait_for_program(child);
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;

@@ -248,16 +248,12 @@ int main(int argc, char** argv) {
   std::string program = program_argv[0];
   if (!find_program(program)) usage_error("program '" + program + "' not found or not executable");
   prepare_environment(invocation.settings);
-  if (invocation.error_exitcode && (invocation.settings.count(blockrun::variable::error_file) ||
-                                    std::getenv(blockrun::variable::error_file)))
+  // (CUDA_BLOCKRUN_ERROR_FILE has no flag: only the environment can have set it.)
+  if (invocation.error_exitcode && std::getenv(blockrun::variable::error_file))
     usage_error(std::string("--error-exitcode keeps its own error file: it cannot be combined with ") +
                 blockrun::variable::error_file);
   if (invocation.localize) {
-    std::string error_file;
-    if (invocation.error_exitcode) {
-      error_file = make_error_file();
-      setenv(blockrun::variable::error_file, error_file.c_str(), 1);
-    }
+    std::string error_file = invocation.error_exitcode ? use_error_file() : std::string();
     // Breadcrumbs unless the user set CUDA_BLOCKRUN_BREADCRUMBS (flag or environment) to off.
     // (The flags are in the environment by now.)
     int status =

@@ -1,6 +1,7 @@
 // Running the program: replaced by it (the usual case: its pid, its signals and its exit status are its own),
 // or, with --error-exitcode, as a child that the wrapper waits for, so that a CUDA error the program
-// swallowed can still fail the job.
+// swallowed can still fail the job; what --localize's runs share with it (exec_program, wait_for_program);
+// and what the program's environment gets first (the run id, the output directories' check).
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -29,17 +30,14 @@ void pass_on(int signal_number) {
   if (g_child > 0) kill(g_child, signal_number);
 }
 
-// Ctrl-C and Ctrl-\ reach the program from the terminal itself; the wrapper ignores them and waits, as
-// system() does. The others are passed on.
+// The signals meant for the job, passed on to the program; Ctrl-C and Ctrl-\ reach it from the terminal
+// itself (wait_for_program ignores them).
 void forward_signals_to(pid_t child) {
   g_child = child;
-  struct sigaction ignore {
-  }, forward{};
-  ignore.sa_handler = SIG_IGN;
+  struct sigaction forward {};
   forward.sa_handler = pass_on;
   sigemptyset(&forward.sa_mask);
   forward.sa_flags = SA_RESTART;
-  for (int signal_number : {SIGINT, SIGQUIT}) sigaction(signal_number, &ignore, nullptr);
   for (int signal_number : {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM})
     sigaction(signal_number, &forward, nullptr);
 }
@@ -63,28 +61,31 @@ void forward_signals_to(pid_t child) {
   _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
 }
 
-// The first line the shim wrote into the error file (`PID ERROR CALL`), or "" where none was written.
-std::string first_noted_error(const std::string& path) {
-  std::optional<std::string> contents = read_file(path);
+// The first line the shim wrote into the error file (`PID ERROR CALL`), or "" where none was written; the
+// file and its directory are removed.
+std::string take_noted_error(const std::string& error_file) {
+  std::optional<std::string> contents = read_file(error_file);
+  unlink(error_file.c_str());
+  rmdir(error_file.substr(0, error_file.rfind('/')).c_str());
   if (!contents || contents->empty()) return "";
   return contents->substr(0, contents->find('\n'));
 }
 
 }  // namespace
 
-std::string make_error_file() {
+std::string use_error_file() {
   const char* temporary = std::getenv("TMPDIR");
   std::string pattern = std::string(temporary && *temporary ? temporary : "/tmp") + "/cuda-blockrun.XXXXXX";
   if (!mkdtemp(pattern.data()))
     usage_error("--error-exitcode: cannot make a directory for the error file (" + pattern +
                 "): " + std::strerror(errno));
-  return pattern + "/errors";
+  std::string error_file = pattern + "/errors";
+  setenv(blockrun::variable::error_file, error_file.c_str(), 1);
+  return error_file;
 }
 
 int exit_status_after(int status, int error_exitcode, const std::string& error_file) {
-  std::string noted = first_noted_error(error_file);
-  unlink(error_file.c_str());
-  rmdir(error_file.substr(0, error_file.rfind('/')).c_str());
+  std::string noted = take_noted_error(error_file);
   if (status != 0 || noted.empty()) return status;
   // The line is `PID ERROR CALL` (Engine::note_in_error_file).
   size_t first_space = noted.find(' '), second_space = noted.find(' ', first_space + 1);
@@ -129,28 +130,42 @@ void set_run_id() {
   setenv(blockrun::variable::run_id, run.c_str(), 1);
 }
 
+void exec_program(char** program_argv) {
+  execvp(program_argv[0], program_argv);
+  std::fprintf(stderr, "cuda-blockrun: cannot run '%s': %s\n", program_argv[0], std::strerror(errno));
+}
+
+int wait_for_program(pid_t child) {
+  struct sigaction ignore {
+  }, old_int{}, old_quit{};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGINT, &ignore, &old_int);
+  sigaction(SIGQUIT, &ignore, &old_quit);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGQUIT, &old_quit, nullptr);
+  return status;
+}
+
 int run_program(char** program_argv, std::optional<int> error_exitcode) {
   if (!error_exitcode) {
-    execvp(program_argv[0], program_argv);
-    std::fprintf(stderr, "cuda-blockrun: cannot run '%s': %s\n", program_argv[0], std::strerror(errno));
+    exec_program(program_argv);
     return kUsageError;
   }
-  std::string error_file = make_error_file();
-  setenv(blockrun::variable::error_file, error_file.c_str(), 1);
+  std::string error_file = use_error_file();
   std::fflush(nullptr);
   pid_t child = fork();
   if (child < 0) usage_error(std::string("cannot start the program: ") + std::strerror(errno));
   if (child == 0) {
-    execvp(program_argv[0], program_argv);
-    std::fprintf(stderr, "cuda-blockrun: cannot run '%s': %s\n", program_argv[0], std::strerror(errno));
+    exec_program(program_argv);
     _exit(127);
   }
   forward_signals_to(child);
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
+  int status = wait_for_program(child);
   if (WIFEXITED(status)) _exit(exit_status_after(WEXITSTATUS(status), *error_exitcode, error_file));
-  exit_status_after(1, *error_exitcode, error_file);  // only to remove the file: the signal is said below
+  take_noted_error(error_file);  // the program ended by a signal: the wrapper ends by it too, below
   end_as(status);
 }
 
