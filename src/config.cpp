@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
@@ -185,19 +186,15 @@ ConfigResult parse_config(const EnvLookup& lookup, const std::vector<std::string
                                         std::string("a path other than ") + variable::log + "'s",
                                         "it is the log file's path"});
   }
+  std::vector<std::string> known;
+  for (const OptionSpec& spec : option_specs()) known.emplace_back(spec.variable);
   for (const std::string& variable : variables) {
-    bool known = false;
-    for (const OptionSpec& spec : option_specs()) known = known || variable == spec.variable;
-    if (known) continue;
+    if (std::find(known.begin(), known.end(), variable) != known.end()) continue;
     std::string names;
-    std::vector<std::string> known_names;
-    for (const OptionSpec& spec : option_specs()) {
-      names += (names.empty() ? "" : ", ") + std::string(spec.variable);
-      known_names.emplace_back(spec.variable);
-    }
+    for (const std::string& name : known) names += (names.empty() ? "" : ", ") + name;
     std::optional<std::string> value = lookup(variable);
     result.errors.push_back(ConfigError{variable, value.value_or(""), "one of the known variables: " + names,
-                                        "unknown variable" + did_you_mean(variable, known_names)});
+                                        "unknown variable" + did_you_mean(variable, known)});
   }
   return result;
 }

@@ -443,14 +443,12 @@ bool call_site_without_line(const LaunchView& launch) {
 void log_missing_libdw(spdlog::logger& logger, const std::string& problem) {
   logger.info(
       "note: no file:line for call sites: libdw could not be loaded ({}); they are told by module offset, "
-      "with "
-      "the function's name where the dynamic symbol table has it",
+      "with the function's name where the dynamic symbol table has it",
       printable(problem));
   logger.info(
       "  for file:line install elfutils' libdw (Debian/Ubuntu: apt-get install libdw1; Fedora/RHEL: dnf "
-      "install "
-      "elfutils-libs), or name it with --libdw PATH (CUDA_BLOCKRUN_LIBDW); --libdw off goes without it and "
-      "without this note");
+      "install elfutils-libs), or name it with --libdw PATH (CUDA_BLOCKRUN_LIBDW); --libdw off goes without "
+      "it and without this note");
 }
 
 const CapturedLaunchView* GraphCaptureView::launch(size_t index) const {

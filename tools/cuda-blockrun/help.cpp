@@ -4,7 +4,6 @@
 #include <dlfcn.h>
 
 #include <cctype>
-#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <string>
