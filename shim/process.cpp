@@ -244,6 +244,7 @@ ProcessInfo process_info() {
   ProcessInfo info;
   info.pid = static_cast<long>(getpid());
   info.rank = rank_from_environment(process_environment());
+  info.has_rank = rank_variable(process_environment()).has_value();
   if (const char* run = std::getenv(variable::run_id)) info.run = run;
   info.host = host_name();
   info.name = process_name();
@@ -307,6 +308,22 @@ void check_context_at_exit() {
   errno = saved_errno;
 }
 
+// --trace: its file, opened now (a path that cannot be used is said at once, not at exit), written at exit.
+void open_trace(Engine& engine, const ProcessInfo& info, const OutputFile* log_file, const ReportFile* report) {
+  std::string path = expand_path(g_config->trace, info.pid, info.rank, info.host);
+  std::string problem;
+  std::unique_ptr<OutputFile> file = OutputFile::open(path, g_config->private_files, &problem);
+  if (file && ((log_file && file->same_file(*log_file)) || (report && file->same_file(*report->file())))) {
+    file.reset();
+    problem = "it is the log or the report file";
+  }
+  if (!file) {
+    engine.report_shim_problem(cannot_open("trace", path, problem, "no trace is written"));
+    return;
+  }
+  engine.set_trace_file(std::move(file), path);
+}
+
 void create_engine() {
   int saved_errno = errno;
   try {
@@ -327,6 +344,7 @@ void create_engine() {
       }
       if (!report) engine->report_shim_problem(problem);
     }
+    if (!g_config->trace.empty()) open_trace(*engine, info, log_file, report.get());
     if (g_config->callsites != "none") warm_up_stack_walk();
     engine->start(std::move(info), std::move(report), take_call_stack, read_python_stack);
     Engine* created = engine.release();

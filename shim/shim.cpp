@@ -102,6 +102,7 @@ Result finish_launch(Engine& engine, Launch& launch, Result result, Layer layer,
   try {
     BlockResult blocked;
     if (code_of(result).ok() && launch.block()) {
+      if (launch.began_ns) launch.wait_began_ns = steady_now_ns();  // the trace shows the wait
       if (!launch.timing.start_ns) launch.timing.start_ns = steady_now_ns();  // recorded late: the wait only
       blocked = block_stream(layer, static_cast<cudaStream_t>(const_cast<void*>(stream)), per_thread,
                              launch.decision.action == Action::BlockDevice);
@@ -235,10 +236,15 @@ auto handle_sync(Engine& engine, Function real_function, Args... args) {
   uint64_t mark = engine.begin_sync();
   // An event's record is read before the call: the call waits for at least that one.
   EventPoint awaited = scope.kind == SyncScope::Event ? engine.event_point(scope.event) : EventPoint{};
+  CallSpan span;
+  span.began_ns = engine.trace_clock();
   auto result = [&] {
     OuterCall outer;
     return real_function(args...);
   }();
+  span.returned_ns = engine.trace_clock();
+  // A synchronize is a slice of the trace; a query (PyTorch's allocator polls events) is not.
+  span.own_slice = Traits::kind == Kind::Sync && span.began_ns;
   ErrnoKeeper keep_errno;
   ReentryGuard guard;
   try {
@@ -247,11 +253,11 @@ auto handle_sync(Engine& engine, Function real_function, Args... args) {
     if (Traits::kind == Kind::Query && code.code == cudaErrorNotReady) return result;
     if (scope.kind == SyncScope::Stream || scope.kind == SyncScope::Device) {
       engine.end_sync(Traits::name, scope.kind == SyncScope::Device, scope.stream, Traits::per_thread, mark,
-                      code);
+                      code, span);
     } else if (code.ok()) {
       engine.event_completed(awaited);
     } else {
-      engine.observe_error(Traits::name, code, nullptr, false);
+      engine.observe_error(Traits::name, code, nullptr, false, span);
     }
   } catch (...) {
   }
@@ -299,18 +305,21 @@ CUresult handle_event(Engine& engine, Function real_function, Args... args) {
   bool inner = thread_context().outer_depth > 0;
   uint64_t mark = engine.begin_sync();
   EventPoint awaited = awaited_event(engine, args...);
+  CallSpan span;
+  span.began_ns = engine.trace_clock();
   CUresult result;
   {
     OuterCall outer;
     result = real_function(args...);
   }
+  span.returned_ns = engine.trace_clock();
   ErrnoKeeper keep_errno;
   ReentryGuard guard;
   try {
     if (result == CUDA_SUCCESS) {
       note_event<Traits::per_thread>(engine, mark, awaited, args...);
     } else if (!inner) {
-      engine.watch_error(Traits::name, code_of(result), stream_argument(args...), Traits::per_thread);
+      engine.watch_error(Traits::name, code_of(result), stream_argument(args...), Traits::per_thread, span);
     }
   } catch (...) {
   }
@@ -324,18 +333,21 @@ template <Hook id, typename Function, typename... Args>
 auto handle_call(Engine& engine, Function real_function, Args... args) {
   using Traits = HookTraits<id>;
   if (Traits::layer == Layer::Driver && thread_context().outer_depth > 0) return real_function(args...);
+  CallSpan span;
+  span.began_ns = engine.trace_clock();
   auto result = [&] {
     OuterCall outer;
     return real_function(args...);
   }();
   if (code_of(result).ok()) return result;
+  span.returned_ns = engine.trace_clock();
   ErrnoKeeper keep_errno;
   ReentryGuard guard;
   try {
     if constexpr (Traits::kind == Kind::Watch) {
-      engine.watch_error(Traits::name, code_of(result), stream_argument(args...), Traits::per_thread);
+      engine.watch_error(Traits::name, code_of(result), stream_argument(args...), Traits::per_thread, span);
     } else {
-      engine.observe_error(Traits::name, code_of(result), stream_argument(args...), Traits::per_thread);
+      engine.observe_error(Traits::name, code_of(result), stream_argument(args...), Traits::per_thread, span);
     }
   } catch (...) {
   }
@@ -365,16 +377,18 @@ LibraryFacts library_call_facts(Args... args) {
 // Returns what to hand the program: cuBLAS reports a failed kernel as an execution failure (the CUDA error is
 // in the log).
 cublasStatus_t record_library_unit(Engine& engine, const ThreadLayers& inside, const LibraryFacts& facts,
-                                   cublasStatus_t result) {
+                                   cublasStatus_t result, uint64_t began_ns) {
   LaunchRequest request;
   set_owner(library_unit_owner(inside), inside, &request);
   request.stream = facts.stream;
+  request.began_ns = began_ns;
   note_capture(&request, driver_stream(facts.stream, false));
   Launch launch;
   engine.begin_launch(request, &launch);
   BlockResult blocked;
   if (result == CUBLAS_STATUS_SUCCESS && launch.block()) {
     launch.timing.start_ns = steady_now_ns();  // the call already ran: the wait only
+    if (launch.began_ns) launch.wait_began_ns = launch.timing.start_ns;
     blocked = block_stream(Layer::Driver, facts.stream, false, launch.decision.action == Action::BlockDevice);
     finish_block_timing(&launch.timing, false);
   }
@@ -401,11 +415,14 @@ cublasStatus_t handle_library(Engine& engine, Function real_function, Args... ar
   layers.library_kernels = 0;
   layers.library_caller = context.entry_caller;
   layers.library_depth++;
+  CallSpan span;
+  span.began_ns = engine.launch_clock();  // a unit's slice begins with the call
   cublasStatus_t result;
   {
     OuterCall outer;
     result = real_function(args...);
   }
+  span.returned_ns = engine.trace_clock();
   layers.library_depth--;
   uint64_t kernels_seen = layers.library_kernels;
 
@@ -414,9 +431,10 @@ cublasStatus_t handle_library(Engine& engine, Function real_function, Args... ar
   try {
     if (library_call_record(engine.decide_library_unit(Traits::name), kernels_seen) ==
         LibraryCallRecord::Unit)
-      return record_library_unit(engine, layers, facts, result);
+      return record_library_unit(engine, layers, facts, result, span.began_ns);
+    engine.note_library_call(Traits::name, facts.call, facts.stream, span);
     if (result != CUBLAS_STATUS_SUCCESS)
-      engine.observe_error(Traits::name, code_of(result), facts.stream, false);
+      engine.observe_error(Traits::name, code_of(result), facts.stream, false, span);
   } catch (...) {
   }
   return result;

@@ -107,6 +107,11 @@ Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescr
   symbolizer_ = std::make_unique<Symbolizer>(config_.libdw);
 }
 
+void Engine::set_trace_file(std::unique_ptr<OutputFile> file, const std::string& path) {
+  trace_file_ = std::move(file);
+  std::snprintf(trace_path_, sizeof trace_path_, "%s", path.c_str());
+}
+
 void Engine::start(ProcessInfo info, std::unique_ptr<ReportFile> report, StackFunction stack,
                    PythonStackFunction python) {
   process_ = std::move(info);
@@ -115,8 +120,15 @@ void Engine::start(ProcessInfo info, std::unique_ptr<ReportFile> report, StackFu
   if (config_.callsites != "none" && python) {
     read_python_ = python;
     python_sites_ = std::make_unique<PythonSiteTable>(kPythonSiteCapacity);
-    python_every_launch_ = config_.breadcrumbs;
+    // With breadcrumbs a culprit is named long after its launch; in a trace every slice says its line.
+    python_every_launch_ = config_.breadcrumbs || trace_file_;
   }
+  if (trace_file_) {
+    tracer_ = std::make_unique<trace::Tracer>(config_.trace_events, std::move(trace_file_));
+    tracer_->set_process(process_.pid, process_.has_rank ? process_.rank : -1, process_.name, python_sites_.get());
+  }
+  time_launches_ = tracer_ || config_.log_launches;
+  start_steady_ns_ = trace::Tracer::now();
   if (report_) report_->write_record(start_record(process_));
 }
 
@@ -209,6 +221,7 @@ Decision Engine::decide(const LaunchRequest& request, const LaunchRecord& record
 void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
   Launch& launch = *out;
   LaunchRecord& record = launch.record;
+  launch.began_ns = request.began_ns ? request.began_ns : launch_clock();
   fill_record(request, &record);
   launch.decision = decide(request, record);
   record.blocked = launch.decision.blocks();
@@ -295,6 +308,8 @@ void Engine::take_stack_now(Launch& launch) {
 
 void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome outcome, ErrorCode sync_result,
                         const char* sync_api) {
+  launch.ended_ns = launch_clock();
+  if (tracer_) trace_launch(launch, launch_result, outcome, sync_result);
   if (!launch_result.ok()) {
     launch_failed(launch, launch_result);
     return;
@@ -337,7 +352,9 @@ void Engine::launch_failed(Launch& launch, ErrorCode launch_result) {
   } else {
     // An earlier kernel's error surfacing here (the context refuses every launch once a kernel faulted):
     // this launch never ran, so the culprit is found as at any other call.
-    surfaced(record.api, launch_result, record.stream, &launch);
+    Surfacing where;
+    where.refused_launch = &launch;
+    surfaced(record.api, launch_result, record.stream, where);
   }
 }
 
@@ -418,36 +435,57 @@ void Engine::note_blocked(Launch& launch) {
 }
 
 void Engine::end_sync(const char* api, bool device_wide, const void* stream, bool per_thread_default_stream,
-                      uint64_t mark, ErrorCode result) {
+                      uint64_t mark, ErrorCode result, CallSpan span) {
+  StreamId id = stream_id(stream, per_thread_default_stream);
+  if (tracer_ && span.own_slice) {
+    trace::TraceEntry entry;
+    entry.kind = trace::EntryKind::Synchronize;
+    entry.began_ns = span.began_ns;
+    entry.ended_ns = span.returned_ns;
+    entry.api = api;
+    entry.stream = id;
+    entry.device_wide = device_wide;
+    entry.result = result;
+    tracer_->name_error(result, [&](ErrorCode code) { return describe_error_(code).name; });
+    tracer_->record(entry, current_thread_number());
+  }
   // Only launches numbered before the synchronize began are known complete.
   uint64_t through = mark - 1;
   if (result.ok()) {
     if (device_wide) {
       ledger_.device_synced(through);
     } else {
-      ledger_.synced(stream_state(stream_id(stream, per_thread_default_stream)), through);
+      ledger_.synced(stream_state(id), through);
     }
     return;
   }
-  observe_error(api, result, device_wide ? nullptr : stream, per_thread_default_stream);
+  if (first_error_.taken()) {
+    first_error_.count_later();
+    return;
+  }
+  Surfacing where;
+  where.call = span;
+  surfaced(api, result, stream_id(device_wide ? nullptr : stream, per_thread_default_stream), where);
 }
 
-void Engine::observe_error(const char* api, ErrorCode result, const void* stream,
-                           bool per_thread_default_stream) {
+void Engine::observe_error(const char* api, ErrorCode result, const void* stream, bool per_thread_default_stream,
+                           CallSpan span) {
   if (result.ok()) return;
   if (first_error_.taken()) {
     first_error_.count_later();
     return;
   }
-  surfaced(api, result, stream_id(stream, per_thread_default_stream), nullptr);
+  Surfacing where;
+  where.call = span;
+  surfaced(api, result, stream_id(stream, per_thread_default_stream), where);
 }
 
-void Engine::watch_error(const char* api, ErrorCode result, const void* stream,
-                         bool per_thread_default_stream) {
+void Engine::watch_error(const char* api, ErrorCode result, const void* stream, bool per_thread_default_stream,
+                         CallSpan span) {
   // Out of memory, an invalid value: the program's own business (PyTorch's allocator frees its cache and
   // tries again), and never a kernel's fault.
   if (!may_have_surfaced(result)) return;
-  observe_error(api, result, stream, per_thread_default_stream);
+  observe_error(api, result, stream, per_thread_default_stream, span);
 }
 
 void Engine::note_event_record(const void* event, const void* stream, bool per_thread_default_stream,
@@ -479,7 +517,10 @@ bool Engine::has_unfinished_launches() const {
 void Engine::check_at_exit(const char* api, ErrorCode result) {
   if (!may_have_surfaced(result) || first_error_.taken()) return;
   if (!in_owner_process()) return;
-  surfaced(api, result, StreamId{}, nullptr, true);
+  Surfacing where;
+  where.at_exit = true;
+  where.call.began_ns = where.call.returned_ns = trace_clock();
+  surfaced(api, result, StreamId{}, where);
 }
 
 void Engine::refuse(Launch& launch) {
@@ -516,10 +557,8 @@ std::vector<ReportedLaunch> Engine::may_have_faulted_instead(const Launch& launc
   return others;
 }
 
-void Engine::surfaced(const char* api, ErrorCode result, StreamId stream, const Launch* refused_launch,
-                      bool at_exit) {
+void Engine::surfaced(const char* api, ErrorCode result, StreamId stream, Surfacing where) {
   ErrorMeaning meaning = error_meaning(result);
-  Surfacing where{refused_launch, at_exit};
   // A call's own error (an invalid value, a copy in the wrong direction) is no kernel's: breadcrumbs are not
   // asked, and the host's view lists what was in flight on its stream, never exactly.
   if (meaning != ErrorMeaning::Own && breadcrumbs_ready() && surfaced_by_breadcrumbs(api, result, where))
@@ -589,6 +628,7 @@ void Engine::first_error(const char* api, ErrorCode result, const char* how, Acc
   finding.driver_logs = std::move(driver_logs);
   // The report first: a process that dies right after this still leaves a complete record.
   if (report_) report_->write_record(first_error_record(finding));
+  if (tracer_) trace_first_error(finding, accused, where);
   first_error_summary_ = first_error_summary(finding);
   log_first_error(*logger_, finding, config_.stack, config_.print_limit);
   note_missing_libdw(tells_call_site_without_line(finding));
@@ -826,18 +866,139 @@ void Engine::end_capture(uint64_t id, const void* graph) {
   graphs_.end(id, graph);
 }
 
+void Engine::trace_launch(const Launch& launch, ErrorCode launch_result, BlockOutcome outcome,
+                          ErrorCode sync_result) {
+  using trace::EntryOutcome;
+  const LaunchRecord& record = launch.record;
+  trace::TraceEntry entry;
+  entry.began_ns = launch.began_ns;
+  entry.ended_ns = launch.ended_ns;
+  entry.sequence = record.sequence;
+  entry.kernel_ordinal = record.kernel_ordinal;
+  entry.kernel = record.kernel;
+  entry.graph = record.graph;
+  entry.api = record.api;
+  entry.driver_api = record.driver_api;
+  entry.library_api = record.library_api;
+  entry.library = record.library;
+  entry.stream = record.stream;
+  entry.grid = record.grid;
+  entry.block = record.block;
+  entry.shared_memory = record.shared_memory;
+  entry.python_site = record.python_site;
+  entry.graph_replay = record.graph_replay;
+  if (!launch_result.ok()) {
+    entry.result = launch_result;
+    entry.outcome = error_meaning(launch_result) == ErrorMeaning::Asynchronous ? EntryOutcome::Refused
+                                                                                : EntryOutcome::Failed;
+  } else if (outcome == BlockOutcome::Synchronized) {
+    entry.result = sync_result;
+    entry.outcome = sync_result.ok() ? EntryOutcome::Blocked : EntryOutcome::BlockedFailed;
+    entry.wait_began_ns = launch.wait_began_ns;
+    entry.gpu_ns = launch.timing.gpu_ns;
+  } else if (outcome == BlockOutcome::SkippedCapture) {
+    entry.outcome = EntryOutcome::CaptureSkipped;
+  } else if (outcome == BlockOutcome::SkippedUnknown) {
+    entry.outcome = EntryOutcome::NotBlockedUnknown;
+  } else {
+    entry.outcome = record.in_capture ? EntryOutcome::Captured : EntryOutcome::Launched;
+  }
+  tracer_->name_error(entry.result, [&](ErrorCode code) { return describe_error_(code).name; });
+  tracer_->record(entry, record.thread);
+}
+
+void Engine::note_library_call(const char* api, const LibraryCall& call, const void* stream, CallSpan span) {
+  if (!tracer_ || !span.began_ns) return;
+  trace::TraceEntry entry;
+  entry.kind = trace::EntryKind::LibraryCall;
+  entry.began_ns = span.began_ns;
+  entry.ended_ns = span.returned_ns;
+  entry.api = api;
+  entry.library_api = api;
+  entry.library = call;
+  entry.stream = stream_id(stream, false);
+  tracer_->record(entry, current_thread_number());
+}
+
+// Called with report_mutex_ held, once, right after the first error's record was written.
+void Engine::trace_first_error(const Finding& finding, const Accused& accused, const Surfacing& where) {
+  trace::ErrorFacts facts;
+  facts.thread = current_thread_number();
+  // Where it surfaced: the launch that returned it (its own error, its blocking wait's, or refused), else
+  // the call the shim timed.
+  const Launch* launch = where.refused_launch
+                             ? where.refused_launch
+                             : (accused.found_by == FoundBy::Launch || accused.found_by == FoundBy::Blocking)
+                                   ? accused.culprit
+                                   : nullptr;
+  if (launch) {
+    // A blocked launch's error came from its blocking wait.
+    facts.began_ns = accused.found_by == FoundBy::Blocking && launch->wait_began_ns ? launch->wait_began_ns
+                                                                                     : launch->began_ns;
+    facts.returned_ns = launch->ended_ns ? launch->ended_ns : trace::Tracer::now();
+    facts.call_has_slice = true;
+  } else {
+    facts.began_ns = where.call.began_ns;
+    facts.returned_ns = where.call.returned_ns ? where.call.returned_ns : trace::Tracer::now();
+    facts.call_has_slice = where.call.own_slice;
+  }
+  auto copy = [](char* to, size_t size, const std::string& text) {
+    std::snprintf(to, size, "%s", text.c_str());
+  };
+  copy(facts.api, sizeof facts.api, finding.api);
+  copy(facts.error, sizeof facts.error, finding.text.name);
+  copy(facts.how, sizeof facts.how, finding.how);
+  facts.certainty = finding.culprit && finding.exact ? "exact" : "suspects";
+  facts.method = found_by_name(finding.found_by);
+  if (const LaunchView* culprit = finding.culprit.get()) {
+    const LaunchRecord& record = *culprit->record;
+    facts.culprit_sequence = record.sequence;
+    copy(facts.culprit, sizeof facts.culprit,
+         record.kernel && record.kernel_ordinal
+             ? fmt::format("{}, launch #{}", kernel_launch_text(record.kernel->name.base, record.kernel_ordinal),
+                           record.sequence)
+             : launch_name(record));
+    const GraphCaptureView* graph = culprit->graph.get();
+    if (graph && graph->nodes.known && graph->nodes.unfinished.size() == 1) {
+      size_t index = graph->nodes.unfinished.front();
+      const CapturedLaunch& node = graph->capture->launches[index];
+      std::string base = node.kernel ? node.kernel->name.base : node.library_api ? node.library_api : "?";
+      copy(facts.failed_node, sizeof facts.failed_node, fmt::format("node {}: {}", index + 1, base));
+    }
+  }
+  if (const LaunchView* refused = finding.refused.get()) facts.refused_sequence = refused->record->sequence;
+  facts.others_are = finding.found_by == FoundBy::Breadcrumbs ? "candidate" : "suspect";
+  for (const LaunchView& other : finding.suspects) {
+    if (facts.other_count == trace::ErrorFacts::kOthers) break;
+    facts.others[facts.other_count++] = other.record->sequence;
+  }
+  tracer_->first_error(facts);
+}
+
+trace::TraceWritten Engine::trace_at_fatal_signal(const char* signal) {
+  if (!tracer_ || !in_owner_process()) return {};
+  tracer_->fatal_signal(signal, current_thread_number());
+  return tracer_->write();
+}
+
 void Engine::finish() {
   // A child forked from the process inherits the engine and its counts: the summary is the parent's to
   // write (a forked child that exits normally must not repeat it).
   if (getpid() != owner_pid_) return;
   std::lock_guard<std::mutex> guard(report_mutex_);
   bool used = ledger_.launches() > 0 || first_error_.taken();
-  if (used && !finished_.exchange(true) && (config_.summary || report_)) {
+  bool first_finish = used && !finished_.exchange(true);
+  if (first_finish && (config_.summary || report_)) {
     // The table of every kernel is built only where it is told: in the report, or in the log when launches
     // were blocked (at exit it is the shim's largest allocation, docs/memory.md).
     Summary counts = summary(report_ || blocked_.load() > 0);
     if (config_.summary) log_summary(*logger_, counts, config_.print_limit);
     if (report_) report_->write_record(summary_record(counts));
+  }
+  if (first_finish && tracer_) {
+    trace::WrittenLine line;
+    trace::written_line(line, trace_path_, tracer_->write(), config_.trace_events);
+    logger_->info("{}", std::string_view(line.text, line.size));
   }
   logger_->flush();
 }

@@ -32,6 +32,7 @@
 #include "report/views.h"
 #include "sites.h"
 #include "symbolize.h"
+#include "trace/tracer.h"
 
 namespace spdlog {
 class logger;
@@ -62,6 +63,9 @@ struct Launch {
   // capture position); -1: no breadcrumb node.
   int32_t graph_slot = -1;
   uint32_t capture_position = 0;
+  // On the steady clock, where the engine reads it (--trace, --log-launches; 0 otherwise): the launch call
+  // began (begin_launch), returned (end_launch, after its blocking wait), and its blocking wait began.
+  uint64_t began_ns = 0, ended_ns = 0, wait_began_ns = 0;
   bool block() const { return decision.blocks(); }
   // Its call stack, where one was taken (nullptr: only record.caller is known).
   const CallStack* taken_stack() const { return record.has_stack ? &stack : nullptr; }
@@ -89,6 +93,7 @@ enum class BlockOutcome {
 struct Surfacing {
   const Launch* refused_launch = nullptr;
   bool at_exit = false;
+  CallSpan call;  // the call that returned it, where measured (--trace)
 };
 
 class Engine {
@@ -104,6 +109,20 @@ class Engine {
              PythonStackFunction python = nullptr);
 
   const Config& config() const { return config_; }
+
+  // --trace (trace/tracer.h): the file the timeline goes to, opened by the shim; before start().
+  void set_trace_file(std::unique_ptr<OutputFile> file, const std::string& path);
+  // The steady clock where the trace wants calls timed, else 0 (no clock read): the shim times the calls it
+  // hands over (synchronizes, library calls, calls whose error may be the first).
+  uint64_t trace_clock() const { return tracer_ ? trace::Tracer::now() : 0; }
+  // The steady clock where launches are timed (--trace, --log-launches), else 0.
+  uint64_t launch_clock() const { return time_launches_ ? trace::Tracer::now() : 0; }
+  // A library call that launched kernels and is not a unit of its own: a slice around them in the trace.
+  void note_library_call(const char* api, const LibraryCall& call, const void* stream, CallSpan span);
+  // A fatal signal: the trace is marked and written (async-signal-safe); what was written, for its log line.
+  trace::TraceWritten trace_at_fatal_signal(const char* signal);
+  // The trace's file name (expanded), "" without --trace.
+  const char* trace_path() const { return trace_path_; }
 
   // Returns the kernel known by `handle`, naming it with `resolve_mangled_name` (which returns the
   // mangled name or nullptr) the first time the handle is seen. Lock-free and allocation-free after
@@ -159,9 +178,10 @@ class Engine {
   // A synchronizing call (stream, event or device synchronize, synchronous copy) is about to run:
   // returns the mark to pass to end_sync, so launches made meanwhile by other threads stay suspects.
   uint64_t begin_sync() const { return ledger_.mark(); }
-  // `stream` null with device_wide true: the whole device was synchronized.
+  // `stream` null with device_wide true: the whole device was synchronized. `span`: the call, where timed
+  // (trace_clock): with own_slice, a synchronize of the trace.
   void end_sync(const char* api, bool device_wide, const void* stream, bool per_thread_default_stream,
-                uint64_t mark, ErrorCode result);
+                uint64_t mark, ErrorCode result, CallSpan span = {});
 
   // Events order streams (PyTorch's wait_stream, a warm-up on a side stream before a graph capture): an
   // event's record stands for the launches on its stream numbered before the record call began (`mark`,
@@ -185,11 +205,14 @@ class Engine {
   void event_completed(const EventPoint& point);
 
   // Any other call that returned an error (cudaGetLastError, an async copy, a library call's status).
-  void observe_error(const char* api, ErrorCode result, const void* stream, bool per_thread_default_stream);
+  // `span`: the call, where timed (trace_clock), so that the trace can show where the first error surfaced.
+  void observe_error(const char* api, ErrorCode result, const void* stream, bool per_thread_default_stream,
+                     CallSpan span = {});
   // A call that touches the device (an allocation, an event, a module load, ...) returned `result`: only an
   // error that may be an earlier kernel's, surfacing there (src/cuda_errors.def), is observed; the call's own
   // (out of memory, an invalid value) is the program's business.
-  void watch_error(const char* api, ErrorCode result, const void* stream, bool per_thread_default_stream);
+  void watch_error(const char* api, ErrorCode result, const void* stream, bool per_thread_default_stream,
+                   CallSpan span = {});
   // At exit, the shim's own non-blocking check of the context (`api`, what it called) returned `result`: a
   // sticky error no call of the program saw is still the process's first error ("surfaced only at exit").
   // Nothing when a first error was seen, when `result` is the call's own, or in a forked child.
@@ -287,8 +310,7 @@ class Engine {
   void pin(const Accused& accused, Finding* finding) const;
   // An error surfaced at a call that did not cause it (or whose cause is not known): the culprit comes from
   // the breadcrumbs, else the suspects: what had not completed (on any stream, for a sticky error).
-  void surfaced(const char* api, ErrorCode result, StreamId stream, const Launch* refused_launch,
-                bool at_exit = false);
+  void surfaced(const char* api, ErrorCode result, StreamId stream, Surfacing where);
   bool surfaced_by_breadcrumbs(const char* api, ErrorCode result, Surfacing where);  // true: told
   // A launch that returned an error enqueued nothing: it leaves its stream's unfinished launches.
   void refuse(Launch& launch);
@@ -296,6 +318,14 @@ class Engine {
   // (breadcrumbs narrow it to each stream's first unfinished one), any of which may have faulted instead.
   std::vector<ReportedLaunch> may_have_faulted_instead(const Launch& launch);
   void log_launch(const Launch& launch, const char* what, ErrorCode result);
+  // The trace's entry for a launch that ended (before what its outcome sets off: an `abort` rule writes the
+  // trace), and its facts of the first error.
+  void trace_launch(const Launch& launch, ErrorCode launch_result, BlockOutcome outcome, ErrorCode sync_result);
+  void trace_first_error(const Finding& finding, const Accused& accused, const Surfacing& where);
+  // A steady-clock time as the report gives it: nanoseconds since the start record (0 for 0).
+  uint64_t since_start(uint64_t steady_ns) const {
+    return steady_ns > start_steady_ns_ ? steady_ns - start_steady_ns_ : 0;
+  }
   void note_blocked(Launch& launch);
   BlockStats* stats_of(const LaunchRecord& record);
   void count_api(const char* api);
@@ -375,6 +405,12 @@ class Engine {
   uint64_t blocked_error_records_ = 0;
 
   DriverLog driver_log_;
+
+  std::unique_ptr<OutputFile> trace_file_;  // until start() hands it to the tracer
+  std::unique_ptr<trace::Tracer> tracer_;   // --trace
+  char trace_path_[4096] = {};
+  bool time_launches_ = false;  // --trace or --log-launches: launches get their times
+  uint64_t start_steady_ns_ = 0;  // the steady clock when the start record was written
 
   std::atomic<uint64_t> blocked_{0};
   std::atomic<uint64_t> capture_skips_{0};

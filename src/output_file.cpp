@@ -225,26 +225,37 @@ int OutputFile::open_again() const {
   return move_high(fd);
 }
 
-bool OutputFile::write_record(const char* data, size_t size) {
-  if (lost_.load(std::memory_order_relaxed) || size == 0) return false;
-  int saved_errno = errno;
+int OutputFile::usable_descriptor() {
+  if (lost_.load(std::memory_order_relaxed)) return -1;
   int fd = fd_.load(std::memory_order_acquire);
-  if (fd < 0) return false;
-  if (!still_ours(fd)) {
-    // The program closed it, and perhaps opened a file of its own at that number: never write there.
-    // Standard error comes back where the program puts the same file there again (it silenced it a while).
-    if (!owned_) return false;
-    int again = open_again();
-    if (again < 0) {
-      lost_.store(true, std::memory_order_relaxed);
-      errno = saved_errno;
-      return false;
-    }
-    if (fd_.compare_exchange_strong(fd, again)) {
-      fd = again;
-    } else {
-      close(again);  // another thread opened it again first: `fd` is now its descriptor
-    }
+  if (fd < 0 || still_ours(fd)) return fd;
+  // The program closed it, and perhaps opened a file of its own at that number: never write there.
+  // Standard error comes back where the program puts the same file there again (it silenced it a while).
+  if (!owned_) return -1;
+  int again = open_again();
+  if (again < 0) {
+    lost_.store(true, std::memory_order_relaxed);
+    return -1;
+  }
+  if (!fd_.compare_exchange_strong(fd, again)) close(again);  // another thread opened it again first
+  return fd_.load(std::memory_order_acquire);
+}
+
+bool OutputFile::truncate() {
+  int saved_errno = errno;
+  int fd = usable_descriptor();
+  bool emptied = fd >= 0 && ftruncate(fd, 0) == 0;
+  errno = saved_errno;
+  return emptied;
+}
+
+bool OutputFile::write_record(const char* data, size_t size) {
+  if (size == 0) return false;
+  int saved_errno = errno;
+  int fd = usable_descriptor();
+  if (fd < 0) {
+    errno = saved_errno;
+    return false;
   }
   // Past RLIMIT_FSIZE the kernel sends SIGXFSZ, whose default action ends the program: held back on this
   // thread during the write (write then fails with EFBIG), and taken back if this write raised it.

@@ -41,6 +41,9 @@ class OutputFile {
   // Writes `size` bytes as one record, whole or not at all; false where nothing was written.
   // Async-signal-safe: no allocation, no lock.
   bool write_record(const char* data, size_t size);
+  // Empties it (a regular file; a device is left as it is), for a document written whole at the end (the
+  // trace: trace/tracer.h). False where it could not be emptied. Async-signal-safe.
+  bool truncate();
   // Whether both name one file (the log and the report must not).
   bool same_file(const OutputFile& other) const { return device_ == other.device_ && inode_ == other.inode_; }
   int descriptor() const { return fd_.load(std::memory_order_relaxed); }
@@ -48,6 +51,9 @@ class OutputFile {
  private:
   OutputFile() = default;
   bool still_ours(int fd) const;
+  // The descriptor to write to: ours still, or the path opened again where the program took ours; -1 where
+  // the file is lost.
+  int usable_descriptor();
   int open_again() const;
 
   std::atomic<int> fd_{-1};

@@ -151,6 +151,13 @@ struct LaunchRecord {
   bool refused = false;
 };
 
+// When a host call began and returned, on the steady clock (trace::Tracer::now), for the trace and the
+// report's times; 0 where not measured (the clock is read only where --trace or --log-launches wants it).
+struct CallSpan {
+  uint64_t began_ns = 0, returned_ns = 0;
+  bool own_slice = false;  // the trace shows the call as a slice of its own (a synchronize)
+};
+
 // What the program asked for, before the engine numbers it.
 struct LaunchRequest {
   LaunchFamily family = LaunchFamily::Runtime;
@@ -167,6 +174,7 @@ struct LaunchRequest {
   uintptr_t caller = 0;     // return address into the code that called the CUDA entry point (0: unknown)
   bool in_capture = false;  // its stream was capturing: it joined a graph and did not run (the shim asks)
   uint64_t capture_id = 0;  // that capture's id, where the driver gave it (0: unknown)
+  uint64_t began_ns = 0;    // when the call began, where it began before begin_launch (a library unit)
 };
 
 }  // namespace blockrun

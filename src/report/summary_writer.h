@@ -20,6 +20,7 @@ namespace blockrun {
 struct ProcessInfo {
   long pid = 0;
   long rank = 0;
+  bool has_rank = false;  // a launcher's rank variable is set (else `rank` is 0 by default)
   std::string run;  // CUDA_BLOCKRUN_RUN_ID, "" for none
   std::string host;
   std::string name;

@@ -1,0 +1,135 @@
+// --trace: the process's timeline, for ui.perfetto.dev and chrome://tracing (docs/trace.md). The engine hands
+// the tracer each launch unit as it ends, each library call and synchronizing call, and the first error once
+// it is decided; the tracer keeps them in its bounded per-thread rings (trace_recorder.h) and writes them,
+// once, at exit or from the fatal-signal handler, as a Chrome trace (trace_writer.h): a track per host
+// thread, a track per stream for the GPU spans of blocked launches (--gpu-time), the first error marked where
+// it surfaced, with arrows from its culprit, or from the breadcrumbs' candidates or the suspects.
+//
+// Recording costs two clock reads and one ring entry per call, no lock. Writing allocates nothing: every name
+// it writes lives as long as the process (kernel records, the Python line table, static API names) or was
+// copied into the tracer when it was decided.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "fixed_text.h"
+#include "output_file.h"
+#include "python_sites.h"
+#include "trace/trace_recorder.h"
+
+namespace blockrun::trace {
+
+// The first error as the trace marks it: where it surfaced and what was decided (copied: the engine's
+// Finding does not outlive its report).
+struct ErrorFacts {
+  uint32_t thread = 0;                     // the host thread where it surfaced
+  uint64_t began_ns = 0, returned_ns = 0;  // steady clock: the call that returned it (began 0: not known)
+  bool call_has_slice = false;             // that call is a launch or synchronize of the trace
+  char api[64] = {};
+  char error[64] = {};
+  char how[256] = {};
+  const char* certainty = "suspects";
+  const char* method = "host";
+  char culprit[256] = {};  // `stencil#13, launch #38`, "" for none
+  uint64_t culprit_sequence = 0;
+  uint64_t refused_sequence = 0;  // the launch the context refused, where it surfaced there
+  static constexpr size_t kOthers = 8;
+  uint64_t others[kOthers] = {};  // the breadcrumbs' candidates, or the suspects
+  size_t other_count = 0;
+  const char* others_are = "suspect";  // candidate | suspect
+  char failed_node[256] = {};          // a graph replay's failed node, where graph breadcrumbs told
+};
+
+// What writing the trace did, for the log's line.
+struct TraceWritten {
+  bool written = false;  // false: not written (already, or the file failed)
+  uint64_t events = 0;   // launches and calls in the trace
+  uint64_t dropped = 0;  // older ones the per-thread bound let go
+  uint64_t threads = 0;
+};
+
+// The log's line for a written trace: where it went, what it holds, what the bound left out. Built without
+// allocating: the fatal-signal handler writes it too.
+using WrittenLine = Text<1024>;
+void written_line(WrittenLine& line, const char* path, const TraceWritten& written, size_t events_per_thread);
+
+class Tracer {
+ public:
+  // Keeps `events_per_thread` entries per host thread; writes into `file` (emptied when written).
+  Tracer(size_t events_per_thread, std::unique_ptr<OutputFile> file);
+  ~Tracer();
+
+  // The steady clock, in nanoseconds: every time the tracer is given.
+  static uint64_t now();
+  // The process as the trace names it; `rank` < 0 where no rank variable is set. Before anything is written.
+  void set_process(long pid, long rank, const std::string& name, const PythonSiteTable* python_sites);
+
+  void record(const TraceEntry& entry, uint32_t thread) { recorder_.record(entry, thread); }
+  // Names an error code for the trace's slices, once per code (`describe` is called only for a code not seen
+  // yet); returns whether it is known now. Called where the error is met, never while writing.
+  template <typename Describe>
+  void name_error(ErrorCode code, Describe&& describe);
+  // The first error, once.
+  void first_error(const ErrorFacts& facts);
+  // A fatal signal arrived on host thread `thread`: marked in the trace. Async-signal-safe.
+  void fatal_signal(const char* signal, uint32_t thread);
+
+  // Writes the trace, replacing what an earlier call wrote (a program that lived on after a signal, whose
+  // trace was written then, exits later with more). Nothing while another call writes it. Async-signal-safe.
+  TraceWritten write();
+  const TraceRecorder& recorder() const { return recorder_; }
+
+ private:
+  struct ErrorName {
+    ErrorCode code;
+    char name[64];
+  };
+  static constexpr size_t kErrorNames = 32;
+  const char* error_name(ErrorCode code) const;
+  struct Writing;
+
+  TraceRecorder recorder_;
+  std::unique_ptr<OutputFile> file_;
+  uint64_t origin_ns_;       // steady clock when the tracer was made: the trace's time 0
+  uint64_t origin_unix_us_;  // the wall clock then
+  long pid_ = 0;
+  char process_title_[320] = {};
+  const PythonSiteTable* python_sites_ = nullptr;
+  std::unique_ptr<char[]> buffer_;  // the writer's, allocated up front: writing allocates nothing
+  std::unique_ptr<unsigned char[]> writing_storage_;  // a Writing's, likewise
+
+  std::mutex error_names_mutex_;  // taken only where an error is met
+  ErrorName error_names_[kErrorNames];
+  std::atomic<size_t> error_name_count_{0};
+
+  ErrorFacts error_;
+  std::atomic<bool> has_error_{false};
+  const char* signal_ = nullptr;
+  uint32_t signal_thread_ = 0;
+  uint64_t signal_ns_ = 0;
+  std::atomic<bool> writing_{false};
+};
+
+template <typename Describe>
+void Tracer::name_error(ErrorCode code, Describe&& describe) {
+  if (code.ok() || error_name(code)) return;
+  std::lock_guard<std::mutex> guard(error_names_mutex_);
+  size_t count = error_name_count_.load(std::memory_order_relaxed);
+  if (error_name(code) || count == kErrorNames) return;
+  ErrorName& entry = error_names_[count];
+  entry.code = code;
+  std::string name = describe(code);
+  size_t length = name.size() < sizeof(entry.name) - 1 ? name.size() : sizeof(entry.name) - 1;
+  name.copy(entry.name, length);
+  entry.name[length] = 0;
+  error_name_count_.store(count + 1, std::memory_order_release);
+}
+
+}  // namespace blockrun::trace
+// SPDX-License-Identifier: MIT
