@@ -1,0 +1,141 @@
+// --trace on the simulated CUDA stack: real programs under the wrapper write a timeline that
+// tests/trace/check_trace.py (the same checker the GPU cases use) finds to be one JSON document whose slices
+// nest per thread and whose culprit arrow starts in the slice of the launch that faulted, in every mode that
+// names one; a million launches make a trace the size of the newest 65,536; a fatal signal still writes it.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "sim_programs.h"
+
+namespace blockrun::testing {
+namespace {
+
+const std::string kChecker = CUDA_BLOCKRUN_SOURCE_DIR "/tests/trace/check_trace.py";
+const std::string kPython = CUDA_BLOCKRUN_VALIDATOR_PYTHON;
+const std::string kThreadsApp = CUDA_BLOCKRUN_THREADS_APP;
+const std::string kLaunchLoop = CUDA_BLOCKRUN_SIM_LAUNCH_LOOP;
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitizedPrograms = true;  // their sanitizer takes over the fatal signals
+#else
+constexpr bool kSanitizedPrograms = false;
+#endif
+
+class Trace : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = ::testing::TempDir() + "blockrun_trace_XXXXXX";
+    directory_ = mkdtemp(pattern.data());
+    path_ = directory_ + "/trace.json";
+  }
+  void TearDown() override { run_process({"/bin/rm", "-rf", directory_}, {}); }
+
+  // The checker's verdict on the trace, with `expect` (its options); its line goes into the test's output.
+  ProcessResult check(const std::vector<std::string>& expect) {
+    std::vector<std::string> argv = {kPython, kChecker, path_};
+    argv.insert(argv.end(), expect.begin(), expect.end());
+    ProcessResult result = run_process(argv, {});
+    std::printf("%s", result.out.c_str());
+    return result;
+  }
+
+  std::string directory_, path_;
+};
+
+// The demo's fault (the 13th stencil launch is launch #38) in each mode that names a culprit, and in the one
+// that names only suspects: the checker holds the culprit's arrow to the slice of stencil#13, and no slice but
+// it is called exact.
+TEST_F(Trace, EveryModeThatNamesTheCulpritDrawsItsArrowFromItsSlice) {
+  struct Mode {
+    std::vector<std::string> options;
+    Env env;
+    std::vector<std::string> expect;
+  };
+  const Env fault = {{"CUDA_SIM_FAULT", "stencil:13"}};
+  const Env fault_at_sync = {{"CUDA_SIM_FAULT", "stencil:13"}, kSurfaceAtSync};
+  const std::vector<Mode> modes = {
+      {{"--block", "all", "--gpu-time"}, fault, {"--culprit", "stencil#13", "--exact", "--gpu-spans"}},
+      {{"--breadcrumbs"}, fault_at_sync, {"--culprit", "stencil#13", "--exact"}},
+      {{"--block", "stencil"}, fault_at_sync, {"--culprit", "stencil#13", "--not-exact"}},
+      {{}, fault_at_sync, {"--no-culprit", "--min-launches", "60"}},
+  };
+  for (const Mode& mode : modes) {
+    std::vector<std::string> options = mode.options;
+    options.insert(options.end(), {"--trace", path_});
+    ProcessResult run = run_wrapped(options, {kApp, "steps"}, mode.env);
+    EXPECT_NE(run.err.find("trace: "), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find(" written to " + path_ + " (open it in ui.perfetto.dev or chrome://tracing)"),
+              std::string::npos)
+        << run.err;
+    ProcessResult checked = check(mode.expect);
+    EXPECT_EQ(checked.status, 0) << mode.options.size() << ": " << checked.out << run.err;
+  }
+}
+
+TEST_F(Trace, EachHostThreadHasItsTrackAndItsSlicesNest) {
+  ProcessResult run = run_wrapped({"--trace", path_}, {kThreadsApp, "4", "500"}, {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  // The four launching threads, and the main thread with its device synchronize.
+  EXPECT_NE(run.err.find("trace: 2001 launches and calls of 5 threads written to "), std::string::npos)
+      << run.err;
+  ProcessResult checked = check({"--min-launches", "2000", "--max-launches", "2000"});
+  EXPECT_EQ(checked.status, 0) << checked.out;
+}
+
+// A million launches: the trace keeps the newest 65,536 (--trace-events' default) and says how many it left
+// out, so its size does not grow with the run.
+TEST_F(Trace, AMillionLaunchesMakeATraceOfTheNewest65536) {
+  ProcessResult run = run_wrapped({"--trace", path_}, {kLaunchLoop, "1000000"}, {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  // 3,000 warm-up launches, a million, and the final synchronize.
+  EXPECT_NE(run.err.find("trace: 65536 launches and calls of 1 thread written to " + path_ +
+                         " (open it in ui.perfetto.dev or chrome://tracing); the first 937465 were left out: "
+                         "it keeps the newest 65536 of each thread (--trace-events)"),
+            std::string::npos)
+      << run.err;
+  // About 330 bytes a launch: 65,536 of them are some 22 MB, whatever the number of launches.
+  ProcessResult checked = check({"--dropped", "--max-launches", "65536", "--max-bytes", "32000000"});
+  EXPECT_EQ(checked.status, 0) << checked.out;
+}
+
+TEST_F(Trace, AFatalSignalStillWritesTheTrace) {
+  if (kSanitizedPrograms) GTEST_SKIP() << "the sanitizer takes over the program's fatal signals";
+  ProcessResult run = run_wrapped({"--trace", path_}, {kApp, "abort"}, {});
+  EXPECT_EQ(run.status, 128 + SIGABRT) << run.err;
+  EXPECT_NE(run.err.find("[cuda-blockrun] trace: 4 launches and calls of 1 thread written to " + path_),
+            std::string::npos)
+      << run.err;
+  ProcessResult checked = check({"--no-culprit", "--min-launches", "3"});
+  EXPECT_EQ(checked.status, 0) << checked.out;
+  std::string text;
+  if (FILE* file = std::fopen(path_.c_str(), "r")) {
+    char buffer[4096];
+    size_t got;
+    while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, got);
+    std::fclose(file);
+  }
+  EXPECT_NE(text.find("\"cat\":\"signal\",\"name\":\"fatal signal SIGABRT\""), std::string::npos) << text;
+}
+
+// A trace path the shim cannot use is said at once, and the program runs as without it.
+TEST_F(Trace, ATracePathThatCannotBeUsedIsSaidAndTheProgramRunsOn) {
+  std::string fifo = directory_ + "/fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  ProcessResult without = run_alone({kApp, "steps"}, {});
+  ProcessResult run = run_wrapped({"--trace", fifo}, {kApp, "steps"}, {});
+  EXPECT_EQ(run.status, without.status);
+  EXPECT_EQ(run.out, without.out);
+  EXPECT_NE(run.err.find("cannot open the trace file '" + fifo + "' (it is a FIFO (named pipe) that nobody "
+                         "reads, not a regular file); no trace is written"),
+            std::string::npos)
+      << run.err;
+}
+
+}  // namespace
+}  // namespace blockrun::testing
+// SPDX-License-Identifier: MIT
