@@ -125,9 +125,10 @@ void Engine::start(ProcessInfo info, std::unique_ptr<ReportFile> report, StackFu
   }
   if (trace_file_) {
     tracer_ = std::make_unique<trace::Tracer>(config_.trace_events, std::move(trace_file_));
-    tracer_->set_process(process_.pid, process_.has_rank ? process_.rank : -1, process_.name, python_sites_.get());
+    tracer_->set_process(process_.pid, process_.has_rank ? process_.rank : -1, process_.name,
+                         python_sites_.get());
   }
-  time_launches_ = tracer_ || config_.log_launches;
+  time_calls_ = tracer_ || config_.log_launches;
   start_steady_ns_ = trace::Tracer::now();
   if (report_) report_->write_record(start_record(process_));
 }
@@ -221,7 +222,7 @@ Decision Engine::decide(const LaunchRequest& request, const LaunchRecord& record
 void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
   Launch& launch = *out;
   LaunchRecord& record = launch.record;
-  launch.began_ns = request.began_ns ? request.began_ns : launch_clock();
+  launch.began_ns = request.began_ns ? request.began_ns : call_clock();
   fill_record(request, &record);
   launch.decision = decide(request, record);
   record.blocked = launch.decision.blocks();
@@ -308,7 +309,7 @@ void Engine::take_stack_now(Launch& launch) {
 
 void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome outcome, ErrorCode sync_result,
                         const char* sync_api) {
-  launch.ended_ns = launch_clock();
+  launch.ended_ns = call_clock();
   if (tracer_) trace_launch(launch, launch_result, outcome, sync_result);
   if (!launch_result.ok()) {
     launch_failed(launch, launch_result);
@@ -468,8 +469,8 @@ void Engine::end_sync(const char* api, bool device_wide, const void* stream, boo
   surfaced(api, result, stream_id(device_wide ? nullptr : stream, per_thread_default_stream), where);
 }
 
-void Engine::observe_error(const char* api, ErrorCode result, const void* stream, bool per_thread_default_stream,
-                           CallSpan span) {
+void Engine::observe_error(const char* api, ErrorCode result, const void* stream,
+                           bool per_thread_default_stream, CallSpan span) {
   if (result.ok()) return;
   if (first_error_.taken()) {
     first_error_.count_later();
@@ -480,8 +481,8 @@ void Engine::observe_error(const char* api, ErrorCode result, const void* stream
   surfaced(api, result, stream_id(stream, per_thread_default_stream), where);
 }
 
-void Engine::watch_error(const char* api, ErrorCode result, const void* stream, bool per_thread_default_stream,
-                         CallSpan span) {
+void Engine::watch_error(const char* api, ErrorCode result, const void* stream,
+                         bool per_thread_default_stream, CallSpan span) {
   // Out of memory, an invalid value: the program's own business (PyTorch's allocator frees its cache and
   // tries again), and never a kernel's fault.
   if (!may_have_surfaced(result)) return;
@@ -519,7 +520,7 @@ void Engine::check_at_exit(const char* api, ErrorCode result) {
   if (!in_owner_process()) return;
   Surfacing where;
   where.at_exit = true;
-  where.call.began_ns = where.call.returned_ns = trace_clock();
+  where.call.began_ns = where.call.returned_ns = call_clock();
   surfaced(api, result, StreamId{}, where);
 }
 
@@ -626,9 +627,13 @@ void Engine::first_error(const char* api, ErrorCode result, const char* how, Acc
   Finding finding = find(api, result, how, accused, where);
   finding.text = std::move(text);
   finding.driver_logs = std::move(driver_logs);
+  SurfacingCall call = surfacing_call(accused, where);
+  finding.thread = current_thread_number();
+  finding.surfaced_began_ns = since_start(call.began_ns);
+  finding.surfaced_ns = since_start(call.returned_ns);
   // The report first: a process that dies right after this still leaves a complete record.
   if (report_) report_->write_record(first_error_record(finding));
-  if (tracer_) trace_first_error(finding, accused, where);
+  if (tracer_) trace_first_error(finding, call);
   first_error_summary_ = first_error_summary(finding);
   log_first_error(*logger_, finding, config_.stack, config_.print_limit);
   note_missing_libdw(tells_call_site_without_line(finding));
@@ -722,7 +727,12 @@ void Engine::log_launch(const Launch& launch, const char* what, ErrorCode result
   if (!write_record) return;
   view.record = &launch.record;  // the report keeps what the policy wanted
   std::string error_name = result.ok() ? std::string() : describe_error_(result).name;
-  report_->write_record(launch_record(view, what, result.ok() ? nullptr : &error_name));
+  LaunchTimes times;
+  times.began_ns = since_start(launch.began_ns);
+  times.ended_ns = since_start(launch.ended_ns);
+  times.wait_began_ns = since_start(launch.wait_began_ns);
+  times.gpu_ns = launch.timing.gpu_ns;
+  report_->write_record(launch_record(view, what, result.ok() ? nullptr : &error_name, process_.pid, times));
 }
 
 // Called with report_mutex_ held, right after the log told call sites; `told_without_line`: one had no
@@ -890,7 +900,7 @@ void Engine::trace_launch(const Launch& launch, ErrorCode launch_result, BlockOu
   if (!launch_result.ok()) {
     entry.result = launch_result;
     entry.outcome = error_meaning(launch_result) == ErrorMeaning::Asynchronous ? EntryOutcome::Refused
-                                                                                : EntryOutcome::Failed;
+                                                                               : EntryOutcome::Failed;
   } else if (outcome == BlockOutcome::Synchronized) {
     entry.result = sync_result;
     entry.outcome = sync_result.ok() ? EntryOutcome::Blocked : EntryOutcome::BlockedFailed;
@@ -920,28 +930,34 @@ void Engine::note_library_call(const char* api, const LibraryCall& call, const v
   tracer_->record(entry, current_thread_number());
 }
 
-// Called with report_mutex_ held, once, right after the first error's record was written.
-void Engine::trace_first_error(const Finding& finding, const Accused& accused, const Surfacing& where) {
-  trace::ErrorFacts facts;
-  facts.thread = current_thread_number();
-  // Where it surfaced: the launch that returned it (its own error, its blocking wait's, or refused), else
-  // the call the shim timed.
-  const Launch* launch = where.refused_launch
-                             ? where.refused_launch
-                             : (accused.found_by == FoundBy::Launch || accused.found_by == FoundBy::Blocking)
-                                   ? accused.culprit
-                                   : nullptr;
+Engine::SurfacingCall Engine::surfacing_call(const Accused& accused, const Surfacing& where) const {
+  SurfacingCall call;
+  const Launch* launch = where.refused_launch ? where.refused_launch
+                         : accused.found_by == FoundBy::Launch || accused.found_by == FoundBy::Blocking
+                             ? accused.culprit
+                             : nullptr;
   if (launch) {
     // A blocked launch's error came from its blocking wait.
-    facts.began_ns = accused.found_by == FoundBy::Blocking && launch->wait_began_ns ? launch->wait_began_ns
-                                                                                     : launch->began_ns;
-    facts.returned_ns = launch->ended_ns ? launch->ended_ns : trace::Tracer::now();
-    facts.call_has_slice = true;
+    call.began_ns = accused.found_by == FoundBy::Blocking && launch->wait_began_ns ? launch->wait_began_ns
+                                                                                   : launch->began_ns;
+    call.returned_ns = launch->ended_ns;
+    call.has_slice = true;
   } else {
-    facts.began_ns = where.call.began_ns;
-    facts.returned_ns = where.call.returned_ns ? where.call.returned_ns : trace::Tracer::now();
-    facts.call_has_slice = where.call.own_slice;
+    call.began_ns = where.call.began_ns;
+    call.returned_ns = where.call.returned_ns;
+    call.has_slice = where.call.own_slice;
   }
+  if (!call.returned_ns) call.returned_ns = call_clock();
+  return call;
+}
+
+// Called with report_mutex_ held, once, right after the first error's record was written.
+void Engine::trace_first_error(const Finding& finding, const SurfacingCall& call) {
+  trace::ErrorFacts facts;
+  facts.thread = finding.thread;
+  facts.began_ns = call.began_ns;
+  facts.returned_ns = call.returned_ns;
+  facts.call_has_slice = call.has_slice;
   auto copy = [](char* to, size_t size, const std::string& text) {
     std::snprintf(to, size, "%s", text.c_str());
   };
@@ -955,7 +971,8 @@ void Engine::trace_first_error(const Finding& finding, const Accused& accused, c
     facts.culprit_sequence = record.sequence;
     copy(facts.culprit, sizeof facts.culprit,
          record.kernel && record.kernel_ordinal
-             ? fmt::format("{}, launch #{}", kernel_launch_text(record.kernel->name.base, record.kernel_ordinal),
+             ? fmt::format("{}, launch #{}",
+                           kernel_launch_text(record.kernel->name.base, record.kernel_ordinal),
                            record.sequence)
              : launch_name(record));
     const GraphCaptureView* graph = culprit->graph.get();
@@ -967,7 +984,7 @@ void Engine::trace_first_error(const Finding& finding, const Accused& accused, c
     }
   }
   if (const LaunchView* refused = finding.refused.get()) facts.refused_sequence = refused->record->sequence;
-  facts.others_are = finding.found_by == FoundBy::Breadcrumbs ? "candidate" : "suspect";
+  facts.others_are_candidates = finding.found_by == FoundBy::Breadcrumbs;
   for (const LaunchView& other : finding.suspects) {
     if (facts.other_count == trace::ErrorFacts::kOthers) break;
     facts.others[facts.other_count++] = other.record->sequence;

@@ -112,11 +112,10 @@ class Engine {
 
   // --trace (trace/tracer.h): the file the timeline goes to, opened by the shim; before start().
   void set_trace_file(std::unique_ptr<OutputFile> file, const std::string& path);
-  // The steady clock where the trace wants calls timed, else 0 (no clock read): the shim times the calls it
-  // hands over (synchronizes, library calls, calls whose error may be the first).
-  uint64_t trace_clock() const { return tracer_ ? trace::Tracer::now() : 0; }
-  // The steady clock where launches are timed (--trace, --log-launches), else 0.
-  uint64_t launch_clock() const { return time_launches_ ? trace::Tracer::now() : 0; }
+  // The steady clock where calls are timed (--trace; --log-launches, whose records a trace is made from),
+  // else 0 (no clock read): launches, and the calls the shim hands over (synchronizes, library calls, calls
+  // whose error may be the first).
+  uint64_t call_clock() const { return time_calls_ ? trace::Tracer::now() : 0; }
   // A library call that launched kernels and is not a unit of its own: a slice around them in the trace.
   void note_library_call(const char* api, const LibraryCall& call, const void* stream, CallSpan span);
   // A fatal signal: the trace is marked and written (async-signal-safe); what was written, for its log line.
@@ -179,7 +178,7 @@ class Engine {
   // returns the mark to pass to end_sync, so launches made meanwhile by other threads stay suspects.
   uint64_t begin_sync() const { return ledger_.mark(); }
   // `stream` null with device_wide true: the whole device was synchronized. `span`: the call, where timed
-  // (trace_clock): with own_slice, a synchronize of the trace.
+  // (call_clock): with own_slice, a synchronize of the trace.
   void end_sync(const char* api, bool device_wide, const void* stream, bool per_thread_default_stream,
                 uint64_t mark, ErrorCode result, CallSpan span = {});
 
@@ -205,7 +204,7 @@ class Engine {
   void event_completed(const EventPoint& point);
 
   // Any other call that returned an error (cudaGetLastError, an async copy, a library call's status).
-  // `span`: the call, where timed (trace_clock), so that the trace can show where the first error surfaced.
+  // `span`: the call, where timed (call_clock), so that the trace can show where the first error surfaced.
   void observe_error(const char* api, ErrorCode result, const void* stream, bool per_thread_default_stream,
                      CallSpan span = {});
   // A call that touches the device (an allocation, an event, a module load, ...) returned `result`: only an
@@ -320,8 +319,17 @@ class Engine {
   void log_launch(const Launch& launch, const char* what, ErrorCode result);
   // The trace's entry for a launch that ended (before what its outcome sets off: an `abort` rule writes the
   // trace), and its facts of the first error.
-  void trace_launch(const Launch& launch, ErrorCode launch_result, BlockOutcome outcome, ErrorCode sync_result);
-  void trace_first_error(const Finding& finding, const Accused& accused, const Surfacing& where);
+  void trace_launch(const Launch& launch, ErrorCode launch_result, BlockOutcome outcome,
+                    ErrorCode sync_result);
+  // The call where the first error surfaced, on the steady clock (0 where not timed): the launch that
+  // returned it (its own error, its blocking wait's, or one the context refused), else the call the shim
+  // timed.
+  struct SurfacingCall {
+    uint64_t began_ns = 0, returned_ns = 0;
+    bool has_slice = false;  // the trace shows that call as a slice of its own (a launch, a synchronize)
+  };
+  SurfacingCall surfacing_call(const Accused& accused, const Surfacing& where) const;
+  void trace_first_error(const Finding& finding, const SurfacingCall& call);
   // A steady-clock time as the report gives it: nanoseconds since the start record (0 for 0).
   uint64_t since_start(uint64_t steady_ns) const {
     return steady_ns > start_steady_ns_ ? steady_ns - start_steady_ns_ : 0;
@@ -409,7 +417,7 @@ class Engine {
   std::unique_ptr<OutputFile> trace_file_;  // until start() hands it to the tracer
   std::unique_ptr<trace::Tracer> tracer_;   // --trace
   char trace_path_[4096] = {};
-  bool time_launches_ = false;  // --trace or --log-launches: launches get their times
+  bool time_calls_ = false;  // --trace or --log-launches: launches and calls get their times (call_clock)
   uint64_t start_steady_ns_ = 0;  // the steady clock when the start record was written
 
   std::atomic<uint64_t> blocked_{0};

@@ -121,6 +121,11 @@ struct Text {
     add("\"");
   }
   bool full() const { return size >= sizeof(text) - 2; }
+  // The text, terminated (add() always leaves room for the terminator).
+  const char* c_str() {
+    text[size] = 0;
+    return text;
+  }
   void write_to(OutputFile* file) const {
     if (file) file->write_record(text, size);
   }

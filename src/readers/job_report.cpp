@@ -214,7 +214,8 @@ void keep_last_run(size_t first, std::vector<ProcessOutcome>* processes) {
 
 }  // namespace
 
-std::vector<ProcessOutcome> read_job(const std::vector<std::pair<std::string, std::string>>& reports) {
+std::vector<ProcessOutcome> read_job(const std::vector<std::pair<std::string, std::string>>& reports,
+                                     bool keep_launches) {
   std::vector<ProcessOutcome> processes;
   for (const auto& [path, contents] : reports) {
     size_t first_of_file = processes.size();
@@ -234,6 +235,19 @@ std::vector<ProcessOutcome> read_job(const std::vector<std::pair<std::string, st
         process.rank = static_cast<long>(number_member(record, key::rank));
         process.process = string_member(record, key::process, "?");
         process.run = string_member(record, key::run);
+        process.started_at = number_member(record, key::time);
+        return;
+      }
+      if (type == "launch") {
+        if (!keep_launches) return;
+        // Processes sharing the file interleave their launches: each record says whose it is.
+        long pid = static_cast<long>(number_member(record, key::pid, -1));
+        for (size_t i = processes.size(); i-- > first_of_file;) {
+          if (processes[i].pid == pid || pid < 0 || i == first_of_file) {
+            processes[i].launches.push_back(std::move(record));
+            return;
+          }
+        }
         return;
       }
       ProcessOutcome& process = processes.back();

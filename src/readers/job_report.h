@@ -24,10 +24,12 @@ struct ProcessOutcome {
   std::optional<Json> first_error;
   std::optional<Json> fatal_signal;
   std::optional<Json> summary;
-  size_t unreadable = 0;     // lines that were not JSON (a record cut short when the process was killed)
-  bool shared_file = false;  // several processes wrote this one file (its path lacked %p)
-  std::string run;           // its start record's run id ("" for none)
-  size_t earlier_runs = 0;   // processes of earlier runs in the same file, left out (a report path used again)
+  size_t unreadable = 0;       // lines that were not JSON (a record cut short when the process was killed)
+  bool shared_file = false;    // several processes wrote this one file (its path lacked %p)
+  std::string run;             // its start record's run id ("" for none)
+  double started_at = 0;       // its start record's time (seconds since 1970), where launch times count from
+  std::vector<Json> launches;  // its `launch` records (--log-launches), where read_job was asked to keep them
+  size_t earlier_runs = 0;  // processes of earlier runs in the same file, left out (a report path used again)
 
   enum class Kind {
     CudaError,   // its first CUDA error
@@ -49,8 +51,10 @@ struct ProcessOutcome {
 
 // `reports`: (path, contents) of each report file. A file that several processes appended to (a path
 // without %p) is split at each `start` record; of a file that several runs appended to (start records with
-// different run ids), only the processes of its last run are kept.
-std::vector<ProcessOutcome> read_job(const std::vector<std::pair<std::string, std::string>>& reports);
+// different run ids), only the processes of its last run are kept. `keep_launches`: each process keeps its
+// `launch` records (by their pid where several processes share the file), for a trace of the job.
+std::vector<ProcessOutcome> read_job(const std::vector<std::pair<std::string, std::string>>& reports,
+                                     bool keep_launches = false);
 
 // The process that failed first, as an index into `processes`, or -1 when none failed. Failures of a
 // process's own (a CUDA error outside NCCL, a fault signal) come first, earliest first; then errors in NCCL

@@ -87,6 +87,16 @@ void log_suspects(spdlog::logger& logger, const Finding& finding, bool stack, si
   }
 }
 
+// A time in nanoseconds since the start record, null where not known (0).
+void write_nanoseconds(JsonWriter& json, const char* name, uint64_t nanoseconds) {
+  json.key(name);
+  if (nanoseconds) {
+    json.value(nanoseconds);
+  } else {
+    json.null();
+  }
+}
+
 }  // namespace
 
 double epoch_seconds() {
@@ -130,7 +140,11 @@ std::string first_error_record(const Finding& finding) {
   }
   json.key(key::driver_log).begin_array();
   for (const std::string& line : finding.driver_logs) json.value(line);
-  json.end_array().end_object();
+  json.end_array();
+  json.field(key::thread, static_cast<uint64_t>(finding.thread));
+  write_nanoseconds(json, key::surfaced_began_ns, finding.surfaced_began_ns);
+  write_nanoseconds(json, key::surfaced_ns, finding.surfaced_ns);
+  json.end_object();
   return json.text();
 }
 
@@ -175,13 +189,24 @@ std::string blocked_error_record(const LaunchView& launch, const ErrorText& text
   return json.text();
 }
 
-std::string launch_record(const LaunchView& launch, const char* outcome, const std::string* result) {
+std::string launch_record(const LaunchView& launch, const char* outcome, const std::string* result, long pid,
+                          const LaunchTimes& times) {
   JsonWriter json;
   json.begin_object().field(key::type, "launch").field(key::time, epoch_seconds());
+  json.field(key::pid, static_cast<int64_t>(pid));
   json.field(key::outcome, *outcome ? outcome : "launched");
   json.key(key::result);
   if (result) {
     json.value(*result);
+  } else {
+    json.null();
+  }
+  write_nanoseconds(json, key::began_ns, times.began_ns);
+  write_nanoseconds(json, key::ended_ns, times.ended_ns);
+  write_nanoseconds(json, key::wait_began_ns, times.wait_began_ns);
+  json.key(key::gpu_ns);
+  if (times.gpu_ns >= 0) {
+    json.value(times.gpu_ns);
   } else {
     json.null();
   }

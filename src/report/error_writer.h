@@ -25,8 +25,16 @@ std::string first_error_summary(const Finding& finding);
 
 std::string blocked_error_record(const LaunchView& launch, const ErrorText& text, const char* sync_api,
                                  ErrorCode code);
-// `outcome`: what happened ("" for launched); `result`: the launch's error name (nullptr: it succeeded).
-std::string launch_record(const LaunchView& launch, const char* outcome, const std::string* result);
+// When a launch began and ended, and its blocking wait began (nanoseconds since the start record, 0: not
+// known), and its GPU time (-1: not measured): what `cuda-blockrun report --trace` lays a launch out by.
+struct LaunchTimes {
+  uint64_t began_ns = 0, ended_ns = 0, wait_began_ns = 0;
+  int64_t gpu_ns = -1;
+};
+// `outcome`: what happened ("" for launched); `result`: the launch's error name (nullptr: it succeeded);
+// `pid`: the process's (in a report file that several processes share, whose launch it is).
+std::string launch_record(const LaunchView& launch, const char* outcome, const std::string* result, long pid,
+                          const LaunchTimes& times);
 
 }  // namespace blockrun
 // SPDX-License-Identifier: MIT

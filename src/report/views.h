@@ -89,6 +89,10 @@ struct Finding {
   std::string pin_rule;
   bool pin_rule_useful = false;  // not exact, or found without its full call site (breadcrumbs)
   std::vector<std::string> driver_logs;
+  // Where it surfaced: the host thread, and when the call that returned it began and returned (nanoseconds since
+  // the start record; 0 where calls are not timed, without --trace and --log-launches).
+  uint32_t thread = 0;
+  uint64_t surfaced_began_ns = 0, surfaced_ns = 0;
 };
 
 }  // namespace blockrun

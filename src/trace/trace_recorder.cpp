@@ -24,7 +24,7 @@ const char* outcome_text(EntryOutcome outcome) {
     case EntryOutcome::BlockedFailed:
       return "blocked, failed";
     case EntryOutcome::Failed:
-      return "failed: the launch returned an error";
+      return "failed";
     case EntryOutcome::Refused:
       return "refused: an earlier kernel's error surfaced here, it never ran";
     case EntryOutcome::CaptureSkipped:

@@ -29,6 +29,61 @@ void add_number_argument(Text<kBytes>& event, bool& first, const char* key, uint
 
 }  // namespace
 
+void configuration_text(SliceText& out, const Dim3& grid, const Dim3& block, uint64_t shared_memory,
+                        const char* stream) {
+  out.add("<<<");
+  add_dim3(out, grid);
+  out.add(", ");
+  add_dim3(out, block);
+  out.add(", ");
+  out.add(shared_memory);
+  out.add(", ");
+  out.add_json(stream, 64);
+  out.add(">>>");
+}
+
+void library_call_text(SliceText& out, const char* api, const LibraryCall& call) {
+  out.add_json(api, 128);
+  if (call.m || call.n || call.k) {
+    out.add(" m=");
+    out.add_signed(call.m);
+    out.add(" n=");
+    out.add_signed(call.n);
+    out.add(" k=");
+    out.add_signed(call.k);
+  }
+  if (call.transa) {
+    char flags[] = " transa=? transb=?";
+    flags[8] = call.transa;
+    flags[17] = call.transb ? call.transb : '?';
+    out.add(flags);
+  }
+  if (call.batch) {
+    out.add(" batch=");
+    out.add_signed(call.batch);
+  }
+}
+
+void graph_text(SliceText& out, const char* exec, uint64_t replay, uint64_t nodes) {
+  out.add("exec ");
+  out.add_json(exec, 32);
+  out.add(", replay ");
+  out.add(replay);
+  if (nodes) {
+    out.add(", ");
+    out.add(nodes);
+    out.add(" nodes");
+  }
+}
+
+void python_text(SliceText& out, const char* file, int line, const char* function) {
+  out.add_json(file, 256);
+  out.add(":");
+  out.add(static_cast<uint64_t>(line > 0 ? line : 0));
+  out.add(" in ");
+  out.add_json(function, 128);
+}
+
 uint64_t flow_point(const CallSlice& slice) {
   uint64_t end = slice.wait_began_ns > slice.began_ns ? slice.wait_began_ns : slice.ended_ns;
   return slice.began_ns + (end - slice.began_ns) / 2;
@@ -214,6 +269,47 @@ void TraceWriter::call(const CallSlice& slice) {
     event.add("}}");
     emit(event);
   }
+}
+
+void TraceWriter::launch(CallSlice slice, const Verdicts& verdicts) {
+  if (slice.category && std::strcmp(slice.category, "graph replay") == 0) slice.color = "olive";
+  if (slice.blocked) {
+    if (slice.category && std::strcmp(slice.category, "launch") == 0) slice.category = "blocked launch";
+    slice.color = "bad";
+  }
+  if (slice.result) slice.color = "terrible";  // it returned an error, or its blocking wait did
+  const char* arrow = nullptr;
+  if (verdicts.has_error && slice.seq) {
+    if (slice.seq == verdicts.culprit) {
+      arrow = "culprit";
+      slice.verdict = verdicts.exact
+                          ? "the first error's culprit (exact)"
+                          : "the first error's culprit (not exact: other launches may have faulted instead)";
+      slice.color = "terrible";
+    } else if (slice.seq == verdicts.refused) {
+      slice.verdict = "refused: an earlier kernel's error surfaced here (the first error), it never ran";
+    } else {
+      for (size_t i = 0; i < verdicts.other_count; ++i) {
+        if (verdicts.others[i] != slice.seq) continue;
+        arrow = verdicts.others_are_candidates ? "candidate" : "suspect";
+        slice.verdict =
+            verdicts.others_are_candidates
+                ? "a candidate for the first error: the breadcrumbs say its stream stopped short of it"
+                : "a suspect of the first error: not known to have completed when it surfaced";
+      }
+    }
+  }
+  call(slice);
+  if (!arrow) return;
+  Flow line;
+  line.id = ++flows_;
+  line.pid = slice.pid;
+  line.from_tid = slice.tid;
+  line.from_ns = flow_point(slice);
+  line.to_tid = verdicts.mark.tid;
+  line.to_ns = error_point(verdicts.mark);
+  line.name = arrow;
+  flow(line);
 }
 
 void TraceWriter::error(const ErrorMark& mark) {

@@ -34,7 +34,8 @@ struct CallSlice {
   uint64_t pid = 0, tid = 0;
   uint64_t began_ns = 0, ended_ns = 0;  // since the trace's origin
   uint64_t wait_began_ns = 0;           // a blocked launch: when its blocking wait began (0: not blocked)
-  const char* category = "launch";      // launch | graph replay | library call | synchronize
+  const char* category = "launch";      // launch | graph replay | library call | synchronize (launch():
+                                        // `blocked launch` for a blocked kernel launch)
   const char* name = "";                // the kernel (demangled), the library call, cuGraphLaunch, the API
   const char* color = nullptr;          // a trace viewer color name (cname), or nullptr
   uint64_t seq = 0;                     // the launch number (launch units only)
@@ -50,6 +51,7 @@ struct CallSlice {
   const char* result = nullptr;         // the error it returned, or null
   const char* graph = nullptr;          // a graph launch: `exec 0x55d1c2a0, replay 3, 21 nodes`
   const char* verdict = nullptr;        // the first error's verdict on this launch, where it has one
+  bool blocked = false;                 // the policy blocked it (launch() colors it, names its category)
   int64_t gpu_ns = -1;                  // the GPU time of a blocked launch (--gpu-time), -1: none
   uint64_t stream_tid = 0;              // its stream's track, for the GPU span (0: none)
 };
@@ -83,6 +85,31 @@ uint64_t flow_point(const CallSlice& slice);
 // Where, inside the surfacing call's slice, the arrows end and the instant is put.
 uint64_t error_point(const ErrorMark& mark);
 
+// A slice's argument texts, built the same way by both writers of traces.
+using SliceText = Text<512>;
+// `<<<(4096,1,1), (256,1,1), 0, 0x0>>>`, as the log writes a launch.
+void configuration_text(SliceText& out, const Dim3& grid, const Dim3& block, uint64_t shared_memory,
+                        const char* stream);
+// `cublasSgemm_v2 m=512 n=512 k=512 transa=N transb=N` (and ` batch=8`).
+void library_call_text(SliceText& out, const char* api, const LibraryCall& call);
+// `exec 0x55d1c2a0, replay 3, 21 nodes` (the nodes where known, not 0).
+void graph_text(SliceText& out, const char* exec, uint64_t replay, uint64_t nodes);
+// `train.py:35 in forward`.
+void python_text(SliceText& out, const char* file, int line, const char* function);
+
+// What the first error decided about the launches, by launch number: the slices it names say so, and have an
+// arrow to where it surfaced (`mark`).
+struct Verdicts {
+  bool has_error = false;
+  ErrorMark mark;
+  uint64_t culprit = 0;  // 0: none
+  bool exact = false;
+  uint64_t refused = 0;              // the launch the context refused, where it surfaced there
+  const uint64_t* others = nullptr;  // the breadcrumbs' candidates, or the suspects
+  size_t other_count = 0;
+  bool others_are_candidates = false;
+};
+
 class TraceWriter {
   // A name and a dozen texts, each cut, each byte at most 3 when escaped.
   using Event = Text<32768>;
@@ -103,6 +130,9 @@ class TraceWriter {
   void thread_name(uint64_t pid, uint64_t tid, const char* name, int64_t sort_index);
   // A call's slice, its blocking wait nested in it, and its GPU span on its stream's track (with --gpu-time).
   void call(const CallSlice& slice);
+  // A launch unit's slice, with what `verdicts` say of it (its `verdict` and color) and, where it is the
+  // first error's culprit, a candidate or a suspect, an arrow from it to where the error surfaced.
+  void launch(CallSlice slice, const Verdicts& verdicts);
   // The first error: an instant where it surfaced (and a slice for the call that returned it, where that call
   // has none of its own), its arguments saying what was decided.
   void error(const ErrorMark& mark);
@@ -126,6 +156,7 @@ class TraceWriter {
   size_t used_ = 0;
   bool failed_ = false;
   bool first_event_ = true;
+  uint64_t flows_ = 0;
   Event& event_;  // the event being built, at the start of the caller's buffer
 };
 

@@ -23,12 +23,6 @@ uint64_t wall_clock_us() {
   return static_cast<uint64_t>(now.tv_sec) * 1000000 + static_cast<uint64_t>(now.tv_nsec) / 1000;
 }
 
-template <size_t kBytes>
-const char* terminated(Text<kBytes>& text) {
-  text.text[text.size < kBytes ? text.size : kBytes - 1] = 0;
-  return text.text;
-}
-
 }  // namespace
 
 // One writing of the trace: the writer and the tables it fills as it goes (stream tracks), on the tracer's
@@ -39,10 +33,21 @@ struct Tracer::Writing {
   StreamId streams[kStreamTracks];
   size_t stream_count = 0;
   bool shared_track_named = false;
-  uint64_t flows = 0;
+  Verdicts verdicts;
 
   Writing(const Tracer& owner, OutputFile* file, char* buffer)
-      : tracer(owner), out(file, buffer, kBufferBytes) {}
+      : tracer(owner), out(file, buffer, kBufferBytes) {
+    const ErrorFacts& error = tracer.error_;
+    verdicts.has_error = tracer.has_error_.load(std::memory_order_acquire);
+    if (!verdicts.has_error) return;
+    verdicts.mark = mark();
+    verdicts.culprit = error.culprit_sequence;
+    verdicts.exact = std::strcmp(error.certainty, "exact") == 0;
+    verdicts.refused = error.refused_sequence;
+    verdicts.others = error.others;
+    verdicts.other_count = error.other_count;
+    verdicts.others_are_candidates = error.others_are_candidates;
+  }
 
   uint64_t at(uint64_t steady_ns) const {
     return steady_ns > tracer.origin_ns_ ? steady_ns - tracer.origin_ns_ : 0;
@@ -66,30 +71,8 @@ struct Tracer::Writing {
     add_stream(name, stream);
     name.add(" (GPU time of blocked launches)");
     uint64_t track = kStreamTrackBase + stream_count++;
-    out.thread_name(tracer.pid_, track, terminated(name), static_cast<int64_t>(track));
+    out.thread_name(tracer.pid_, track, name.c_str(), static_cast<int64_t>(track));
     return track;
-  }
-
-  // What the first error decided about launch `sequence`, or nullptr.
-  const char* verdict(uint64_t sequence, const char** flow_name) const {
-    *flow_name = nullptr;
-    if (!tracer.has_error_.load(std::memory_order_acquire) || sequence == 0) return nullptr;
-    const ErrorFacts& error = tracer.error_;
-    if (sequence == error.culprit_sequence) {
-      *flow_name = "culprit";
-      if (std::strcmp(error.certainty, "exact") == 0) return "the first error's culprit (exact)";
-      return "the first error's culprit (not exact: other launches may have faulted instead)";
-    }
-    if (sequence == error.refused_sequence)
-      return "refused: an earlier kernel's error surfaced here (the first error), it never ran";
-    for (size_t i = 0; i < error.other_count; ++i) {
-      if (error.others[i] != sequence) continue;
-      *flow_name = error.others_are;
-      return std::strcmp(error.others_are, "candidate") == 0
-                 ? "a candidate for the first error: the breadcrumbs say its stream stopped short of it"
-                 : "a suspect of the first error: not known to have completed when it surfaced";
-    }
-    return nullptr;
   }
 
   void entry(const TraceEntry& entry, uint32_t thread) {
@@ -108,29 +91,11 @@ struct Tracer::Writing {
     } else {
       add_stream(stream, entry.stream);
     }
-    slice.stream = terminated(stream);
-    Text<512> library;
+    slice.stream = stream.c_str();
+    SliceText library;
     if (entry.library_api) {
-      library.add(entry.library_api);
-      if (entry.library.m || entry.library.n || entry.library.k) {
-        library.add(" m=");
-        library.add_signed(entry.library.m);
-        library.add(" n=");
-        library.add_signed(entry.library.n);
-        library.add(" k=");
-        library.add_signed(entry.library.k);
-      }
-      if (entry.library.transa) {
-        char flags[] = " transa=? transb=?";
-        flags[8] = entry.library.transa;
-        flags[17] = entry.library.transb ? entry.library.transb : '?';
-        library.add(flags);
-      }
-      if (entry.library.batch) {
-        library.add(" batch=");
-        library.add_signed(entry.library.batch);
-      }
-      slice.library_call = terminated(library);
+      library_call_text(library, entry.library_api, entry.library);
+      slice.library_call = library.c_str();
     }
     if (entry.kind == EntryKind::Synchronize) {
       slice.category = "synchronize";
@@ -147,73 +112,35 @@ struct Tracer::Writing {
     }
     slice.seq = entry.sequence;
     slice.outcome = outcome_text(entry.outcome);
-    Text<256> configuration, graph;
-    Text<384> python;
+    SliceText configuration, graph, python;
     if (entry.kernel) {
       slice.name = entry.kernel->name.demangled.c_str();
       slice.kernel_base = entry.kernel->name.base.c_str();
       slice.kernel_launch = entry.kernel_ordinal;
-      configuration.add("<<<");
-      add_dim3(configuration, entry.grid);
-      configuration.add(", ");
-      add_dim3(configuration, entry.block);
-      configuration.add(", ");
-      configuration.add(entry.shared_memory);
-      configuration.add(", ");
-      add_stream(configuration, entry.stream);
-      configuration.add(">>>");
-      slice.configuration = terminated(configuration);
+      configuration_text(configuration, entry.grid, entry.block, entry.shared_memory, slice.stream);
+      slice.configuration = configuration.c_str();
     } else if (entry.graph) {
       slice.category = "graph replay";
       slice.name = "graph replay";
-      slice.color = "olive";
-      graph.add("exec ");
-      graph.add_hex(reinterpret_cast<uintptr_t>(entry.graph->exec));
-      graph.add(", replay ");
-      graph.add(static_cast<uint64_t>(entry.graph_replay));
-      if (entry.graph->nodes) {
-        graph.add(", ");
-        graph.add(entry.graph->nodes);
-        graph.add(" nodes");
-      }
-      slice.graph = terminated(graph);
+      Text<32> exec;
+      exec.add_hex(reinterpret_cast<uintptr_t>(entry.graph->exec));
+      graph_text(graph, exec.c_str(), entry.graph_replay, entry.graph->nodes);
+      slice.graph = graph.c_str();
     } else {
       slice.category = "library call";
       slice.name = entry.library_api ? entry.library_api : "library call";
     }
     if (const PythonFrame* frame =
             tracer.python_sites_ ? tracer.python_sites_->get(entry.python_site) : nullptr) {
-      python.add_json(frame->file, sizeof(frame->file));
-      python.add(":");
-      python.add(static_cast<uint64_t>(frame->line > 0 ? frame->line : 0));
-      python.add(" in ");
-      python.add_json(frame->function, sizeof(frame->function));
-      slice.python = terminated(python);
+      python_text(python, frame->file, frame->line, frame->function);
+      slice.python = python.c_str();
     }
     if (entry.outcome == EntryOutcome::Blocked || entry.outcome == EntryOutcome::BlockedFailed) {
-      slice.category = entry.kernel ? "blocked launch" : slice.category;
-      if (!slice.color) slice.color = "bad";
+      slice.blocked = true;
       slice.gpu_ns = entry.gpu_ns;
       if (entry.gpu_ns >= 0) slice.stream_tid = stream_track(entry.stream);
     }
-    if (entry.outcome == EntryOutcome::BlockedFailed || entry.outcome == EntryOutcome::Failed)
-      slice.color = "terrible";
-    const char* flow_name = nullptr;
-    slice.verdict = verdict(entry.sequence, &flow_name);
-    if (flow_name && entry.sequence == tracer.error_.culprit_sequence) slice.color = "terrible";
-    out.call(slice);
-    if (flow_name) {
-      const ErrorFacts& error = tracer.error_;
-      Flow flow;
-      flow.id = ++flows;
-      flow.pid = tracer.pid_;
-      flow.from_tid = thread;
-      flow.from_ns = flow_point(slice);
-      flow.to_tid = error.thread;
-      flow.to_ns = error_point(mark());
-      flow.name = flow_name;
-      out.flow(flow);
-    }
+    out.launch(slice, verdicts);
   }
 
   ErrorMark mark() const {
@@ -333,7 +260,7 @@ TraceWritten Tracer::write() {
         name.add(" (tid ");
         name.add(static_cast<uint64_t>(entries.os_thread));
         name.add(")");
-        out.thread_name(static_cast<uint64_t>(pid_), entries.thread, terminated(name), entries.thread);
+        out.thread_name(static_cast<uint64_t>(pid_), entries.thread, name.c_str(), entries.thread);
         ++done.threads;
         done.events += entries.recorded - entries.dropped;
       },
@@ -347,8 +274,8 @@ TraceWritten Tracer::write() {
           detail.add("it keeps the newest ");
           detail.add(static_cast<uint64_t>(recorder_.capacity()));
           detail.add(" of each thread (--trace-events)");
-          out.instant(static_cast<uint64_t>(pid_), thread, writing.at(entry.began_ns), "trace",
-                      terminated(note), terminated(detail));
+          out.instant(static_cast<uint64_t>(pid_), thread, writing.at(entry.began_ns), "trace", note.c_str(),
+                      detail.c_str());
           thread_dropped = 0;
         }
         writing.entry(entry, thread);
@@ -358,8 +285,8 @@ TraceWritten Tracer::write() {
     Text<64> name;
     name.add("fatal signal ");
     name.add(signal_);
-    out.instant(static_cast<uint64_t>(pid_), signal_thread_, writing.at(signal_ns_), "signal",
-                terminated(name), nullptr);
+    out.instant(static_cast<uint64_t>(pid_), signal_thread_, writing.at(signal_ns_), "signal", name.c_str(),
+                nullptr);
   }
   done.written = out.end();
   done.dropped = dropped;

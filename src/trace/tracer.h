@@ -42,7 +42,7 @@ struct ErrorFacts {
   static constexpr size_t kOthers = 8;
   uint64_t others[kOthers] = {};  // the breadcrumbs' candidates, or the suspects
   size_t other_count = 0;
-  const char* others_are = "suspect";  // candidate | suspect
+  bool others_are_candidates = false;  // else suspects
   char failed_node[256] = {};          // a graph replay's failed node, where graph breadcrumbs told
 };
 

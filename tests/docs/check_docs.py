@@ -115,7 +115,7 @@ class Wrapper:
                 flag, suffix, metavar = match.groups()
                 takes_value = bool(metavar) and not (suffix or "").startswith("[")
                 self.flags[flag] = self.flags.get(flag, False) or takes_value
-            # usage: cuda-blockrun report [--json] FILE...|DIR
+            # usage: cuda-blockrun report [--json] [--trace OUT.json] FILE...|DIR
             if re.search(r"cuda-blockrun report\s+\[", line):
                 self.report_flags.update(re.findall(r"--[a-z][a-z0-9-]*", line.split("report", 1)[1]))
         # The informational flags the checker itself uses.

@@ -40,7 +40,7 @@ TEST(WrapperCommandLine, HelpIsGroupedWithExamplesFirstAndFitsIn100Columns) {
   EXPECT_EQ(help.err, "");
   EXPECT_EQ(run_process({kWrapper, "-h"}, {}).out, help.out);
   EXPECT_EQ(help.out.rfind("usage: cuda-blockrun [options] [--] program [args...]\n"
-                           "       cuda-blockrun report [--json] FILE...|DIR\n",
+                           "       cuda-blockrun report [--json] [--trace OUT.json] FILE...|DIR\n",
                            0),
             0u)
       << help.out;

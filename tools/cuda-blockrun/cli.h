@@ -75,7 +75,7 @@ std::vector<std::filesystem::path> files_in(const std::filesystem::path& directo
 
 // --explain DESCRIPTION with the policy of the flags (`settings`: variable -> value), else the environment's.
 int explain_launch(const std::map<std::string, std::string>& settings, const std::string& description);
-// `cuda-blockrun report [--json] FILE...|DIR` (argv after `report`).
+// `cuda-blockrun report [--json] [--trace OUT.json] FILE...|DIR` (argv after `report`).
 int report_command(int argc, char** argv);
 // A log or report path in a directory that does not exist is a usage error before the program starts, not a
 // report silently missing after it (a directory named with %p, %r or %h is left to the shim).

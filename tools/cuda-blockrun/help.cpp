@@ -170,8 +170,9 @@ constexpr const char* kIntroduction =
 constexpr const char* kReportCommand =
     "cuda-blockrun report merges the reports (--report) of every process of a job, given as files or a "
     "directory of *.jsonl files, into one verdict: which process failed first and its culprit, and what "
-    "became of the others (docs/distributed.md). --json prints it as one JSON object. (A program named "
-    "`report` is run with `cuda-blockrun -- report`.)";
+    "became of the others (docs/distributed.md). --json prints it as one JSON object. --trace OUT.json also "
+    "writes the job's timeline, a process per rank, from reports written with --log-launches (docs/trace.md). "
+    "(A program named `report` is run with `cuda-blockrun -- report`.)";
 constexpr const char* kEnvironment =
     "Every option is also an environment variable (--help-all names them), read by the shim in each process "
     "it is loaded into; flags given here override the environment. The configuration: docs/config.md; the "
@@ -216,7 +217,7 @@ std::vector<std::string> known_flags() {
 void print_usage(FILE* out, bool all) {
   std::string text =
       "usage: cuda-blockrun [options] [--] program [args...]\n"
-      "       cuda-blockrun report [--json] FILE...|DIR\n\n" +
+      "       cuda-blockrun report [--json] [--trace OUT.json] FILE...|DIR\n\n" +
       wrap(kIntroduction, 0) + "\nexamples:\n";
   for (const Example& example : kExamples)
     text += "  " + std::string(example.command) + "\n" + wrap(example.what, 6);
