@@ -237,12 +237,12 @@ auto handle_sync(Engine& engine, Function real_function, Args... args) {
   // An event's record is read before the call: the call waits for at least that one.
   EventPoint awaited = scope.kind == SyncScope::Event ? engine.event_point(scope.event) : EventPoint{};
   CallSpan span;
-  span.began_ns = engine.trace_clock();
+  span.began_ns = engine.call_clock();
   auto result = [&] {
     OuterCall outer;
     return real_function(args...);
   }();
-  span.returned_ns = engine.trace_clock();
+  span.returned_ns = engine.call_clock();
   // A synchronize is a slice of the trace; a query (PyTorch's allocator polls events) is not.
   span.own_slice = Traits::kind == Kind::Sync && span.began_ns;
   ErrnoKeeper keep_errno;
@@ -306,13 +306,13 @@ CUresult handle_event(Engine& engine, Function real_function, Args... args) {
   uint64_t mark = engine.begin_sync();
   EventPoint awaited = awaited_event(engine, args...);
   CallSpan span;
-  span.began_ns = engine.trace_clock();
+  span.began_ns = engine.call_clock();
   CUresult result;
   {
     OuterCall outer;
     result = real_function(args...);
   }
-  span.returned_ns = engine.trace_clock();
+  span.returned_ns = engine.call_clock();
   ErrnoKeeper keep_errno;
   ReentryGuard guard;
   try {
@@ -334,13 +334,13 @@ auto handle_call(Engine& engine, Function real_function, Args... args) {
   using Traits = HookTraits<id>;
   if (Traits::layer == Layer::Driver && thread_context().outer_depth > 0) return real_function(args...);
   CallSpan span;
-  span.began_ns = engine.trace_clock();
+  span.began_ns = engine.call_clock();
   auto result = [&] {
     OuterCall outer;
     return real_function(args...);
   }();
   if (code_of(result).ok()) return result;
-  span.returned_ns = engine.trace_clock();
+  span.returned_ns = engine.call_clock();
   ErrnoKeeper keep_errno;
   ReentryGuard guard;
   try {
@@ -416,13 +416,13 @@ cublasStatus_t handle_library(Engine& engine, Function real_function, Args... ar
   layers.library_caller = context.entry_caller;
   layers.library_depth++;
   CallSpan span;
-  span.began_ns = engine.launch_clock();  // a unit's slice begins with the call
+  span.began_ns = engine.call_clock();  // a unit's slice begins with the call
   cublasStatus_t result;
   {
     OuterCall outer;
     result = real_function(args...);
   }
-  span.returned_ns = engine.trace_clock();
+  span.returned_ns = engine.call_clock();
   layers.library_depth--;
   uint64_t kernels_seen = layers.library_kernels;
 

@@ -151,7 +151,8 @@ TEST(Distributed, ReportRefusesWhatItCannotRead) {
   EXPECT_EQ(misspelt.status, 2);
   EXPECT_TRUE(contains(
       misspelt.err,
-      "cuda-blockrun: report: unknown option '--jsno' (did you mean '--json'?) (accepted: --json)\n"))
+      "cuda-blockrun: report: unknown option '--jsno' (did you mean '--json'?) (accepted: --json, --trace "
+      "FILE)\n"))
       << misspelt.err;
 }
 

@@ -26,6 +26,17 @@ constexpr bool kSanitizedPrograms = true;  // their sanitizer takes over the fat
 constexpr bool kSanitizedPrograms = false;
 #endif
 
+std::string read_text(const std::string& path) {
+  std::string text;
+  if (FILE* file = std::fopen(path.c_str(), "r")) {
+    char buffer[4096];
+    size_t got;
+    while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, got);
+    std::fclose(file);
+  }
+  return text;
+}
+
 class Trace : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -48,8 +59,8 @@ class Trace : public ::testing::Test {
 };
 
 // The demo's fault (the 13th stencil launch is launch #38) in each mode that names a culprit, and in the one
-// that names only suspects: the checker holds the culprit's arrow to the slice of stencil#13, and no slice but
-// it is called exact.
+// that names only suspects: the checker holds the culprit's arrow to the slice of stencil#13, and no slice
+// but it is called exact.
 TEST_F(Trace, EveryModeThatNamesTheCulpritDrawsItsArrowFromItsSlice) {
   struct Mode {
     std::vector<std::string> options;
@@ -112,14 +123,51 @@ TEST_F(Trace, AFatalSignalStillWritesTheTrace) {
       << run.err;
   ProcessResult checked = check({"--no-culprit", "--min-launches", "3"});
   EXPECT_EQ(checked.status, 0) << checked.out;
-  std::string text;
-  if (FILE* file = std::fopen(path_.c_str(), "r")) {
-    char buffer[4096];
-    size_t got;
-    while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, got);
-    std::fclose(file);
-  }
+  std::string text = read_text(path_);
   EXPECT_NE(text.find("\"cat\":\"signal\",\"name\":\"fatal signal SIGABRT\""), std::string::npos) << text;
+}
+
+// `cuda-blockrun report --trace`: two ranks of a job, one report file shared (as a path without %p gives),
+// run with --log-launches; rank 1 faults. One timeline: a process per rank, rank 1's culprit arrow from
+// stencil#13.
+TEST_F(Trace, TheReportsOfAJobMakeOneTimelineWithAProcessPerRank) {
+  std::string report = directory_ + "/job.jsonl";
+  for (const auto& [rank, fault] : std::vector<std::pair<int, std::string>>{{0, ""}, {1, "stencil:13"}}) {
+    Env env = {{"RANK", std::to_string(rank)}, {"CUDA_BLOCKRUN_RUN_ID", "job-1"}, kSurfaceAtSync};
+    if (!fault.empty()) env["CUDA_SIM_FAULT"] = fault;
+    ProcessResult r =
+        run_wrapped({"--breadcrumbs", "--log-launches", "--report", report}, {kApp, "steps"}, env);
+    EXPECT_EQ(r.status, fault.empty() ? 0 : 1) << r.err;
+  }
+  ProcessResult merged = run_process({kWrapper, "report", "--trace", path_, report}, {});
+  EXPECT_EQ(merged.status, 1) << merged.err;  // as without --trace: a process failed
+  EXPECT_NE(merged.out.find("first to fail: rank 1 (pid "), std::string::npos) << merged.out;
+  EXPECT_NE(merged.err.find("cuda-blockrun: trace: 120 launches of 2 processes written to " + path_ +
+                            " (open it in ui.perfetto.dev or chrome://tracing)\n"),
+            std::string::npos)
+      << merged.err;
+  ProcessResult checked =
+      check({"--processes", "2", "--culprit", "stencil#13", "--exact", "--min-launches", "120"});
+  EXPECT_EQ(checked.status, 0) << checked.out;
+  std::string text = read_text(path_);
+  EXPECT_NE(text.find("\"args\":{\"name\":\"rank 0: cuda_app (pid "), std::string::npos)
+      << text.substr(0, 2000);
+  EXPECT_NE(text.find("\"args\":{\"name\":\"rank 1: cuda_app (pid "), std::string::npos)
+      << text.substr(0, 2000);
+
+  // Reports without launch records still make a trace (the first errors, where they surfaced), and say why
+  // it has no launches.
+  std::string bare = directory_ + "/bare.jsonl";
+  run_wrapped({"--report", bare}, {kApp, "steps"}, {{"CUDA_SIM_FAULT", "stencil:13"}});
+  ProcessResult without = run_process({kWrapper, "report", "--trace", path_, bare}, {});
+  EXPECT_NE(without.err.find("cuda-blockrun: trace: 1 of the processes have no launch records: run them with "
+                             "--log-launches for their launches to be in the trace\n"),
+            std::string::npos)
+      << without.err;
+  EXPECT_EQ(check({"--no-culprit"}).status, 0);
+  ProcessResult missing = run_process({kWrapper, "report", "--trace"}, {});
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("report: --trace needs a value"), std::string::npos) << missing.err;
 }
 
 // A trace path the shim cannot use is said at once, and the program runs as without it.
@@ -130,7 +178,8 @@ TEST_F(Trace, ATracePathThatCannotBeUsedIsSaidAndTheProgramRunsOn) {
   ProcessResult run = run_wrapped({"--trace", fifo}, {kApp, "steps"}, {});
   EXPECT_EQ(run.status, without.status);
   EXPECT_EQ(run.out, without.out);
-  EXPECT_NE(run.err.find("cannot open the trace file '" + fifo + "' (it is a FIFO (named pipe) that nobody "
+  EXPECT_NE(run.err.find("cannot open the trace file '" + fifo +
+                         "' (it is a FIFO (named pipe) that nobody "
                          "reads, not a regular file); no trace is written"),
             std::string::npos)
       << run.err;
