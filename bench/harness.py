@@ -88,7 +88,10 @@ CONFIGS = {
     "shim": {"title": "shim, nothing blocked", "wrapper": []},
     "breadcrumbs": {"title": "shim, breadcrumbs (nothing blocked)", "wrapper": ["--breadcrumbs"]},
     "log": {"title": "shim, every launch logged to a file", "wrapper": ["--log-launches", "--log", "{scratch}/launches.%p.log"]},
+    "trace": {"title": "shim, --trace (nothing blocked)", "wrapper": ["--trace", "{scratch}/trace.%p.json"]},
     "block_one": {"title": "shim, one name blocked", "wrapper": ["--block", "{block_one}"]},
+    "block_one_timed": {"title": "shim, one name blocked, --gpu-time",
+                        "wrapper": ["--block", "{block_one}", "--gpu-time"]},
     "block_all": {"title": "shim, --block all", "wrapper": ["--block", "all"]},
     "sanitizer": {"title": "compute-sanitizer memcheck (shortened run)", "sanitizer": True},
 }

@@ -17,6 +17,7 @@ import argparse
 import collections
 import json
 import os
+import re
 import sys
 
 
@@ -121,15 +122,20 @@ def check(trace, options):
     if error_events:
         mark = error_events[0]
         found = f"first error {mark['args'].get('error')} at {mark['args'].get('surfaced_api')}"
-    if options.culprit:
+    wanted = options.culprit or options.culprit_regex
+    if wanted:
         if not culprit_flow:
-            problems.append(f"no culprit arrow (expected one from {options.culprit})")
+            problems.append(f"no culprit arrow (expected one from {wanted})")
         else:
             slice_event = culprit_flow[0]
             args = slice_event.get("args", {})
-            if args.get("kernel_launch") != options.culprit:
-                problems.append(f"the culprit arrow starts in {args.get('kernel_launch')!r} "
-                                f"({slice_event.get('name')!r}), not in {options.culprit}")
+            named = str(args.get("kernel_launch"))
+            if options.culprit and named != options.culprit:
+                problems.append(f"the culprit arrow starts in {named!r} ({slice_event.get('name')!r}), not in "
+                                f"{options.culprit}")
+            if options.culprit_regex and not re.search(options.culprit_regex, named):
+                problems.append(f"the culprit arrow starts in {named!r} ({slice_event.get('name')!r}), which "
+                                f"does not match {options.culprit_regex!r}")
             verdict = args.get("verdict", "")
             if "culprit" not in verdict:
                 problems.append(f"the culprit's slice does not say it is the culprit: {verdict!r}")
@@ -168,6 +174,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("trace")
     parser.add_argument("--culprit", help="NAME#N: the first error's culprit arrow starts in this launch")
+    parser.add_argument("--culprit-regex", help="the same, NAME#N matched by a regular expression")
     parser.add_argument("--exact", action="store_true", help="the culprit is called exact")
     parser.add_argument("--not-exact", action="store_true", help="the culprit is not called exact")
     parser.add_argument("--no-culprit", action="store_true", help="no culprit arrow at all")
