@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "engine.h"
 
@@ -275,6 +276,42 @@ TEST_F(EngineTest, CaptureSkipIsLoggedOnceAndCounted) {
   EXPECT_NE(text.find("summary: 3 launches, 0 blocked, 3 not blocked during stream capture; no CUDA errors"),
             std::string::npos)
       << text;
+}
+
+// Threads that block the same kernel at once, its first blocked launches among them, race to make its
+// histograms: one is kept, and every launch is counted in it. A kernel never blocked has none.
+TEST_F(EngineTest, ThreadsBlockingOneKernelAtOnceShareOneHistogram) {
+  auto engine = make("all");
+  const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
+  constexpr int kThreads = 4, kEach = 500;
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      ++ready;
+      while (ready < kThreads) std::this_thread::yield();
+      for (int i = 0; i < kEach; ++i) {
+        Launch l = launch(*engine, fill, nullptr, true);
+        l.timing.wall_ns = 1'000 * static_cast<uint64_t>(t + 1);
+        l.timing.gpu_ns = 100;
+        engine->end_launch(l, ErrorCode{}, BlockOutcome::Synchronized, ErrorCode{}, "cudaStreamSynchronize");
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  const BlockTimes* times = fill->stats.times.load();
+  ASSERT_TRUE(times);
+  const DurationHistogram* wall = &times->wall;
+  const DurationHistogram* gpu = times->gpu.load();
+  ASSERT_TRUE(gpu);
+  EXPECT_EQ(wall->count(), static_cast<uint64_t>(kThreads * kEach));
+  EXPECT_EQ(gpu->count(), static_cast<uint64_t>(kThreads * kEach));
+  EXPECT_EQ(wall->min(), 1'000u);
+  EXPECT_EQ(wall->max(), 4'000u);
+  EXPECT_EQ(gpu->quantile(0.9), 100u);
+  const KernelInfo* scale = kernel(*engine, 0x30, "_Z5scalePfif");
+  run(*engine, scale, kStreamA);
+  EXPECT_EQ(scale->stats.times.load(), nullptr);
 }
 
 TEST_F(EngineTest, PerThreadDefaultStreamIsDistinctPerThread) {
