@@ -65,6 +65,20 @@ std::string surfaced_how(const Surfacing& where) {
   return "surfaced at a later call";
 }
 
+// What `slot` points at, made by the first blocked launch that needs it: once per kernel, on the blocked
+// path, which has just waited for the GPU anyway. Of two threads that race, one's is kept and the other
+// deletes its own.
+template <typename T>
+T& made_once(std::atomic<T*>& slot) {
+  T* made = slot.load(std::memory_order_acquire);
+  if (made) return *made;
+  auto* fresh = new T;
+  if (slot.compare_exchange_strong(made, fresh, std::memory_order_acq_rel, std::memory_order_acquire))
+    return *fresh;
+  delete fresh;
+  return *made;
+}
+
 }  // namespace
 
 const char* layer_name(Layer layer) {
@@ -427,11 +441,14 @@ void Engine::note_blocked(Launch& launch) {
   stats->blocked.fetch_add(1, std::memory_order_relaxed);
   stats->wall_ns_total.fetch_add(launch.timing.wall_ns, std::memory_order_relaxed);
   atomic_max(stats->wall_ns_max, launch.timing.wall_ns);
+  BlockTimes& times = made_once(stats->times);
+  times.wall.record(launch.timing.wall_ns);
   if (launch.timing.gpu_ns >= 0) {
     uint64_t gpu = static_cast<uint64_t>(launch.timing.gpu_ns);
     stats->gpu_timed.fetch_add(1, std::memory_order_relaxed);
     stats->gpu_ns_total.fetch_add(gpu, std::memory_order_relaxed);
     atomic_max(stats->gpu_ns_max, gpu);
+    made_once(times.gpu).record(gpu);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "callsite.h"
+#include "duration_histogram.h"
 #include "policy.h"
 
 namespace blockrun {
@@ -31,6 +32,21 @@ struct ErrorCode {
   bool ok() const { return code == 0; }
 };
 
+// The distributions of one kernel's blocked launch times, made by its first blocked launch and kept as long
+// as its BlockStats. In the shim that is the process's life (KernelInfo, GraphInfo and the engine's records
+// of library calls are never freed), so the summary, written by the library's destructor, reads them whatever
+// the program's threads still do.
+struct BlockTimes {
+  DurationHistogram wall;
+  // Made by the first launch with a GPU time: without --gpu-time there is none, and no 5.3 KiB spent on it.
+  std::atomic<DurationHistogram*> gpu{nullptr};
+
+  BlockTimes() = default;
+  BlockTimes(const BlockTimes&) = delete;
+  BlockTimes& operator=(const BlockTimes&) = delete;
+  ~BlockTimes() { delete gpu.load(std::memory_order_acquire); }
+};
+
 // What blocked launches of one kernel (or library call, or graph) cost: the precise per-kernel timing
 // people turn CUDA_LAUNCH_BLOCKING=1 on for. Updated only on the blocked path.
 struct BlockStats {
@@ -38,6 +54,14 @@ struct BlockStats {
   std::atomic<uint64_t> gpu_timed{0};  // blocked launches with a GPU time (events could be recorded)
   std::atomic<uint64_t> gpu_ns_total{0}, gpu_ns_max{0};
   std::atomic<uint64_t> wall_ns_total{0}, wall_ns_max{0};
+  // The distributions of the same times, for their medians and p90s: 5.3 KiB each, where every kernel of the
+  // table has a BlockStats, so made on the first blocked launch, null until then (BlockTimes).
+  std::atomic<BlockTimes*> times{nullptr};
+
+  BlockStats() = default;
+  BlockStats(const BlockStats&) = delete;
+  BlockStats& operator=(const BlockStats&) = delete;
+  ~BlockStats() { delete times.load(std::memory_order_acquire); }
 };
 
 // One kernel, as first seen by the shim. Created once per distinct handle and never freed (the
@@ -45,9 +69,11 @@ struct BlockStats {
 struct KernelInfo {
   KernelName name;
   uint64_t rule_mask = 0;  // Policy::name_mask of this kernel: which rules its names satisfy
-  bool nccl = false;
+  // (The flags follow the pointers, together: with no padding between them the record fits a 208-byte
+  // malloc chunk, docs/memory.md, and 65,536 of them are kept.)
   const char* collective = nullptr;  // the NCCL collective, where the name tells (nccl_collective)
-  bool decided = false;              // `decision` holds the policy's answer for every launch of this kernel
+  bool nccl = false;
+  bool decided = false;  // `decision` holds the policy's answer for every launch of this kernel
   // The one record of a thread's kernels past the kernel table's bound, renamed at each launch: its count of
   // launches is no one kernel's, so its launches have no per-kernel number (LaunchRecord::kernel_ordinal 0).
   bool past_table = false;

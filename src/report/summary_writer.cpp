@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "duration_histogram.h"
 #include "names.h"
 #include "report.h"
 #include "report/error_writer.h"
@@ -34,6 +35,23 @@ void write_version(JsonWriter& json, const char* name, int number) {
   }
 }
 
+// The distributions of a kernel's blocked launch times, where they were made (null: nothing of that kind
+// was timed).
+const DurationHistogram* wall_times(const BlockStats& stats) {
+  const BlockTimes* times = stats.times.load(std::memory_order_acquire);
+  return times ? &times->wall : nullptr;
+}
+const DurationHistogram* gpu_times(const BlockStats& stats) {
+  const BlockTimes* times = stats.times.load(std::memory_order_acquire);
+  return times ? times->gpu.load(std::memory_order_acquire) : nullptr;
+}
+
+// A quantile of blocked launch times in milliseconds (DurationHistogram: within 1/32); 0 where none were
+// timed.
+double quantile_ms(const DurationHistogram* times, double q) {
+  return times ? to_ms(times->quantile(q)) : 0;
+}
+
 void write_unit(JsonWriter& json, const UnitRow& row) {
   const BlockStats& stats = *row.stats;
   json.begin_object().field(key::kernel, row.display());
@@ -41,8 +59,12 @@ void write_unit(JsonWriter& json, const UnitRow& row) {
   json.field(key::launches, row.launches).field(key::blocked, stats.blocked.load());
   json.field(key::gpu_timed, stats.gpu_timed.load())
       .field(key::gpu_ms_total, to_ms(stats.gpu_ns_total.load()))
+      .field(key::gpu_ms_median, quantile_ms(gpu_times(stats), 0.5))
+      .field(key::gpu_ms_p90, quantile_ms(gpu_times(stats), 0.9))
       .field(key::gpu_ms_max, to_ms(stats.gpu_ns_max.load()))
       .field(key::wall_ms_total, to_ms(stats.wall_ns_total.load()))
+      .field(key::wall_ms_median, quantile_ms(wall_times(stats), 0.5))
+      .field(key::wall_ms_p90, quantile_ms(wall_times(stats), 0.9))
       .field(key::wall_ms_max, to_ms(stats.wall_ns_max.load()))
       .end_object();
 }
@@ -63,12 +85,15 @@ void log_blocked_times(spdlog::logger& logger, const Summary& summary, size_t pr
     }
     ++shown;
     std::string gpu = stats.gpu_timed.load()
-                          ? fmt::format("GPU {:.3f} ms total, {:.3f} max", to_ms(stats.gpu_ns_total.load()),
-                                        to_ms(stats.gpu_ns_max.load()))
+                          ? fmt::format("GPU {:.3f} ms (median {:.3f}, p90 {:.3f}, max {:.3f})",
+                                        to_ms(stats.gpu_ns_total.load()), quantile_ms(gpu_times(stats), 0.5),
+                                        quantile_ms(gpu_times(stats), 0.9), to_ms(stats.gpu_ns_max.load()))
                           : std::string(summary.gpu_time ? "GPU time not measured" : "no GPU time");
-    logger.info("  {:>9.3f} ms wall ({:.3f} max), {}; {} of {} launches blocked: {}",
-                to_ms(stats.wall_ns_total.load()), to_ms(stats.wall_ns_max.load()), gpu, blocked,
-                row.launches, printable(row.display(), 200));
+    logger.info(
+        "  {:>9.3f} ms wall (median {:.3f}, p90 {:.3f}, max {:.3f}), {}; {} of {} launches blocked: {}",
+        to_ms(stats.wall_ns_total.load()), quantile_ms(wall_times(stats), 0.5),
+        quantile_ms(wall_times(stats), 0.9), to_ms(stats.wall_ns_max.load()), gpu, blocked, row.launches,
+        printable(row.display(), 200));
   }
   if (more)
     logger.info("  ... and {} more (--print-limit 0 prints all; --report's summary lists up to {})", more,

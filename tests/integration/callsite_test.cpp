@@ -226,12 +226,24 @@ TEST(Report, SummaryTimesBlockedKernelsOnTheGpuAndTheWallClock) {
       summary, row,
       std::regex("\\{\"kernel\":\"stencil\\(float\\*, float const\\*, int, long long\\)\",\"kernel_"
                  "mangled\":\"_Z7stencilPfPKfix\",\"launches\":3,\"blocked\":3,\"gpu_timed\":3,"
-                 "\"gpu_ms_total\":([0-9.e+-]+),\"gpu_ms_max\":([0-9.e+-]+),\"wall_ms_total\":([0-9.e+-]+),"
-                 "\"wall_ms_max\":([0-9.e+-]+)\\}")))
+                 "\"gpu_ms_total\":([0-9.e+-]+),\"gpu_ms_median\":([0-9.e+-]+),\"gpu_ms_p90\":([0-9.e+-]+),"
+                 "\"gpu_ms_max\":([0-9.e+-]+),\"wall_ms_total\":([0-9.e+-]+),\"wall_ms_median\":([0-9.e+-]+),"
+                 "\"wall_ms_p90\":([0-9.e+-]+),\"wall_ms_max\":([0-9.e+-]+)\\}")))
       << summary;
-  EXPECT_GE(std::stod(row[1]), 9.0);
-  EXPECT_GE(std::stod(row[2]), 3.0);
-  EXPECT_GE(std::stod(row[3]), std::stod(row[1]));  // the wall time includes the GPU time
+  double gpu_total = std::stod(row[1]), gpu_median = std::stod(row[2]), gpu_p90 = std::stod(row[3]),
+         gpu_max = std::stod(row[4]);
+  double wall_total = std::stod(row[5]), wall_median = std::stod(row[6]), wall_p90 = std::stod(row[7]),
+         wall_max = std::stod(row[8]);
+  EXPECT_GE(gpu_total, 9.0);
+  EXPECT_GE(gpu_max, 3.0);
+  EXPECT_GE(wall_total, gpu_total);  // the wall time includes the GPU time
+  // Each launch took 3 ms or more, and a median or p90 is within 1/32 of a launch's time, never above the
+  // max.
+  for (double quantile : {gpu_median, gpu_p90, wall_median, wall_p90}) EXPECT_GE(quantile, 3.0 * 31 / 32);
+  EXPECT_LE(gpu_median, gpu_p90);
+  EXPECT_LE(gpu_p90, gpu_max);
+  EXPECT_LE(wall_median, wall_p90);
+  EXPECT_LE(wall_p90, wall_max);
   EXPECT_TRUE(
       contains(summary, "\"launches\":6,\"launches_by_api\":{\"__cudaLaunchKernel\":6},\"blocked\":3,"))
       << summary;
@@ -242,18 +254,19 @@ TEST(Report, SummaryTimesBlockedKernelsOnTheGpuAndTheWallClock) {
   // The log's table: the top kernels by blocked wall time.
   EXPECT_TRUE(std::regex_search(
       run.process.err,
-      std::regex(
-          "blocked launches by wall time \\(top 10; GPU time from events around the kernel\\):\n"
-          "\\[cuda-blockrun\\] +[0-9.]+ ms wall \\([0-9.]+ max\\), GPU [0-9.]+ ms total, [0-9.]+ max; 3 of 3 "
-          "launches blocked: stencil\\(float\\*, float const\\*, int, long long\\)\n")))
+      std::regex("blocked launches by wall time \\(top 10; GPU time from events around the kernel\\):\n"
+                 "\\[cuda-blockrun\\] +[0-9.]+ ms wall \\(median [0-9.]+, p90 [0-9.]+, max [0-9.]+\\), "
+                 "GPU [0-9.]+ ms \\(median [0-9.]+, p90 [0-9.]+, max [0-9.]+\\); 3 of 3 launches blocked: "
+                 "stencil\\(float\\*, float const\\*, int, long long\\)\n")))
       << run.process.err;
   expect_valid_report(run, {"start", "summary"});
 
   // Without --gpu-time no event is recorded: wall times only.
   ReportRun wall = run_with_report(kCallsiteApp, "blocked", {"--block", "stencil"},
                                    {{"CUDA_SIM_KERNEL_US", "stencil=3000"}});
-  EXPECT_TRUE(
-      contains(wall.record("summary"), "\"launches\":3,\"blocked\":3,\"gpu_timed\":0,\"gpu_ms_total\":0,"))
+  EXPECT_TRUE(contains(wall.record("summary"),
+                       "\"launches\":3,\"blocked\":3,\"gpu_timed\":0,\"gpu_ms_total\":0,"
+                       "\"gpu_ms_median\":0,\"gpu_ms_p90\":0,\"gpu_ms_max\":0,"))
       << wall.record("summary");
   EXPECT_TRUE(contains(wall.process.err, "no GPU time; 3 of 3 launches blocked: stencil"))
       << wall.process.err;

@@ -672,13 +672,14 @@ TEST(Wrapper, PrintLimitCutsTheSummarysTableAndSaysHowManyMore) {
   EXPECT_EQ(one.status, 0) << one.err;
   EXPECT_TRUE(std::regex_search(
       one.err,
-      std::regex("\\[cuda-blockrun\\] summary: 60 launches, 60 blocked; no CUDA errors\n"
-                 "\\[cuda-blockrun\\] blocked launches by wall time \\(top 1; --gpu-time adds their GPU "
-                 "time\\):\n"
-                 "\\[cuda-blockrun\\] +[0-9.]+ ms wall \\([0-9.]+ max\\), no GPU time; 20 of 20 launches "
-                 "blocked: [a-z]+\\([^\n]*\\)\n"
-                 "\\[cuda-blockrun\\]   \\.\\.\\. and 2 more \\(--print-limit 0 prints all; --report's "
-                 "summary lists up to 1000\\)\n$")))
+      std::regex(
+          "\\[cuda-blockrun\\] summary: 60 launches, 60 blocked; no CUDA errors\n"
+          "\\[cuda-blockrun\\] blocked launches by wall time \\(top 1; --gpu-time adds their GPU "
+          "time\\):\n"
+          "\\[cuda-blockrun\\] +[0-9.]+ ms wall \\(median [0-9.]+, p90 [0-9.]+, max [0-9.]+\\), no GPU "
+          "time; 20 of 20 launches blocked: [a-z]+\\([^\n]*\\)\n"
+          "\\[cuda-blockrun\\]   \\.\\.\\. and 2 more \\(--print-limit 0 prints all; --report's "
+          "summary lists up to 1000\\)\n$")))
       << one.err;
   ProcessResult all = wrapped({"--block", "all", "--print-limit", "0"}, "steps");
   EXPECT_TRUE(contains(all.err, "blocked launches by wall time (all; --gpu-time adds their GPU time):\n"))

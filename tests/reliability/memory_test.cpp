@@ -21,6 +21,9 @@
 //               (mangled, demangled, base) where they are too long for std::string's inline buffer
 //   streams     one StreamState per stream (5 here: 4 created and the legacy stream): its ring of 8
 //               LaunchRecords; with --callsites all also 8 Captures
+//   histograms  with a policy that blocks: a BlockTimes (the histogram of wall times behind the summary's
+//               medians) for each blocked kernel the table keeps, and one for the thread's overflow record
+//               (no --gpu-time here, which would add one of GPU times)
 //   symbolizer  --log-launches symbolizes every launch's stack: at most 2 call sites x 48 frames are
 //               distinct here (16,384 is the cache's bound), 1 KiB each with their names
 //   libdw       --log-launches with libdw: libdw and the libraries it loads (their images), plus the debug
@@ -433,6 +436,7 @@ struct Term {
 
 struct Bound {
   std::vector<Term> terms;
+  uint64_t second_half = 0;  // what the second half of the launches may add beyond new kernel records
   uint64_t sum() const {
     uint64_t total = 0;
     for (const Term& term : terms) total += term.bytes;
@@ -450,6 +454,9 @@ struct Bound {
 struct BoundOptions {
   bool captures = false;    // --callsites all
   bool symbolizes = false;  // --log-launches: every launch's stack is symbolized
+  // Records that blocked launches made a BlockTimes for: in all, and in the second half of the
+  // launches.
+  uint64_t histograms = 0, histograms_second_half = 0;
 };
 
 Bound shim_bound(BoundOptions options) {
@@ -481,6 +488,13 @@ Bound shim_bound(BoundOptions options) {
                              : std::string()) +
            ")",
        kStreamStates * per_stream});
+  if (options.histograms) {
+    const uint64_t histogram = chunk(sizeof(blockrun::BlockTimes));
+    bound.terms.push_back({"histograms: " + std::to_string(options.histograms) + " blocked kernels x " +
+                               std::to_string(histogram) + " B (BlockTimes: the histogram of wall times)",
+                           options.histograms * histogram});
+    bound.second_half = options.histograms_second_half * histogram;
+  }
   if (options.symbolizes) {
     bound.terms.push_back({"symbolizer cache: 2 call sites x 48 frames x 1 KiB",
                            kCallSites * blockrun::kMaxNativeFrames * kSymbolizerFrameBytes});
@@ -565,13 +579,15 @@ void expect_memory_within(const Outcome& run, const Outcome& baseline, const Bou
 
   // The second half of the launches: whatever the shim loads once (libdw, its log) is loaded by then, so it
   // may add only the records of the kernels first seen in that half that still fit in the kernel table (none
-  // when N/2 >= 65,536), plus 10% and 256 kB (malloc's 128 KiB top padding, page granularity).
+  // when N/2 >= 65,536) and the histograms of those blocked, plus 10% and 256 kB (malloc's 128 KiB top
+  // padding, page granularity).
   ASSERT_GT(run.half_hwm_kb, 0) << run.out;
   ASSERT_GT(baseline.half_hwm_kb, 0) << baseline.out;
   const long kernels = run.config.kernels;
   const uint64_t new_in_table = static_cast<uint64_t>(
       std::max(0L, std::min<long>(kernels, static_cast<long>(kKernelTable)) - kernels / 2));
-  const uint64_t second_half_bound = new_in_table * per_kernel_bytes() * 11 / 10 + 256 * kKiB;
+  const uint64_t second_half_bound =
+      (new_in_table * per_kernel_bytes() + bound.second_half) * 11 / 10 + 256 * kKiB;
   const long second_half = (run.hwm_kb - run.half_hwm_kb) - (baseline.hwm_kb - baseline.half_hwm_kb);
   std::printf(
       "[%s] second half of the launches: the shim adds %ld kB; bound %s (%lu kernels new to the table)\n",
@@ -615,7 +631,9 @@ void expect_only_summary(const std::string& text, long launches, long blocked) {
   EXPECT_EQ(lines[1],
             "[cuda-blockrun] blocked launches by wall time (top 10; --gpu-time adds their GPU time):");
   const std::regex row(
-      R"(\[cuda-blockrun\] +[0-9.]+ ms wall \([0-9.]+ max\), no GPU time; 1 of 1 launches blocked: )"
+      // One launch each: its median, p90 and max are its one time, exactly.
+      R"(\[cuda-blockrun\] +([0-9.]+) ms wall \(median \1, p90 \1, max \1\), no GPU time; 1 of 1 launches )"
+      R"(blocked: )"
       R"(k_[0-9]{5}7_gemm_128x64x32_w4_s3\(float const\*, float const\*, float\*, int, int, int\))");
   for (size_t i = 2; i < lines.size(); ++i) EXPECT_TRUE(std::regex_match(lines[i], row)) << lines[i];
 }
@@ -686,6 +704,12 @@ TEST_F(ManyKernels, NameOnlyPolicy) {
   const Outcome& baseline = run("without_shim");
   const Outcome& shim = run("name_policy");
   const long blocked = kernels_ending_in_7(kKernels);  // 10,000, of which 3,447 past the kernel table
+  // Each blocked kernel the table keeps has a histogram of its wall times, as has the one overflow record
+  // the kernels past the table share (they come in the second half).
+  const long in_table = kernels_ending_in_7(static_cast<long>(kKernelTable));
+  BoundOptions histograms;
+  histograms.histograms = static_cast<uint64_t>(in_table) + 1;
+  histograms.histograms_second_half = static_cast<uint64_t>(in_table - kernels_ending_in_7(kKernels / 2)) + 1;
   expect_same_program_output(shim, baseline);
   expect_only_summary(shim.err, kKernels, blocked);
   // Each blocked launch waited for its stream once, in the driver: a query that found it done (the simulated
@@ -693,7 +717,7 @@ TEST_F(ManyKernels, NameOnlyPolicy) {
   EXPECT_EQ(sim_stat(shim, "synchronizes") + sim_stat(shim, "stream_queries_done"),
             sim_stat(baseline, "synchronizes") + sim_stat(baseline, "stream_queries_done") + blocked)
       << shim.stats_text;
-  expect_memory_within(shim, baseline, shim_bound({}), exit_summary_bytes(true));
+  expect_memory_within(shim, baseline, shim_bound(histograms), exit_summary_bytes(true));
 }
 
 TEST_F(ManyKernels, LogLaunches) {

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <fstream>
+#include <unistd.h>
 
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
@@ -11,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "engine.h"
 
@@ -30,6 +33,7 @@ class EngineTest : public ::testing::Test {
     config.breadcrumbs = breadcrumb_ring != 0;
     config.ring = breadcrumb_ring;
     config.print_limit = print_limit_;
+    config.gpu_time = gpu_time_;
     auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log_);
     auto logger = std::make_shared<spdlog::logger>("test", sink);
     logger->set_pattern("%v");
@@ -66,6 +70,7 @@ class EngineTest : public ::testing::Test {
 
   std::ostringstream log_;
   size_t print_limit_ = 10;  // CUDA_BLOCKRUN_PRINT_LIMIT's default
+  bool gpu_time_ = false;    // CUDA_BLOCKRUN_GPU_TIME's default
 };
 
 TEST_F(EngineTest, NamesEachKernelOnceAndDecidesByPolicy) {
@@ -275,6 +280,102 @@ TEST_F(EngineTest, CaptureSkipIsLoggedOnceAndCounted) {
   EXPECT_NE(text.find("summary: 3 launches, 0 blocked, 3 not blocked during stream capture; no CUDA errors"),
             std::string::npos)
       << text;
+}
+
+// The summary's per-kernel distribution of blocked launch times, from times the shim would have measured:
+// stencil blocked 10 times, 1 to 10 ms of wall time, the first 8 with 0.1 to 0.8 ms of GPU time (the last two
+// had no events); fill blocked twice, wall time only. Medians and p90s are the middles of the buckets (a
+// sixteenth of their power of two wide) that hold the sample of rank ceil(q x n), brought within the smallest
+// and largest.
+TEST_F(EngineTest, SummaryGivesTheMedianP90AndMaxOfEachBlockedKernel) {
+  char path[] = "/tmp/engine_test_summary.XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  gpu_time_ = true;
+  auto engine = make("all");
+  std::string problem;
+  engine->start(ProcessInfo{}, ReportFile::open(path, false, &problem), nullptr);
+  const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
+  const KernelInfo* stencil = kernel(*engine, 0x20, "_Z7stencilPfix");
+  auto blocked = [&](const KernelInfo* kernel, uint64_t wall_ns, int64_t gpu_ns) {
+    Launch l = launch(*engine, kernel, kStreamA);
+    l.timing.wall_ns = wall_ns;
+    l.timing.gpu_ns = gpu_ns;
+    engine->end_launch(l, ErrorCode{}, BlockOutcome::Synchronized, ErrorCode{}, "cudaStreamSynchronize");
+  };
+  for (int64_t k = 10; k >= 1; --k) blocked(stencil, k * 1'000'000, k <= 8 ? k * 100'000 : -1);
+  blocked(fill, 3'000, -1);
+  blocked(fill, 1'000, -1);
+  engine->finish();
+
+  // stencil's wall times: the median (rank 5) 5 ms is in [4,980,736, 5,242,880) ns, middle 5,111,807; the p90
+  // (rank 9) 9 ms in [8,912,896, 9,437,184), middle 9,175,039. GPU times: the median (rank 4) 0.4 ms is in
+  // [393,216, 409,600), middle 401,407; the p90 (rank 8 of 8) 0.8 ms in [786,432, 819,200), whose middle
+  // 802,815 is above the largest, so 0.8 ms. fill: 1,000 ns in [992, 1,024), middle 1,007; 3,000 ns is the
+  // largest.
+  std::ifstream in(path);
+  std::stringstream report;
+  report << in.rdbuf();
+  std::remove(path);
+  EXPECT_NE(
+      report.str().find(
+          "{\"kernel\":\"stencil(float*, int, long long)\",\"kernel_mangled\":\"_Z7stencilPfix\","
+          "\"launches\":10,\"blocked\":10,\"gpu_timed\":8,\"gpu_ms_total\":3.6,\"gpu_ms_median\":0.401407,"
+          "\"gpu_ms_p90\":0.8,\"gpu_ms_max\":0.8,\"wall_ms_total\":55,\"wall_ms_median\":5.111807,"
+          "\"wall_ms_p90\":9.175039,\"wall_ms_max\":10}"),
+      std::string::npos)
+      << report.str();
+  EXPECT_NE(report.str().find("{\"kernel\":\"fill(float*, int, float)\",\"kernel_mangled\":\"_Z4fillPfif\","
+                              "\"launches\":2,\"blocked\":2,\"gpu_timed\":0,\"gpu_ms_total\":0,"
+                              "\"gpu_ms_median\":0,\"gpu_ms_p90\":0,\"gpu_ms_max\":0,\"wall_ms_total\":0.004,"
+                              "\"wall_ms_median\":0.001007,\"wall_ms_p90\":0.003,\"wall_ms_max\":0.003}"),
+            std::string::npos)
+      << report.str();
+  EXPECT_EQ(
+      log(),
+      "summary: 12 launches, 12 blocked; no CUDA errors\n"
+      "blocked launches by wall time (top 10; GPU time from events around the kernel):\n"
+      "     55.000 ms wall (median 5.112, p90 9.175, max 10.000), GPU 3.600 ms (median 0.401, p90 0.800, "
+      "max 0.800); 10 of 10 launches blocked: stencil(float*, int, long long)\n"
+      "      0.004 ms wall (median 0.001, p90 0.003, max 0.003), GPU time not measured; 2 of 2 launches "
+      "blocked: fill(float*, int, float)\n");
+}
+
+// Threads that block the same kernel at once, its first blocked launches among them, race to make its
+// histograms: one is kept, and every launch is counted in it. A kernel never blocked has none.
+TEST_F(EngineTest, ThreadsBlockingOneKernelAtOnceShareOneHistogram) {
+  auto engine = make("all");
+  const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
+  constexpr int kThreads = 4, kEach = 500;
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      ++ready;
+      while (ready < kThreads) std::this_thread::yield();
+      for (int i = 0; i < kEach; ++i) {
+        Launch l = launch(*engine, fill, nullptr, true);
+        l.timing.wall_ns = 1'000 * static_cast<uint64_t>(t + 1);
+        l.timing.gpu_ns = 100;
+        engine->end_launch(l, ErrorCode{}, BlockOutcome::Synchronized, ErrorCode{}, "cudaStreamSynchronize");
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  const BlockTimes* times = fill->stats.times.load();
+  ASSERT_TRUE(times);
+  const DurationHistogram* wall = &times->wall;
+  const DurationHistogram* gpu = times->gpu.load();
+  ASSERT_TRUE(gpu);
+  EXPECT_EQ(wall->count(), static_cast<uint64_t>(kThreads * kEach));
+  EXPECT_EQ(gpu->count(), static_cast<uint64_t>(kThreads * kEach));
+  EXPECT_EQ(wall->min(), 1'000u);
+  EXPECT_EQ(wall->max(), 4'000u);
+  EXPECT_EQ(gpu->quantile(0.9), 100u);
+  const KernelInfo* scale = kernel(*engine, 0x30, "_Z5scalePfif");
+  run(*engine, scale, kStreamA);
+  EXPECT_EQ(scale->stats.times.load(), nullptr);
 }
 
 TEST_F(EngineTest, PerThreadDefaultStreamIsDistinctPerThread) {
