@@ -140,22 +140,27 @@ def main():
         ya = lane_of.get((a["pid"], a["tid"]), (0, {}))[0] + 0.5
         yb = lane_of.get((b["pid"], b["tid"]), (0, {}))[0] + 0.5
         color = "#b10026" if a.get("name") == "culprit" else "#636363"
-        axes.add_patch(FancyArrowPatch((a["ts"] / 1000, ya), (b["ts"] / 1000, yb - 0.35),
-                                       connectionstyle="arc3,rad=-0.3", arrowstyle="-|>", mutation_scale=12,
-                                       color=color, linewidth=1.4))
+        # Above the lanes, so that the arrows from many suspects do not hide the slices they leave.
+        arrow = FancyArrowPatch((a["ts"] / 1000, ya - 0.45), (b["ts"] / 1000, yb - 0.45),
+                                connectionstyle="arc3,rad=-0.08", arrowstyle="-|>", mutation_scale=12,
+                                color=color, linewidth=1.6 if a.get("name") == "culprit" else 0.8)
+        arrow.set_clip_on(True)
+        axes.add_patch(arrow)
     for event in errors:
         if not start <= event["ts"] <= end:
             continue
         lane = lane_of.get((event["pid"], event["tid"]), (0, {}))[0]
         axes.plot([event["ts"] / 1000], [lane - 0.15], marker="v", color="#e31a1c", markersize=11)
         args = event.get("args", {})
-        note = f"{event['name']}\n{args.get('certainty', '')} by {args.get('method', '')}"
+        note = event["name"]
         if args.get("culprit"):
-            note += f": {args['culprit']}"
-        axes.annotate(note, (event["ts"] / 1000, lane - 0.2), xytext=(-10, 14), textcoords="offset points",
-                      ha="right", fontsize=8, color="#b10026")
+            exact = args.get("certainty") == "exact"
+            note += (f"\nculprit {args['culprit']} ({'exact' if exact else 'not exact'}, by {args.get('method')})")
+        axes.annotate(note, (event["ts"] / 1000, lane - 0.2), xytext=(-14, 22), textcoords="offset points",
+                      ha="right", fontsize=8, color="#b10026",
+                      bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1.5})
     axes.set_xlim(start / 1000, end / 1000)
-    axes.set_ylim(y, -1.3)
+    axes.set_ylim(y, -1.8)
     axes.set_yticks([p for p, _ in labels])
     axes.set_yticklabels([text for _, text in labels], fontsize=8)
     axes.set_xlabel("milliseconds since the trace began")

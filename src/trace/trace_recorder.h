@@ -67,6 +67,9 @@ struct TraceEntry {
   bool device_wide = false;  // a device synchronize
 };
 
+// What --trace-events' description and docs/trace.md say an entry costs.
+static_assert(sizeof(TraceEntry) <= 200, "a trace entry grew: say so in options.def and docs/trace.md");
+
 // One thread's entries as read: `dropped` older ones were let go (the ring keeps `capacity`).
 struct ThreadEntries {
   uint32_t thread = 0;  // the host thread number (the log's `thread 2`)

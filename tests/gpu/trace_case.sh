@@ -18,7 +18,9 @@ script=$4
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 lookup='regex=vectorized_gather_kernel|indexSelect|index_elementwise_kernel'
-lookup_launch='^(vectorized_gather_kernel|indexSelect[A-Za-z]*|index_elementwise_kernel)#[0-9]+$'
+# NAME#N as the log writes it: the kernel's base name, namespaces and template arguments kept
+# (at::native::vectorized_gather_kernel<16, long>#30 under PyTorch 2.11).
+lookup_launch='(^|::)(vectorized_gather_kernel|indexSelect[A-Za-z]*|index_elementwise_kernel)(<[^#]*>)?#[0-9]+$'
 failed=0
 
 check() {  # check NAME TRACE CHECKER-OPTIONS...
