@@ -456,16 +456,10 @@ void Engine::end_sync(const char* api, bool device_wide, const void* stream, boo
                       uint64_t mark, ErrorCode result, CallSpan span) {
   StreamId id = stream_id(stream, per_thread_default_stream);
   if (tracer_ && span.own_slice) {
-    trace::TraceEntry entry;
-    entry.kind = trace::EntryKind::Synchronize;
-    entry.began_ns = span.began_ns;
-    entry.ended_ns = span.returned_ns;
-    entry.api = api;
-    entry.stream = id;
+    trace::TraceEntry entry = call_entry(trace::EntryKind::Synchronize, api, span, id);
     entry.device_wide = device_wide;
     entry.result = result;
-    tracer_->name_error(result, [&](ErrorCode code) { return describe_error_(code).name; });
-    tracer_->record(entry, current_thread_number());
+    trace_entry(entry, current_thread_number());
   }
   // Only launches numbered before the synchronize began are known complete.
   uint64_t through = mark - 1;
@@ -930,21 +924,31 @@ void Engine::trace_launch(const Launch& launch, ErrorCode launch_result, BlockOu
   } else {
     entry.outcome = record.in_capture ? EntryOutcome::Captured : EntryOutcome::Launched;
   }
+  trace_entry(entry, record.thread);
+}
+
+trace::TraceEntry Engine::call_entry(trace::EntryKind kind, const char* api, CallSpan span, StreamId stream) {
+  trace::TraceEntry entry;
+  entry.kind = kind;
+  entry.began_ns = span.began_ns;
+  entry.ended_ns = span.returned_ns;
+  entry.api = api;
+  entry.stream = stream;
+  return entry;
+}
+
+void Engine::trace_entry(const trace::TraceEntry& entry, uint32_t thread) {
+  // The error's name now, where describing it may call CUDA: the trace is written where nothing may be.
   tracer_->name_error(entry.result, [&](ErrorCode code) { return describe_error_(code).name; });
-  tracer_->record(entry, record.thread);
+  tracer_->record(entry, thread);
 }
 
 void Engine::note_library_call(const char* api, const LibraryCall& call, const void* stream, CallSpan span) {
   if (!tracer_ || !span.began_ns) return;
-  trace::TraceEntry entry;
-  entry.kind = trace::EntryKind::LibraryCall;
-  entry.began_ns = span.began_ns;
-  entry.ended_ns = span.returned_ns;
-  entry.api = api;
+  trace::TraceEntry entry = call_entry(trace::EntryKind::LibraryCall, api, span, stream_id(stream, false));
   entry.library_api = api;
   entry.library = call;
-  entry.stream = stream_id(stream, false);
-  tracer_->record(entry, current_thread_number());
+  trace_entry(entry, current_thread_number());
 }
 
 Engine::SurfacingCall Engine::surfacing_call(const Accused& accused, const Surfacing& where) const {
@@ -1021,15 +1025,15 @@ void Engine::finish() {
   if (getpid() != owner_pid_) return;
   std::lock_guard<std::mutex> guard(report_mutex_);
   bool used = ledger_.launches() > 0 || first_error_.taken();
-  bool first_finish = used && !finished_.exchange(true);
-  if (first_finish && (config_.summary || report_)) {
+  if (used && !finished_.exchange(true) && (config_.summary || report_)) {
     // The table of every kernel is built only where it is told: in the report, or in the log when launches
     // were blocked (at exit it is the shim's largest allocation, docs/memory.md).
     Summary counts = summary(report_ || blocked_.load() > 0);
     if (config_.summary) log_summary(*logger_, counts, config_.print_limit);
     if (report_) report_->write_record(summary_record(counts));
   }
-  if (first_finish && tracer_) {
+  // Whether or not it launched: a trace file, once opened, is a JSON document when the process ends.
+  if (tracer_ && !trace_finished_.exchange(true)) {
     trace::WrittenLine line;
     trace::written_line(line, trace_path_, tracer_->write(), config_.trace_events);
     logger_->info("{}", std::string_view(line.text, line.size));

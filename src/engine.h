@@ -321,6 +321,10 @@ class Engine {
   // trace), and its facts of the first error.
   void trace_launch(const Launch& launch, ErrorCode launch_result, BlockOutcome outcome,
                     ErrorCode sync_result);
+  // A call of the trace that is no launch unit (a synchronize, a library call around its kernels), and
+  // keeping an entry in the calling thread's ring.
+  static trace::TraceEntry call_entry(trace::EntryKind kind, const char* api, CallSpan span, StreamId stream);
+  void trace_entry(const trace::TraceEntry& entry, uint32_t thread);
   // The call where the first error surfaced, on the steady clock (0 where not timed): the launch that
   // returned it (its own error, its blocking wait's, or one the context refused), else the call the shim
   // timed.
@@ -424,6 +428,7 @@ class Engine {
   std::atomic<uint64_t> capture_skips_{0};
   FirstErrorLatch first_error_;
   std::atomic<bool> finished_{false};
+  std::atomic<bool> trace_finished_{false};  // finish() wrote the trace (a fatal signal may write it again)
 
   std::mutex report_mutex_;  // serializes multi-line reports; never taken on the launch path
   std::set<std::string> reported_problems_;

@@ -290,6 +290,7 @@ TraceWritten Tracer::write() {
   }
   done.written = out.end();
   done.dropped = dropped;
+  done.again = writes_.fetch_add(1) > 0;
   writing.~Writing();
   writing_.store(false);
   return done;

@@ -52,6 +52,7 @@ struct TraceWritten {
   uint64_t events = 0;   // launches and calls in the trace
   uint64_t dropped = 0;  // older ones the per-thread bound let go
   uint64_t threads = 0;
+  bool again = false;  // an earlier call had written the file (the log said so then)
 };
 
 // The log's line for a written trace: where it went, what it holds, what the bound left out. Built without
@@ -114,6 +115,7 @@ class Tracer {
   uint32_t signal_thread_ = 0;
   uint64_t signal_ns_ = 0;
   std::atomic<bool> writing_{false};
+  std::atomic<uint32_t> writes_{0};
 };
 
 template <typename Describe>

@@ -466,6 +466,22 @@ TEST_F(TraceTest, TheBoundKeepsTheNewestLaunchesAndSaysHowManyWereLeftOut) {
       << log_.str();
 }
 
+// The file was opened at the first CUDA call: it is a JSON document at exit even where nothing was launched.
+TEST_F(TraceTest, AProcessThatLaunchedNothingStillWritesADocument) {
+  auto engine = make("none");
+  CallSpan span;
+  span.began_ns = trace::Tracer::now();
+  span.returned_ns = span.began_ns + 700;
+  span.own_slice = true;
+  engine->end_sync("cudaMemcpy", false, nullptr, false, engine->begin_sync(), ErrorCode{}, span);
+  json trace = written(*engine);
+  std::vector<Slice> all = slices(trace);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].event["name"], "cudaMemcpy");
+  EXPECT_EQ(all[0].event["cat"], "synchronize");
+  EXPECT_EQ(all[0].end - all[0].begin, 700);
+}
+
 TEST_F(TraceTest, AnyKernelNameMakesValidJson) {
   auto engine = make("none");
   // A quote, a backslash, a control byte and bytes that are not UTF-8, as a JIT may name a kernel.
