@@ -19,6 +19,7 @@ const std::string kChecker = CUDA_BLOCKRUN_SOURCE_DIR "/tests/trace/check_trace.
 const std::string kPython = CUDA_BLOCKRUN_VALIDATOR_PYTHON;
 const std::string kThreadsApp = CUDA_BLOCKRUN_THREADS_APP;
 const std::string kLaunchLoop = CUDA_BLOCKRUN_SIM_LAUNCH_LOOP;
+const std::string kDemo = CUDA_BLOCKRUN_DEMO;
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 constexpr bool kSanitizedPrograms = true;  // their sanitizer takes over the fatal signals
@@ -86,6 +87,18 @@ TEST_F(Trace, EveryModeThatNamesTheCulpritDrawsItsArrowFromItsSlice) {
     ProcessResult checked = check(mode.expect);
     EXPECT_EQ(checked.status, 0) << mode.options.size() << ": " << checked.out << run.err;
   }
+}
+
+// The bundled demo itself (nvcc-built; not in the sanitizer trees, which build no nvcc programs), as the
+// README's users first run it: its trace parses, nests, and draws the culprit's arrow from stencil#13.
+TEST_F(Trace, TheDemosTraceNamesItsCulprit) {
+  if (access(kDemo.c_str(), X_OK) != 0) GTEST_SKIP() << "the demo was not built (no nvcc): " << kDemo;
+  ProcessResult run = run_wrapped({"--block", "stencil", "--gpu-time", "--trace", path_}, {kDemo},
+                                  {{"CUDA_SIM_FAULT", "stencil:13"}});
+  EXPECT_EQ(run.status, 1) << run.err;
+  ProcessResult checked =
+      check({"--culprit", "stencil#13", "--not-exact", "--gpu-spans", "--min-launches", "38"});
+  EXPECT_EQ(checked.status, 0) << checked.out;
 }
 
 TEST_F(Trace, EachHostThreadHasItsTrackAndItsSlicesNest) {
