@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -138,6 +139,22 @@ TEST_F(Trace, AFatalSignalStillWritesTheTrace) {
   EXPECT_EQ(checked.status, 0) << checked.out;
   std::string text = read_text(path_);
   EXPECT_NE(text.find("\"cat\":\"signal\",\"name\":\"fatal signal SIGABRT\""), std::string::npos) << text;
+}
+
+// A graph replay is a slice of its own, named by its executable graph and which replay it was; with graph
+// breadcrumbs, the first error's mark names the node that failed.
+TEST_F(Trace, AFaultingGraphReplayIsTheCulpritsSliceAndItsFailedNodeIsNamed) {
+  ProcessResult run =
+      run_wrapped({"--breadcrumbs", "--graph-breadcrumbs", "--trace", path_}, {kApp, "capture", "3"},
+                  {{"CUDA_SIM_FAULT", "stencil:2"}});  // stencil's node, in the second replay
+  EXPECT_NE(run.err.find(" written to " + path_), std::string::npos) << run.err;
+  EXPECT_EQ(check({"--processes", "1"}).status, 0);
+  std::string text = read_text(path_);
+  const std::regex replay(
+      "\\{\"ph\":\"X\",[^\\n]*\"cat\":\"graph replay\",\"name\":\"graph replay\",[^\\n]*\"verdict\":\"the "
+      "first error's culprit \\(exact\\)\",[^\\n]*\"graph\":\"exec 0x[0-9a-f]+, replay 2, 3 nodes\"");
+  EXPECT_TRUE(std::regex_search(text, replay)) << text.substr(0, 4000);
+  EXPECT_NE(text.find("\"failed_node\":\"node 2: stencil\""), std::string::npos) << text.substr(0, 4000);
 }
 
 // `cuda-blockrun report --trace`: two ranks of a job, one report file shared (as a path without %p gives),
