@@ -123,7 +123,7 @@ Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescr
 
 void Engine::set_trace_file(std::unique_ptr<OutputFile> file, const std::string& path) {
   trace_file_ = std::move(file);
-  std::snprintf(trace_path_, sizeof trace_path_, "%s", path.c_str());
+  trace_path_ = path;
 }
 
 void Engine::start(ProcessInfo info, std::unique_ptr<ReportFile> report, StackFunction stack,
@@ -1035,7 +1035,7 @@ void Engine::finish() {
   // Whether or not it launched: a trace file, once opened, is a JSON document when the process ends.
   if (tracer_ && !trace_finished_.exchange(true)) {
     trace::WrittenLine line;
-    trace::written_line(line, trace_path_, tracer_->write(), config_.trace_events);
+    trace::written_line(line, trace_path_.c_str(), tracer_->write(), config_.trace_events);
     logger_->info("{}", std::string_view(line.text, line.size));
   }
   logger_->flush();

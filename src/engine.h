@@ -121,7 +121,7 @@ class Engine {
   // A fatal signal: the trace is marked and written (async-signal-safe); what was written, for its log line.
   trace::TraceWritten trace_at_fatal_signal(const char* signal);
   // The trace's file name (expanded), "" without --trace.
-  const char* trace_path() const { return trace_path_; }
+  const char* trace_path() const { return trace_path_.c_str(); }
 
   // Returns the kernel known by `handle`, naming it with `resolve_mangled_name` (which returns the
   // mangled name or nullptr) the first time the handle is seen. Lock-free and allocation-free after
@@ -420,7 +420,7 @@ class Engine {
 
   std::unique_ptr<OutputFile> trace_file_;  // until start() hands it to the tracer
   std::unique_ptr<trace::Tracer> tracer_;   // --trace
-  char trace_path_[4096] = {};
+  std::string trace_path_;                  // read by the fatal-signal handler too (c_str: no allocation)
   bool time_calls_ = false;  // --trace or --log-launches: launches and calls get their times (call_clock)
   uint64_t start_steady_ns_ = 0;  // the steady clock when the start record was written
 
