@@ -105,17 +105,17 @@ class ProcessTrace {
     verdicts_.other_count = others_.size();
     verdicts_.others_are_candidates = method == "breadcrumbs";
 
-    texts_ = {string_member(error, key::error),
-              string_member(error, key::surfaced_api),
-              string_member(error, key::how),
-              string_member(error, key::certainty),
-              method,
-              ""};
+    texts_.error = string_member(error, key::error);
+    texts_.api = string_member(error, key::surfaced_api);
+    texts_.how = string_member(error, key::how);
+    texts_.certainty = string_member(error, key::certainty);
+    texts_.method = method;
     if (culprit) {
       std::string base = string_member(*culprit, key::kernel_base);
       uint64_t ordinal = unsigned_member(*culprit, key::kernel_launch);
-      texts_[5] = (!base.empty() && ordinal ? base + "#" + std::to_string(ordinal) + ", " : std::string()) +
-                  "launch #" + std::to_string(verdicts_.culprit);
+      texts_.culprit =
+          (!base.empty() && ordinal ? base + "#" + std::to_string(ordinal) + ", " : std::string()) +
+          "launch #" + std::to_string(verdicts_.culprit);
     }
     trace::ErrorMark& mark = verdicts_.mark;
     mark.pid = pid_;
@@ -129,12 +129,12 @@ class ProcessTrace {
                            : method == "launch" || method == "blocking" ? verdicts_.culprit
                                                                         : 0;
     mark.call_has_slice = surfaced_at && sequences_.count(surfaced_at);
-    mark.error = texts_[0].c_str();
-    mark.api = texts_[1].c_str();
-    mark.how = texts_[2].empty() ? nullptr : texts_[2].c_str();
-    mark.certainty = texts_[3].c_str();
-    mark.method = texts_[4].c_str();
-    mark.culprit = texts_[5].empty() ? nullptr : texts_[5].c_str();
+    mark.error = texts_.error.c_str();
+    mark.api = texts_.api.c_str();
+    mark.how = texts_.how.empty() ? nullptr : texts_.how.c_str();
+    mark.certainty = texts_.certainty.c_str();
+    mark.method = texts_.method.c_str();
+    mark.culprit = texts_.culprit.empty() ? nullptr : texts_.culprit.c_str();
   }
 
   uint64_t stream_track(trace::TraceWriter& out, const std::string& stream) {
@@ -217,7 +217,9 @@ class ProcessTrace {
   std::set<uint64_t> sequences_;  // the launches whose records were read
   trace::Verdicts verdicts_;
   std::vector<uint64_t> others_;
-  std::vector<std::string> texts_;  // the first error's, which the mark points into
+  struct {
+    std::string error, api, how, certainty, method, culprit;
+  } texts_;  // the first error's, which the mark points into
   std::map<std::string, uint64_t> stream_tracks_;
 };
 

@@ -280,7 +280,7 @@ TraceWritten Tracer::write() {
         }
         writing.entry(entry, thread);
       });
-  if (has_error_.load(std::memory_order_acquire)) out.error(writing.mark());
+  if (writing.verdicts.has_error) out.error(writing.verdicts.mark);
   if (signal_) {
     Text<64> name;
     name.add("fatal signal ");
