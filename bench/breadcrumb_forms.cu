@@ -58,11 +58,13 @@ __global__ void empty_kernel() {}
 __global__ void poke(int* target) { *target = 1; }
 
 // The driver functions used, taken through the runtime at the versions this program was built against (so the
-// v2 memory operations), the v1 cuStreamWriteValue64 at CUDA 11.0's.
+// v2 memory operations), the v1 cuStreamWriteValue64 at CUDA 11.0's. Only functions whose signature is the
+// same at that version as the header's declaration: "cuCtxGetDevice" at 13.0 is cuCtxGetDevice_v2, which takes
+// a context too (the first H200 run crashed calling it with one argument), so the device comes from cuDeviceGet.
 struct Driver {
   decltype(&cuGetErrorName) get_error_name = nullptr;
   decltype(&cuDriverGetVersion) driver_version = nullptr;
-  decltype(&cuCtxGetDevice) ctx_get_device = nullptr;
+  decltype(&cuDeviceGet) device_get = nullptr;
   decltype(&cuDeviceGetAttribute) device_attribute = nullptr;
   decltype(&cuMemHostAlloc) mem_host_alloc = nullptr;
   decltype(&cuMemHostGetDevicePointer) mem_host_device_pointer = nullptr;
@@ -98,7 +100,7 @@ std::string load_driver() {
   const unsigned v = CUDA_VERSION;
   for (const std::string& problem :
        {load(driver.get_error_name, "cuGetErrorName", v), load(driver.driver_version, "cuDriverGetVersion", v),
-        load(driver.ctx_get_device, "cuCtxGetDevice", v), load(driver.device_attribute, "cuDeviceGetAttribute", v),
+        load(driver.device_get, "cuDeviceGet", v), load(driver.device_attribute, "cuDeviceGetAttribute", v),
         load(driver.mem_host_alloc, "cuMemHostAlloc", v),
         load(driver.mem_host_device_pointer, "cuMemHostGetDevicePointer", v),
         load(driver.mem_host_register, "cuMemHostRegister", v), load(driver.mem_alloc, "cuMemAlloc", v),
@@ -143,7 +145,7 @@ Attributes attributes;
 
 void query_attributes(bool print) {
   CUdevice device = 0;
-  if (driver.ctx_get_device(&device) != CUDA_SUCCESS) return;
+  if (driver.device_get(&device, 0) != CUDA_SUCCESS) return;
   struct Row {
     int* value;
     CUdevice_attribute attribute;

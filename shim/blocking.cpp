@@ -16,7 +16,6 @@ namespace {
 // such a synchronize announces itself in g_unchecked_synchronizes before it reads g_capture_began, and
 // the first capture sets g_capture_began, then waits until the announced ones have finished. Both
 // sides are sequentially consistent, so either the synchronize sees the flag or the capture sees it.
-std::atomic<bool> g_capture_began{false};
 std::atomic<int> g_unchecked_synchronizes{0};
 
 // Runs `synchronize` at once and returns true where no capture has begun; false otherwise (then the
@@ -152,10 +151,6 @@ void note_capture_begins() {
   while (g_unchecked_synchronizes.load() != 0) sched_yield();
 }
 
-bool capture_has_begun() {
-  return g_capture_began.load();
-}
-
 void reset_blocking_after_fork() {
   g_unchecked_synchronizes.store(0);  // the threads that announced them are not in the child
 }
@@ -164,11 +159,6 @@ uint64_t steady_now_ns() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                    std::chrono::steady_clock::now().time_since_epoch())
                                    .count());
-}
-
-CUstream driver_stream(const void* stream, bool per_thread) {
-  if (per_thread && stream == nullptr) return CU_STREAM_PER_THREAD;
-  return static_cast<CUstream>(const_cast<void*>(stream));
 }
 
 namespace {

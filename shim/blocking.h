@@ -24,10 +24,19 @@ BlockResult block_stream(Layer layer, cudaStream_t stream, bool per_thread, bool
 // A stream capture is about to begin (any thread): blocked launches check for captures from now on.
 // Waits until synchronizes that began without that check have finished.
 void note_capture_begins();
+// Set by the first stream capture of the process (note_capture_begins; blocking.cpp says how it is ordered
+// against synchronizes that began without the check).
+inline std::atomic<bool> g_capture_began{false};
 // Whether any stream capture has begun in the process (from then on, stream operations check for captures).
-bool capture_has_begun();
+// Inline: every launch asks.
+inline bool capture_has_begun() {
+  return g_capture_began.load();
+}
 // The driver's handle of a launch's stream (stream 0 of a per-thread entry point: CU_STREAM_PER_THREAD).
-CUstream driver_stream(const void* stream, bool per_thread);
+inline CUstream driver_stream(const void* stream, bool per_thread) {
+  if (per_thread && stream == nullptr) return CU_STREAM_PER_THREAD;
+  return static_cast<CUstream>(const_cast<void*>(stream));
+}
 // Whether work enqueued on `stream` now could join a graph: it is capturing, or the driver cannot tell.
 // Before the process's first capture nothing is capturing, and the driver is not asked.
 bool may_be_capturing(CUstream stream);

@@ -47,8 +47,7 @@ std::string set_up(Engine& engine) {
 
 }  // namespace
 
-void prepare_breadcrumbs(Engine& engine) {
-  if (!engine.config().breadcrumbs && !engine.graph_breadcrumbs()) return;
+void set_up_breadcrumbs(Engine& engine) {
   State untried = State::Untried;
   if (g_state.load(std::memory_order_acquire) != State::Untried ||
       !g_state.compare_exchange_strong(untried, State::SettingUp))

@@ -9,8 +9,12 @@
 namespace blockrun::shim {
 
 // On the launch path, before a launch is recorded: sets the slots up once per process (at the first launch,
-// when a context is current), or reports once why it cannot. Does nothing without the option.
-void prepare_breadcrumbs(Engine& engine);
+// when a context is current), or reports once why it cannot. Does nothing without the option (inline: a
+// launch without breadcrumbs pays one test).
+void set_up_breadcrumbs(Engine& engine);
+inline void prepare_breadcrumbs(Engine& engine) {
+  if (engine.wants_breadcrumbs()) set_up_breadcrumbs(engine);
+}
 
 // After a launch that succeeded: enqueues its breadcrumb on its stream (stream 0 with per_thread: the
 // thread's per-thread default stream). A launch into a capture gets, with graph breadcrumbs, a breadcrumb

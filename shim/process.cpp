@@ -40,7 +40,6 @@ OutputFile* g_standard_error = nullptr;  // the log's default, standard error as
 // Serializes creating the engine. A pointer, so that a forked child gets a fresh one: another thread of the
 // parent may have held it at the fork, and that thread does not exist in the child.
 std::mutex* g_engine_creation = new std::mutex;
-std::atomic<Engine*> g_engine{nullptr};
 std::atomic<bool> g_fork_handler{false};
 // Set in a forked child (until an exec loads the shim afresh): its log lines carry its pid (log_prefix).
 std::atomic<bool> g_forked_child{false};
@@ -396,8 +395,7 @@ bool shim_active() {
   return state == State::Active;
 }
 
-Engine* active_engine() {
-  if (ReentryGuard::inside()) return nullptr;
+Engine* active_engine_slow() {
   State state = g_state.load(std::memory_order_acquire);
   if (state == State::Unset) {
     std::call_once(g_configure_once, configure);

@@ -9,7 +9,9 @@
 // (src/launch_layers.h).
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <string>
+#include <type_traits>
 
 #include "blocking.h"
 #include "breadcrumbs.h"
@@ -92,11 +94,14 @@ class OuterCall {
   ~OuterCall() { thread_context().outer_depth--; }
 };
 
+static_assert(std::is_trivially_destructible_v<Launch>, "handle_driver_launch never destroys its own Launch");
+
 // Blocks after a launch that succeeded when the policy asks, and lets the engine see the outcome.
 // Returns the error to hand to the program instead of `result`, if any.
 template <typename Result>
 Result finish_launch(Engine& engine, Launch& launch, Result result, Layer layer, const void* stream,
                      bool per_thread) {
+  if (code_of(result).ok() && engine.ends_quietly(launch)) return result;
   ErrnoKeeper keep_errno;
   ReentryGuard guard;
   try {
@@ -122,6 +127,7 @@ Result finish_launch(Engine& engine, Launch& launch, Result result, Layer layer,
 // Whether the launch goes into a stream capture (a graph node, not run now), and which: asked only once the
 // process has begun a capture, and the capture's id only for launches that go into one.
 void note_capture(LaunchRequest* request, CUstream stream) {
+  if (!capture_has_begun()) return;  // nothing captures yet (the common case): not even the stream is looked at
   request->in_capture = is_capturing(stream);
   if (request->in_capture) request->capture_id = capture_id(stream);
 }
@@ -148,8 +154,14 @@ cudaError_t handle_runtime_launch(Engine& engine, Function real_function, Args..
   using Traits = HookTraits<id>;
   ThreadContext& context = thread_context();
   ThreadLayers& layers = context.layers;
-  Launch launch;
-  ThreadLayers saved = layers;
+  // The driver wrapper fills it when the runtime continues into the driver (the usual case), else this
+  // wrapper does; raw storage, made (begin_launch) only by whichever records the launch.
+  alignas(Launch) unsigned char launch_storage[sizeof(Launch)];
+  Launch& launch = *reinterpret_cast<Launch*>(launch_storage);
+  const char* saved_api = layers.runtime_api;
+  Launch* saved_launch = layers.runtime_launch;
+  bool saved_recorded = layers.driver_recorded;
+  uintptr_t saved_caller = layers.runtime_caller;
   layers.runtime_api = Traits::name;
   layers.runtime_launch = &launch;
   layers.driver_recorded = false;
@@ -161,10 +173,11 @@ cudaError_t handle_runtime_launch(Engine& engine, Function real_function, Args..
   }
   bool recorded = layers.driver_recorded;
   LaunchOwner owner = runtime_launch_owner(layers);
-  layers.runtime_api = saved.runtime_api;
-  layers.runtime_launch = saved.runtime_launch;
-  layers.driver_recorded = saved.driver_recorded;
-  layers.runtime_caller = saved.runtime_caller;
+  layers.runtime_api = saved_api;
+  layers.runtime_launch = saved_launch;
+  layers.driver_recorded = saved_recorded;
+  layers.runtime_caller = saved_caller;
+  if (recorded && result == cudaSuccess && engine.ends_quietly(launch)) return result;
 
   LaunchParameters parameters = launch_parameters(args...);
   if (!recorded) {
@@ -172,7 +185,7 @@ cudaError_t handle_runtime_launch(Engine& engine, Function real_function, Args..
     ReentryGuard guard;
     try {
       LaunchRequest request = kernel_request(engine, parameters, owner, layers, Traits::per_thread);
-      engine.begin_launch(request, &launch);
+      engine.begin_launch(request, new (launch_storage) Launch);
       recorded = true;
     } catch (...) {
     }
@@ -192,8 +205,10 @@ CUresult handle_driver_launch(Engine& engine, Function real_function, Args... ar
   prepare_breadcrumbs(engine);
   ThreadLayers& layers = context.layers;
   LaunchOwner owner = driver_launch_owner(layers, Traits::name, own_caller);
-  Launch own_launch;
-  Launch& launch = owner.into_runtime_launch ? *layers.runtime_launch : own_launch;
+  // A runtime launch's record is the runtime wrapper's; a Launch of its own is made only where there is none
+  // (raw storage: std::optional would zero all of it, 2.7 KB, on every launch).
+  alignas(Launch) unsigned char own_storage[sizeof(Launch)];
+  Launch& launch = *new (owner.into_runtime_launch ? static_cast<void*>(layers.runtime_launch) : own_storage) Launch;
   bool recorded = false;
   {
     ErrnoKeeper keep_errno;  // naming a new kernel calls into the driver
@@ -214,7 +229,7 @@ CUresult handle_driver_launch(Engine& engine, Function real_function, Args... ar
     }
   }
   CUresult result = real_function(args...);
-  if (recorded && result == CUDA_SUCCESS) {
+  if (recorded && result == CUDA_SUCCESS && (launch.block() || engine.wants_breadcrumbs())) {
     ErrnoKeeper keep_errno;
     ReentryGuard guard;
     if (launch.block()) end_block_timing(launch.timing, parameters.stream, Traits::per_thread);

@@ -133,9 +133,14 @@ void at_first_launch();
 // Whether the shim acts in this process (configured, enabled, not in secure-execution mode).
 bool shim_active();
 
+// The engine once it exists (set only while the shim is active: process.cpp). Read by every wrapper.
+inline std::atomic<Engine*> g_engine{nullptr};
+
 // The engine when the shim is active and the calling thread is not already inside the shim's own
-// code; nullptr otherwise (then a wrapper only forwards).
-Engine* active_engine();
+// code; nullptr otherwise (then a wrapper only forwards). Inline: every wrapper asks, and once the engine
+// exists the answer is a thread-local load and an atomic load; configuring and creating it is the slow path.
+Engine* active_engine_slow();
+inline Engine* active_engine();
 
 // The calling thread's CUDA runtime "last error" around a runtime call the shim makes for itself:
 // clean() says whether no error was pending before; clear_own_error() removes the error that call
@@ -165,6 +170,12 @@ class ReentryGuard {
   ReentryGuard& operator=(const ReentryGuard&) = delete;
   static bool inside() { return thread_context().reentry_depth > 0; }
 };
+
+inline Engine* active_engine() {
+  if (ReentryGuard::inside()) return nullptr;
+  if (Engine* engine = g_engine.load(std::memory_order_acquire)) return engine;
+  return active_engine_slow();
+}
 
 }  // namespace blockrun::shim
 // SPDX-License-Identifier: MIT

@@ -233,6 +233,41 @@ Decision Engine::decide(const LaunchRequest& request, const LaunchRecord& record
   return config_.block.decide(facts);
 }
 
+namespace {
+// The calling thread's tallies of the entry points it launched through last (a thread uses one or a few),
+// for the engine numbered `engine`.
+struct ThreadTallies {
+  static constexpr int kKept = 4;
+  uint64_t engine;
+  const char* api[kKept];
+  std::atomic<uint64_t>* launches[kKept];
+  bool shared[kKept];  // the entry point's shared count (past kMaxApiTallies): added to atomically
+  int next;            // the entry a new one replaces
+};
+thread_local ThreadTallies t_tallies{};
+}  // namespace
+
+// Counted without an atomic read-modify-write (a lock prefix less on the launch path): each thread counts its
+// launches through an entry point in a word of its own, which only it writes (a load and a store) and the
+// summary adds up.
+inline void Engine::count_api(const char* api) {
+  if (!api) return;
+  if (__builtin_expect(t_tallies.engine == serial_, 1)) {
+    for (int i = 0; i < ThreadTallies::kKept; ++i) {
+      if (t_tallies.api[i] == api) {
+        std::atomic<uint64_t>& launches = *t_tallies.launches[i];
+        if (__builtin_expect(t_tallies.shared[i], 0)) {
+          launches.fetch_add(1, std::memory_order_relaxed);
+        } else {
+          launches.store(launches.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        }
+        return;
+      }
+    }
+  }
+  count_api_first(api);
+}
+
 void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
   Launch& launch = *out;
   LaunchRecord& record = launch.record;
@@ -295,24 +330,33 @@ PythonCallSite Engine::python_call_site_of(const LaunchRecord& record, const Cal
   return found;
 }
 
-void Engine::count_api(const char* api) {
-  if (!api) return;
-  struct Last {
-    uint64_t engine;
-    const char* api;
-    ApiCount* count;
-  };
-  thread_local Last last{0, nullptr, nullptr};
-  if (last.engine != serial_ || last.api != api) {
-    ApiCount* count = api_counts_.find_or_insert(reinterpret_cast<uint64_t>(api), [&] {
-      auto* created = new ApiCount;
-      created->api = api;
-      return created;
-    });
-    if (!count) return;
-    last = Last{serial_, api, count};
+void Engine::count_api_first(const char* api) {
+  if (t_tallies.engine != serial_) t_tallies = ThreadTallies{serial_, {}, {}, {}, 0};
+  ApiCount* count = api_counts_.find_or_insert(reinterpret_cast<uint64_t>(api), [&] {
+    auto* created = new ApiCount;
+    created->api = api;
+    return created;
+  });
+  if (!count) return;
+  uint32_t thread = current_thread_number();
+  ApiTally* tally = nullptr;
+  // This thread's tally of it, where it has one (a thread cycling through more entry points than it keeps).
+  for (ApiTally* known = api_tallies_.load(std::memory_order_acquire); known && !tally; known = known->next)
+    if (known->count == count && known->thread == thread) tally = known;
+  // Past the bound (a process of many short-lived launching threads): the shared count, added to atomically.
+  bool shared = !tally && api_tally_count_.fetch_add(1, std::memory_order_relaxed) >= kMaxApiTallies;
+  if (!tally && !shared) {
+    tally = new ApiTally{count, thread, {0}, api_tallies_.load(std::memory_order_relaxed)};
+    while (!api_tallies_.compare_exchange_weak(tally->next, tally, std::memory_order_release,
+                                               std::memory_order_relaxed)) {
+    }
   }
-  last.count->launches.fetch_add(1, std::memory_order_relaxed);
+  int at = t_tallies.next;
+  t_tallies.next = (at + 1) % ThreadTallies::kKept;
+  t_tallies.api[at] = api;
+  t_tallies.launches[at] = shared ? &count->launches : &tally->launches;
+  t_tallies.shared[at] = shared;
+  count_api(api);
 }
 
 void Engine::take_stack_now(Launch& launch) {
@@ -1044,8 +1088,12 @@ void Engine::finish() {
 Summary Engine::summary(bool with_units) {
   Summary counts;
   counts.launches = ledger_.launches();
-  api_counts_.for_each(
-      [&](ApiCount& count) { counts.launches_by_api.emplace_back(count.api, count.launches.load()); });
+  api_counts_.for_each([&](ApiCount& count) {
+    uint64_t launches = count.launches.load();
+    for (ApiTally* tally = api_tallies_.load(std::memory_order_acquire); tally; tally = tally->next)
+      if (tally->count == &count) launches += tally->launches.load(std::memory_order_relaxed);
+    counts.launches_by_api.emplace_back(count.api, launches);
+  });
   std::sort(counts.launches_by_api.begin(), counts.launches_by_api.end());
   counts.blocked = blocked_.load();
   counts.blocking_ns = blocking_ns_.load();

@@ -173,6 +173,11 @@ class Engine {
   // the launch entry point returned, `sync_result` what the synchronize returned (when Synchronized).
   void end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome outcome, ErrorCode sync_result,
                   const char* sync_api);
+  // Whether end_launch has nothing to do for a launch that succeeded and was not blocked: no log line, no
+  // trace slice. The launch path then skips it (the common case: a launch nothing selects).
+  bool ends_quietly(const Launch& launch) const {
+    return launch.decision.action == Action::Run && !time_calls_;
+  }
 
   // A synchronizing call (stream, event or device synchronize, synchronous copy) is about to run:
   // returns the mark to pass to end_sync, so launches made meanwhile by other threads stay suspects.
@@ -237,6 +242,8 @@ class Engine {
   // slots of its graph's branches, returned here (nullptr: none). The list never changes once an executable
   // graph was made from its capture.
   bool graph_breadcrumbs() const { return graph_breadcrumbs_; }
+  // Either kind of breadcrumb is on (the shim's launch path asks before anything else of them).
+  bool wants_breadcrumbs() const { return stream_breadcrumbs_ || graph_breadcrumbs_; }
   const std::vector<GraphBranch>* graph_branches(const LaunchRecord& record) const;
 
   // The shim's own trouble (a missing CUDA function, ...): logged once per distinct text.
@@ -341,6 +348,7 @@ class Engine {
   void note_blocked(Launch& launch);
   BlockStats* stats_of(const LaunchRecord& record);
   void count_api(const char* api);
+  [[gnu::cold, gnu::noinline]] void count_api_first(const char* api);  // a new (engine, thread, api)
   void keep_python_site(Launch& launch);
   PythonCallSite python_call_site_of(const LaunchRecord& record, const CallStack* stack) const;
   const PythonFrame* python_line(uint32_t site) const {
@@ -395,6 +403,16 @@ class Engine {
     std::atomic<uint64_t> launches{0};
   };
   HandleTable<ApiCount> api_counts_;
+  // Per thread and entry point (Engine::count_api): only its thread writes `launches`. Never freed.
+  struct ApiTally {
+    ApiCount* count;
+    uint32_t thread;
+    std::atomic<uint64_t> launches;
+    ApiTally* next;
+  };
+  static constexpr uint32_t kMaxApiTallies = 4096;
+  std::atomic<ApiTally*> api_tallies_{nullptr};
+  std::atomic<uint32_t> api_tally_count_{0};
   std::atomic<uint64_t> blocking_ns_{0};
 
   bool stream_breadcrumbs_ = false;  // Config::breadcrumbs: a breadcrumb after every launch

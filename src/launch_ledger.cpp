@@ -26,18 +26,7 @@ LaunchLedger::LaunchLedger(size_t ring_capacity, bool keep_stacks)
       streams_by_number_(new std::atomic<StreamState*>[kStreamCapacity + 1]()),
       events_(kEventCapacity) {}
 
-StreamState* LaunchLedger::stream(StreamId id) {
-  uint64_t key =
-      (reinterpret_cast<uint64_t>(id.handle) + 1) ^ (static_cast<uint64_t>(id.per_thread_owner) << 48);
-  // Threads mostly launch into the stream they launched into last: skip the table for that one.
-  // Keyed by the ledger's serial number, not its address: a new one may reuse a freed one's address.
-  struct LastStream {
-    uint64_t ledger;
-    uint64_t key;
-    StreamState* state;
-  };
-  thread_local LastStream last{0, 0, nullptr};
-  if (last.ledger == serial_ && last.key == key) return last.state;
+StreamState* LaunchLedger::find_stream(StreamId id, uint64_t key) {
   StreamState* state = streams_.find_or_insert(key, [&] {
     auto* created = new StreamState(ring_capacity_, keep_stacks_);
     created->id = id;
@@ -48,7 +37,7 @@ StreamState* LaunchLedger::stream(StreamId id) {
     }
     return created;
   });
-  if (state) last = LastStream{serial_, key, state};
+  if (state) t_last_stream = LastStream{serial_, key, state};
   return state;
 }
 

@@ -168,7 +168,15 @@ class LaunchLedger {
 
   // The stream's state, created on first sight (nullptr past the table's room: that stream's launches are
   // not followed). Lock-free; a thread's last stream is found without the table.
-  StreamState* stream(StreamId id);
+  // Inline: every launch asks, and threads mostly launch into the stream they launched into last, whose
+  // state is kept per thread (keyed by the ledger's serial number, not its address: a new ledger may reuse
+  // a freed one's address); any other stream is looked up in the table.
+  StreamState* stream(StreamId id) {
+    uint64_t key =
+        (reinterpret_cast<uint64_t>(id.handle) + 1) ^ (static_cast<uint64_t>(id.per_thread_owner) << 48);
+    if (__builtin_expect(t_last_stream.ledger == serial_ && t_last_stream.key == key, 1)) return t_last_stream.state;
+    return find_stream(id, key);
+  }
   template <typename Visit>
   void for_each_stream(Visit&& visit) const {
     streams_.for_each(visit);
@@ -199,6 +207,14 @@ class LaunchLedger {
   std::vector<ReportedLaunch> suspects(const StreamState* only_stream, uint64_t exclude_sequence) const;
 
  private:
+  struct LastStream {
+    uint64_t ledger;
+    uint64_t key;
+    StreamState* state;
+  };
+  static inline thread_local LastStream t_last_stream{0, 0, nullptr};
+  StreamState* find_stream(StreamId id, uint64_t key);
+
   const size_t ring_capacity_;
   const bool keep_stacks_;
   const uint64_t serial_;  // distinguishes ledgers for the per-thread cache of the last stream (never 0)

@@ -435,6 +435,48 @@ TEST_F(EngineTest, ConcurrentLaunchesAreNumberedExactlyOnce) {
   EXPECT_EQ(fill->launches.load(), 40000u);
 }
 
+// Launches by entry point are counted per thread without atomic read-modify-writes (Engine::count_api); the
+// summary's totals must still be exact, for threads that cycle through more entry points than a thread keeps
+// at hand, and across engines (a thread's tallies are its engine's).
+TEST_F(EngineTest, LaunchesByEntryPointAreExactAcrossThreadsAndEngines) {
+  static const char* const kApis[] = {"cudaLaunchKernel", "cuLaunchKernel", "cuLaunchKernelEx",
+                                      "cudaLaunchKernelExC", "__cudaLaunchKernel", "cuLaunchCooperativeKernel"};
+  for (int round = 0; round < 2; ++round) {
+    char path[] = "/tmp/engine_test_apis.XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    close(fd);
+    auto engine = make("none");
+    std::string problem;
+    engine->start(ProcessInfo{}, ReportFile::open(path, false, &problem), nullptr);
+    const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < 6000; ++i) {
+          LaunchRequest request;
+          request.api = kApis[(i + t) % 6];
+          request.kernel = fill;
+          request.stream = kStreamA;
+          Launch l = engine->begin_launch(request);
+          engine->end_launch(l, ErrorCode{}, BlockOutcome::NotBlocked, ErrorCode{}, nullptr);
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    engine->finish();
+    std::ifstream in(path);
+    std::stringstream report;
+    report << in.rdbuf();
+    std::remove(path);
+    EXPECT_NE(report.str().find("\"launches_by_api\":{\"__cudaLaunchKernel\":4000,\"cuLaunchCooperativeKernel\":4000,"
+                                "\"cuLaunchKernel\":4000,\"cuLaunchKernelEx\":4000,\"cudaLaunchKernel\":4000,"
+                                "\"cudaLaunchKernelExC\":4000}"),
+              std::string::npos)
+        << report.str();
+  }
+}
+
 // Device-side breadcrumbs (Engine::set_breadcrumbs): the slots stand in for the pinned memory the GPU writes.
 class BreadcrumbTest : public EngineTest {
  protected:
