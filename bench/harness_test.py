@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """CI test of bench/harness.py on the simulated CUDA stack: the harness runs the C++ workloads under
-the configurations, alternates them, counts what the shim blocked, and writes the table. Timing is
-not asserted (it means nothing on the simulated stack); what each configuration did is.
+the configurations, alternates them, counts what the shim blocked, and writes the table; the PyTorch
+workloads are skipped with their reason (no torch here), and the training loops' rows and targets are
+checked by rendering made-up figures. Timing is not asserted (it means nothing on the simulated stack);
+what each configuration did is.
 
     harness_test.py BUILD_DIR SCRATCH_DIR   (with LD_LIBRARY_PATH pointing at the simulated libraries)
 """
@@ -13,12 +15,43 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def check_training_loop_targets(out):
+    """`render` on made-up figures of the two PyTorch training loops (no torch here to measure them): each gets
+    its row of ratios to native and its training-loop targets checked. Returns the failures."""
+    medians = {"native": 4.0, "shim": 4.04, "breadcrumbs": 4.3, "block_one": 4.08}
+    runs = [{"workload": workload, "config": config, "repetition": 0, "status": 0, "wall_s": 1.0,
+             "metrics": {metric: {"value": value, "unit": "ms"}}}
+            for workload, metric in (("train", "train_step"), ("transformer", "transformer_step"))
+            for config, value in medians.items()]
+    results = {"schema": "cuda-blockrun-bench/1", "command": "made-up figures", "machine": {},
+               "workloads": {}, "configs": {config: config for config in medians}, "runs": runs}
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "made-up.json"), "w") as file:
+        json.dump(results, file)
+    rendered = subprocess.run([sys.executable, os.path.join(HERE, "harness.py"), "render",
+                               os.path.join(out, "made-up.json"), "--out", out],
+                              capture_output=True, text=True, timeout=60)
+    if rendered.returncode != 0:
+        return [f"render exited {rendered.returncode}: {rendered.stderr[-1000:]}"]
+    with open(os.path.join(out, "performance-table.md")) as file:
+        table = file.read()
+    failures = []
+    for metric in ("train_step", "transformer_step"):
+        for needle in (f"| {metric} | 1.000 | 1.010 | 1.075 | 1.020 |",
+                       f"| nothing blocked, training loop | {metric} | 1.010 | <= 1.020 | met |",
+                       f"| one kernel name blocked, training loop | {metric} | 1.020 | <= 1.030 | met |",
+                       f"| breadcrumbs, training loop | {metric} | 1.075 | <= 1.050 | missed by 2.38% |"):
+            if needle not in table:
+                failures.append(f"rendered table lacks {needle!r}")
+    return failures
+
+
 def main():
     build, scratch = sys.argv[1], sys.argv[2]
     out = os.path.join(scratch, "harness_test")
     completed = subprocess.run(
         [sys.executable, os.path.join(HERE, "harness.py"), "run", "--build", build, "--out", out,
-         "--repetitions", "2", "--scale", "0.05", "--workloads", "launch_loop,cublas,matmul",
+         "--repetitions", "2", "--scale", "0.05", "--workloads", "launch_loop,cublas,matmul,transformer",
          "--configs", "native,clb,shim,breadcrumbs,log,block_one,block_all,sanitizer"],
         capture_output=True, text=True, timeout=300)
     failures = []
@@ -32,9 +65,17 @@ def main():
         by_config.setdefault((run["workload"], run["config"]), []).append(run)
         if run["status"] != 0:
             failures.append(f"{run['workload']}/{run['config']} exited {run['status']}: {run.get('stderr_tail')}")
-    # No torch here: the PyTorch workload is skipped with its reason, not run and failed.
-    if "skipping workload matmul: PyTorch with CUDA is not available" not in completed.stdout:
-        failures.append("matmul was not skipped with its reason")
+    # No torch here: the PyTorch workloads are skipped with their reason, not run and failed.
+    for workload in ("matmul", "transformer"):
+        if f"skipping workload {workload}: PyTorch with CUDA is not available" not in completed.stdout:
+            failures.append(f"{workload} was not skipped with its reason")
+    # Run alone without PyTorch (or without a device), the transformer loop says so and exits 0.
+    alone = subprocess.run([sys.executable, os.path.join(HERE, "torch_transformer.py"), "--scale", "0.05"],
+                           capture_output=True, text=True, timeout=120)
+    skipped_alone = alone.returncode == 0 and alone.stdout.startswith("SKIPPED: ")
+    if "skipping workload transformer" in completed.stdout and not skipped_alone:
+        failures.append(f"torch_transformer.py alone: exit {alone.returncode}, {alone.stdout!r} "
+                        f"{alone.stderr[-500:]!r}")
     for workload, metric in (("launch_loop", "empty_launch"), ("cublas", "cublas_sgemm_512")):
         for config in ("native", "clb", "shim", "breadcrumbs", "log", "block_one", "block_all"):
             got = by_config.get((workload, config), [])
@@ -70,6 +111,7 @@ def main():
                    "| shim, breadcrumbs (nothing blocked) |", "breadcrumbs, us added per launch"):
         if needle not in table:
             failures.append(f"table lacks {needle!r}")
+    failures.extend(check_training_loop_targets(os.path.join(scratch, "harness_test_render")))
     for failure in failures:
         print("FAIL:", failure)
     if failures:
