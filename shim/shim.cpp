@@ -107,7 +107,7 @@ Result finish_launch(Engine& engine, Launch& launch, Result result, Layer layer,
   try {
     BlockResult blocked;
     if (code_of(result).ok() && launch.block()) {
-      if (launch.began_ns) launch.wait_began_ns = steady_now_ns();  // the trace shows the wait
+      if (launch.began_ns) launch.wait_began_ns = steady_now_ns();            // the trace shows the wait
       if (!launch.timing.start_ns) launch.timing.start_ns = steady_now_ns();  // recorded late: the wait only
       blocked = block_stream(layer, static_cast<cudaStream_t>(const_cast<void*>(stream)), per_thread,
                              launch.decision.action == Action::BlockDevice);
@@ -127,7 +127,7 @@ Result finish_launch(Engine& engine, Launch& launch, Result result, Layer layer,
 // Whether the launch goes into a stream capture (a graph node, not run now), and which: asked only once the
 // process has begun a capture, and the capture's id only for launches that go into one.
 void note_capture(LaunchRequest* request, CUstream stream) {
-  if (!capture_has_begun()) return;  // nothing captures yet (the common case): not even the stream is looked at
+  if (!capture_has_begun()) return;  // nothing captures yet (the common case): the stream is not asked
   request->in_capture = is_capturing(stream);
   if (request->in_capture) request->capture_id = capture_id(stream);
 }
@@ -208,7 +208,8 @@ CUresult handle_driver_launch(Engine& engine, Function real_function, Args... ar
   // A runtime launch's record is the runtime wrapper's; a Launch of its own is made only where there is none
   // (raw storage: std::optional would zero all of it, 2.7 KB, on every launch).
   alignas(Launch) unsigned char own_storage[sizeof(Launch)];
-  Launch& launch = *new (owner.into_runtime_launch ? static_cast<void*>(layers.runtime_launch) : own_storage) Launch;
+  Launch& launch =
+      *new (owner.into_runtime_launch ? static_cast<void*>(layers.runtime_launch) : own_storage) Launch;
   bool recorded = false;
   {
     ErrnoKeeper keep_errno;  // naming a new kernel calls into the driver

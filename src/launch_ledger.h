@@ -174,7 +174,8 @@ class LaunchLedger {
   StreamState* stream(StreamId id) {
     uint64_t key =
         (reinterpret_cast<uint64_t>(id.handle) + 1) ^ (static_cast<uint64_t>(id.per_thread_owner) << 48);
-    if (__builtin_expect(t_last_stream.ledger == serial_ && t_last_stream.key == key, 1)) return t_last_stream.state;
+    if (__builtin_expect(t_last_stream.ledger == serial_ && t_last_stream.key == key, 1))
+      return t_last_stream.state;
     return find_stream(id, key);
   }
   template <typename Visit>

@@ -439,8 +439,9 @@ TEST_F(EngineTest, ConcurrentLaunchesAreNumberedExactlyOnce) {
 // summary's totals must still be exact, for threads that cycle through more entry points than a thread keeps
 // at hand, and across engines (a thread's tallies are its engine's).
 TEST_F(EngineTest, LaunchesByEntryPointAreExactAcrossThreadsAndEngines) {
-  static const char* const kApis[] = {"cudaLaunchKernel", "cuLaunchKernel", "cuLaunchKernelEx",
-                                      "cudaLaunchKernelExC", "__cudaLaunchKernel", "cuLaunchCooperativeKernel"};
+  static const char* const kApis[] = {"cudaLaunchKernel",   "cuLaunchKernel",
+                                      "cuLaunchKernelEx",   "cudaLaunchKernelExC",
+                                      "__cudaLaunchKernel", "cuLaunchCooperativeKernel"};
   for (int round = 0; round < 2; ++round) {
     char path[] = "/tmp/engine_test_apis.XXXXXX";
     int fd = mkstemp(path);
@@ -469,9 +470,10 @@ TEST_F(EngineTest, LaunchesByEntryPointAreExactAcrossThreadsAndEngines) {
     std::stringstream report;
     report << in.rdbuf();
     std::remove(path);
-    EXPECT_NE(report.str().find("\"launches_by_api\":{\"__cudaLaunchKernel\":4000,\"cuLaunchCooperativeKernel\":4000,"
-                                "\"cuLaunchKernel\":4000,\"cuLaunchKernelEx\":4000,\"cudaLaunchKernel\":4000,"
-                                "\"cudaLaunchKernelExC\":4000}"),
+    EXPECT_NE(report.str().find(
+                  "\"launches_by_api\":{\"__cudaLaunchKernel\":4000,\"cuLaunchCooperativeKernel\":4000,"
+                  "\"cuLaunchKernel\":4000,\"cuLaunchKernelEx\":4000,\"cudaLaunchKernel\":4000,"
+                  "\"cudaLaunchKernelExC\":4000}"),
               std::string::npos)
         << report.str();
   }
