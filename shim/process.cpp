@@ -345,7 +345,7 @@ void create_engine() {
     }
     if (!g_config->trace.empty()) open_trace(*engine, info, log_file, report.get());
     if (g_config->callsites != "none") warm_up_stack_walk();
-    engine->start(std::move(info), std::move(report), take_call_stack, read_python_stack);
+    engine->start(std::move(info), std::move(report), take_call_stack, read_python_stack, read_python_site);
     Engine* created = engine.release();
     g_engine.store(created, std::memory_order_release);
     install_fatal_signal_reports(created, log_file, created->report_file(), prefix.c_str());

@@ -14,6 +14,10 @@
 //   _PyRuntime.debug_offsets). Any other version, or any pointer that fails a sanity check, gives
 //   Unavailable rather than a guess.
 //
+// A launch's line alone (read_python_site, breadcrumbs and --trace: every launch) is read in place with or
+// without the GIL: a walk reading a few words of each frame, looked up in the engine's cache of walks seen
+// before (src/python_site_cache.h); the texts are read only for a walk not seen before.
+//
 // No Python.h: the shim must build without Python headers, so what is needed is declared here as
 // untyped pointers and byte offsets. All offsets are for LP64 (x86-64 and aarch64 alike: natural
 // alignment, little-endian bit-fields allocated from the least significant bit), the only platforms
@@ -103,6 +107,10 @@ struct Layout {
   int code_function = 0;          // co_qualname (3.11+), co_name before
   int code_first_traceable = -1;  // _co_firsttraceable (3.11+): frames before it are incomplete
   int code_instructions = 0;      // co_code_adaptive (3.11+): the first instruction
+  // co_version (3.12+): a number CPython gives each code object it makes, from a counter (0 once 2^32 were
+  // made), so no other code object of the process has it. -1 before 3.12: nothing tells a code object from
+  // another made at its address, and no line is remembered (capture_site).
+  int code_version = -1;
 
   int object_type = 8;  // PyObject.ob_type, after the 8-byte ob_refcnt
 
@@ -229,6 +237,7 @@ constexpr Layout layout_3_12() {
   layout.code_function = 128;
   layout.code_first_traceable = 176;
   layout.code_instructions = 192;
+  layout.code_version = 92;
   // PyASCIIObject lost `wstr` in 3.12: length 16, hash 24, state 32 (4 bytes, 4 padding): size 40.
   // PyCompactUnicodeObject: utf8_length 40, utf8 48: size 56. No `ready` bit any more.
   layout.unicode_ascii_size = 40;
@@ -339,6 +348,11 @@ const char* layout_3_13(const void* runtime, Layout* layout) {
   // in 3.13.0).
   layout->code_first_traceable = static_cast<int>(code.co_code_adaptive) - 16;
   layout->code_instructions = static_cast<int>(code.co_code_adaptive);
+  // Not among the debug offsets either, laid out as in 3.12: `uint32_t co_version` 24 bytes after
+  // co_firstlineno (co_nlocalsplus, co_framesize, co_nlocals, co_ncellvars and co_nfreevars between them; 68
+  // and 92 in 3.13.0). Where that is not inside the code object, no line is remembered.
+  layout->code_version =
+      field_inside(code.firstlineno + 24, 4, code.size) ? static_cast<int>(code.firstlineno) + 24 : -1;
   layout->object_type = static_cast<int>(offsets.pyobject.ob_type);
   layout->unicode_length = static_cast<int>(unicode.length);
   layout->unicode_state = static_cast<int>(unicode.state);
@@ -676,8 +690,9 @@ void copy_code_points(const unsigned char* data, int kind, int64_t length, char*
 // its file, keep() once file, function and line are in slot(). The file is classified as it is copied (its
 // tail where it is too long), the text python_call_site classifies later: both choose the same frame. Costs
 // one classification (one search and one pass over the path, no allocation) per frame up to the program's
-// first, none after it. No cache per code object: without the GIL nothing keeps a code object alive between
-// two launches, and its address can be reused by another code object with another file.
+// first, none after it. No cache per code object here: without the GIL nothing keeps a code object alive
+// between two launches, and its address can be reused by another code object with another file (the cache of
+// whole walks, python_site_cache.h, tells them apart: code_identity).
 class FrameFilter {
  public:
   explicit FrameFilter(PythonStack* out) : out_(out) {}
@@ -797,21 +812,40 @@ bool offer_file(const Cpython& py, uintptr_t code, PythonFrame* frame, FrameFilt
 constexpr const char* kLayoutMismatch =
     "a pointer in the launching thread's Python frames failed a sanity check (unexpected CPython layout)";
 
+// What a walk offers of a frame: its code object (checked to be one) and where in it the frame is.
+struct FrameAt {
+  uintptr_t code;
+  int offset;   // the instruction's byte offset, as PyCode_Addr2Line takes it
+  bool traced;  // 3.8-3.10: the frame's line is f_lineno (traced_line), not the offset's
+  int traced_line;
+};
+
+// What a walk does with each frame: reads on, stops (not an error), or fails (a pointer failed a check).
+enum class Step { Next, Stop, Fail };
+
+// The walks offer each frame that CPython's own walk shows, innermost first, to `visitor`: visitor.frame(at)
+// says what next, and visitor.end() is called where the chain ends before the visitor stopped. They return
+// the reason where the frames cannot be read. Both ways of using them (the full read, the lookup of its key)
+// go through the same walk: the frames a key's words were taken from are the frames the full read chose from.
+
 // 3.11+: the chain of _PyInterpreterFrame from tstate->[cframe->]current_frame through `previous`,
 // skipping what CPython's own frame walk (PyFrame_GetBack, PyThreadState_GetFrame) skips: the C-stack
 // entry frames and incomplete frames (pushed, but not yet past their first traceable instruction).
-const char* walk_interpreter_frames(const Cpython& py, uintptr_t thread, PythonStack* out) {
+template <typename Visitor>
+const char* walk_interpreter_frames(const Cpython& py, uintptr_t thread, Visitor& visitor) {
   const Layout& layout = py.layout;
   uintptr_t frame_address;
   if (layout.thread_cframe >= 0) {
     uintptr_t cframe = load<uintptr_t>(thread + layout.thread_cframe);
-    if (!cframe) return nullptr;
+    if (!cframe) {
+      visitor.end();
+      return nullptr;
+    }
     if (!plausible(cframe)) return kLayoutMismatch;
     frame_address = load<uintptr_t>(cframe + layout.thread_frame);
   } else {
     frame_address = load<uintptr_t>(thread + layout.thread_frame);
   }
-  FrameFilter filter(out);
   for (int walked = 0; frame_address; ++walked) {
     if (!plausible(frame_address) || walked > kMaxFramesWalked) return kLayoutMismatch;
     int owner = load<signed char>(frame_address + layout.frame_owner);
@@ -833,62 +867,134 @@ const char* walk_interpreter_frames(const Cpython& py, uintptr_t thread, PythonS
     int64_t units = load<int64_t>(code + layout.code_units);
     if (units <= 0 || units > (int64_t{1} << 28) || offset < -2 || offset >= 2 * units)
       return kLayoutMismatch;
-    if (!filter.room()) return nullptr;
-    PythonFrame& frame = filter.slot();
-    bool wanted = false;
-    if (!offer_file(py, code, &frame, &filter, &wanted)) return kLayoutMismatch;
-    if (wanted) {
-      if (!copy_function(py, code, &frame)) return kLayoutMismatch;
-      frame.line = py.address_to_line(reinterpret_cast<Object*>(code), static_cast<int>(offset));
-      filter.keep();
+    switch (visitor.frame(FrameAt{code, static_cast<int>(offset), false, 0})) {
+      case Step::Next:
+        break;
+      case Step::Stop:
+        return nullptr;
+      case Step::Fail:
+        return kLayoutMismatch;
     }
     frame_address = previous;
   }
+  visitor.end();
   return nullptr;
 }
 
 // 3.8-3.10: the chain of PyFrameObject from tstate->frame through f_back; the line as
 // PyFrame_GetLineNumber computes it.
-const char* walk_frame_objects(const Cpython& py, uintptr_t thread, PythonStack* out) {
+template <typename Visitor>
+const char* walk_frame_objects(const Cpython& py, uintptr_t thread, Visitor& visitor) {
   const Layout& layout = py.layout;
   uintptr_t frame_address = load<uintptr_t>(thread + layout.thread_frame);
-  FrameFilter filter(out);
   for (int walked = 0; frame_address; ++walked) {
     if (!is_object_of(frame_address, py.frame_type, layout) || walked > kMaxFramesWalked)
       return kLayoutMismatch;
     uintptr_t code = load<uintptr_t>(frame_address + layout.frame_code);
     if (!is_object_of(code, py.code_type, layout)) return kLayoutMismatch;
-    if (!filter.room()) return nullptr;
-    PythonFrame& frame = filter.slot();
-    bool wanted = false;
-    if (!offer_file(py, code, &frame, &filter, &wanted)) return kLayoutMismatch;
-    if (wanted) {
-      if (!copy_function(py, code, &frame)) return kLayoutMismatch;
-      int lineno = load<int>(frame_address + layout.frame_lineno);
-      bool traced =
-          layout.frame_trace >= 0 ? load<uintptr_t>(frame_address + layout.frame_trace) != 0 : lineno != 0;
-      frame.line = traced ? lineno
-                          : py.address_to_line(
-                                reinterpret_cast<Object*>(code),
-                                load<int>(frame_address + layout.frame_instruction) * layout.lasti_unit);
-      filter.keep();
+    int lineno = load<int>(frame_address + layout.frame_lineno);
+    bool traced =
+        layout.frame_trace >= 0 ? load<uintptr_t>(frame_address + layout.frame_trace) != 0 : lineno != 0;
+    int offset = load<int>(frame_address + layout.frame_instruction) * layout.lasti_unit;
+    switch (visitor.frame(FrameAt{code, offset, traced, lineno})) {
+      case Step::Next:
+        break;
+      case Step::Stop:
+        return nullptr;
+      case Step::Fail:
+        return kLayoutMismatch;
     }
     frame_address = load<uintptr_t>(frame_address + layout.frame_back);
   }
+  visitor.end();
   return nullptr;
 }
 
+template <typename Visitor>
+const char* walk_frames(const Cpython& py, uintptr_t thread, Visitor& visitor) {
+  if (!plausible(thread)) return kLayoutMismatch;
+  return py.layout.walker == Walker::InterpreterFrames ? walk_interpreter_frames(py, thread, visitor)
+                                                       : walk_frame_objects(py, thread, visitor);
+}
+
+// The full read: the frames FrameFilter keeps, their texts copied and lines computed.
+class FrameReader {
+ public:
+  FrameReader(const Cpython& py, PythonStack* out) : py_(py), filter_(out) {}
+  Step frame(const FrameAt& at) {
+    if (!filter_.room()) return Step::Stop;
+    PythonFrame& frame = filter_.slot();
+    bool wanted = false;
+    if (!offer_file(py_, at.code, &frame, &filter_, &wanted)) return Step::Fail;
+    if (wanted) {
+      if (!copy_function(py_, at.code, &frame)) return Step::Fail;
+      frame.line =
+          at.traced ? at.traced_line : py_.address_to_line(reinterpret_cast<Object*>(at.code), at.offset);
+      filter_.keep();
+    }
+    return Step::Next;
+  }
+  void end() {}
+
+ private:
+  const Cpython& py_;
+  FrameFilter filter_;
+};
+
 // Reads the frames of `thread` (a PyThreadState*) in place. Returns the reason when they cannot be read.
 const char* read_frames(const Cpython& py, uintptr_t thread, PythonStack* out) {
-  if (!plausible(thread)) return kLayoutMismatch;
-  const char* failure = py.layout.walker == Walker::InterpreterFrames
-                            ? walk_interpreter_frames(py, thread, out)
-                            : walk_frame_objects(py, thread, out);
+  FrameReader reader(py, out);
+  const char* failure = walk_frames(py, thread, reader);
   for (uint8_t index = 0; index < out->count; ++index) {
     if (out->frames[index].line < 0) out->frames[index].line = 0;  // PyCode_Addr2Line's "unknown"
   }
   return failure;
 }
+
+// ---- a launch's line from the cache (python_site_cache.h) ----
+
+// What tells the code object at `code` from any other that was or will be at its address: co_version (3.12+).
+// A code object is immutable, so the same one gives the same file, function and line for the same position.
+// False where there is nothing to tell it by (co_version 0, once 2^32 were made).
+bool code_identity(const Cpython& py, uintptr_t code, uint32_t* identity) {
+  *identity = load<uint32_t>(code + py.layout.code_version);
+  return *identity != 0;
+}
+
+// A frame's two words (python_site_cache.h): the code object's address, its lowest bit set for a traced frame
+// (3.8-3.10: its line is then f_lineno whatever the offset; objects are 8-byte aligned); and its identity
+// beside where the frame is in it, the instruction's offset or that traced line.
+void frame_words(const FrameAt& at, uint32_t identity, uint64_t* code, uint64_t* detail) {
+  *code = at.code | (at.traced ? 1 : 0);
+  *detail = uint64_t{identity} << 32 | static_cast<uint32_t>(at.traced ? at.traced_line : at.offset);
+}
+
+// The lookup: builds the walk's key a frame at a time and looks each prefix up, stopping at the first that
+// the cache knows (python_site_cache.h: why the first is right) or where the key is full.
+class SiteLookup {
+ public:
+  SiteLookup(const Cpython& py, const PythonSiteCache& cache, PythonWalkKey* key, PythonLaunchSite* out)
+      : py_(py), cache_(cache), key_(key), out_(out) {}
+  Step frame(const FrameAt& at) {
+    uint32_t identity;
+    if (!code_identity(py_, at.code, &identity)) return Step::Stop;
+    uint64_t code, detail;
+    frame_words(at, identity, &code, &detail);
+    if (!key_->add_frame(code, detail)) return Step::Stop;
+    if (!cache_.find(*key_, out_)) return Step::Next;
+    found_ = true;
+    return Step::Stop;
+  }
+  void end() { found_ = key_->add_end() && cache_.find(*key_, out_); }
+  bool found() const { return found_; }
+
+ private:
+  const Cpython& py_;
+  const PythonSiteCache& cache_;
+  PythonWalkKey* key_;
+  PythonLaunchSite* out_;
+  bool found_ = false;
+};
 
 // ---- with the GIL ----
 
@@ -967,66 +1073,68 @@ void capture_with_gil(const Cpython& py, PythonStack* out) {
   py.error_restore(type, value, traceback);
 }
 
-void capture_frames(PythonStack* out);
+// Where a capture reads: CPython, found and usable; whether this thread holds the GIL; its thread state (the
+// current one where it holds the GIL: 3.12+ keeps that per thread).
+struct Reading {
+  const Cpython* py = nullptr;
+  bool held = false;
+  uintptr_t thread = 0;
+};
 
-// Everything but the fast answer NoPython of read_python_stack.
-[[gnu::noinline]] void capture(PythonStack* out) {
-  if (t_capturing) {
-    // The GIL-held path can run a garbage collection (it creates frame objects), whose finalizers may
-    // launch kernels.
-    out->status = PythonStatus::Unavailable;
-    out->reason = "the capture re-entered itself on this thread (a finalizer ran during a capture)";
-    return;
-  }
-  t_capturing = true;
-  capture_frames(out);
-  t_capturing = false;
-}
-
-void capture_frames(PythonStack* out) {
+// Finds where the frames are read from. Returns false, with out->status (and reason) set, where there are
+// none to read: no CPython, finalizing, no thread state, or without the GIL a version whose frames are not
+// read in place.
+bool begin_reading(PythonStack* out, Reading* reading) {
   const Cpython* found = find_cached();
   if (!found || !found->is_initialized()) {
     out->status = PythonStatus::NoPython;
-    return;
+    return false;
   }
   const Cpython& py = *found;
   if (py.failure) {
     out->status = PythonStatus::Unavailable;
     out->reason = py.failure;
-    return;
+    return false;
   }
   if (py.is_finalizing && py.is_finalizing()) {
     out->status = PythonStatus::Unavailable;
     out->reason = "CPython is finalizing: its thread states may be freed at any time";
-    return;
+    return false;
   }
   Object* own = py.this_thread_state();
   // Whether this thread holds the GIL: the current thread state is its own. 3.12+ keeps the current
   // thread state per thread (null once released); 3.8-3.11 keep one for the process (the GIL holder's),
   // hence the comparison with this thread's.
+  Object* current = nullptr;
   bool held;
   if (py.current_thread_state) {
-    Object* current = py.current_thread_state();
+    current = py.current_thread_state();
     held = current && (py.minor >= 12 || current == own);
   } else {
     held = py.gil_state_check() == 1 && own;
   }
-  if (held) {
-    capture_with_gil(py, out);
-    return;
-  }
+  reading->py = found;
+  reading->held = held;
+  reading->thread = reinterpret_cast<uintptr_t>(held && current ? current : own);
+  if (held) return true;
   if (!own) {
     out->status = PythonStatus::NoThreadState;
-    return;
+    return false;
   }
   if (py.layout.walker == Walker::None) {
     out->status = PythonStatus::Unavailable;
     out->reason = py.without_gil_reason;
-    return;
+    return false;
   }
-  out->method = py.layout.method;
+  return true;
+}
+
+// Reads the frames of reading.thread in place (the thread's own, which cannot change while it runs C code).
+void read_in_place(const Reading& reading, const char* method, PythonStack* out) {
+  out->gil_held = reading.held;
+  out->method = method;
   out->status = PythonStatus::Captured;
-  if (const char* failure = read_frames(py, reinterpret_cast<uintptr_t>(own), out)) {
+  if (const char* failure = read_frames(*reading.py, reading.thread, out)) {
     out->status = PythonStatus::Unavailable;
     out->reason = failure;
     out->count = 0;
@@ -1035,9 +1143,55 @@ void capture_frames(PythonStack* out) {
   }
 }
 
-}  // namespace
+void capture_frames(PythonStack* out) {
+  Reading reading;
+  if (!begin_reading(out, &reading)) return;
+  if (reading.held) {
+    capture_with_gil(*reading.py, out);
+  } else {
+    read_in_place(reading, reading.py->layout.method, out);
+  }
+}
 
-void read_python_stack(PythonStack* out) {
+constexpr const char* kReadInPlaceWithGil =
+    "read in place with the GIL held (the thread's own frames, as without it)";
+
+// The launch's line: looked up by the words of its frames, read in full where the cache does not know them.
+// With the GIL held too, where the version's layout is known: the thread's frames are as frozen as without
+// it (and no other thread runs Python), and the key must come from the same walk as the full read it stands
+// for. Another version (no layout) with the GIL: the public C API, nothing remembered.
+void capture_site(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite* out) {
+  Reading reading;
+  if (!begin_reading(scratch, &reading)) {
+    out->status = scratch->status;
+    return;
+  }
+  const Cpython& py = *reading.py;
+  if (py.layout.walker == Walker::None) {
+    capture_with_gil(py, scratch);
+    *out = cache.keep(*scratch, nullptr);
+    return;
+  }
+  // Before 3.12 nothing in a code object tells it from another made at its address after it was freed, and
+  // CPython's allocator reuses addresses at once: a function compiled again from edited source (a reload, an
+  // exec) lands where the old one was. Counting frees would mean wrapping PyCode_Type's tp_dealloc, a change
+  // to the host's interpreter; so there every launch's line is read in full.
+  if (py.layout.code_version < 0) {
+    read_in_place(reading, reading.held ? kReadInPlaceWithGil : py.layout.method, scratch);
+    *out = cache.keep(*scratch, nullptr);
+    return;
+  }
+  PythonWalkKey key;
+  SiteLookup lookup(py, cache, &key, out);
+  // A walk that fails a check is read in full, which fails the same check: Unavailable with its reason.
+  if (!walk_frames(py, reading.thread, lookup) && lookup.found()) return;
+  read_in_place(reading, reading.held ? kReadInPlaceWithGil : py.layout.method, scratch);
+  *out = cache.keep(*scratch, &key);
+}
+
+// Sets what every capture starts from. Returns false where the answer is NoPython without looking: no CPython
+// in the process, and not this thread's turn to read the clock (a few ns).
+bool start_capture(PythonStack* out) {
   out->status = PythonStatus::NotCaptured;
   out->count = 0;
   out->gil_held = false;
@@ -1045,13 +1199,47 @@ void read_python_stack(PythonStack* out) {
   out->skipped = out->skipped_at = 0;
   out->method = nullptr;
   out->reason = nullptr;
-  // No CPython in the process, and not this thread's turn to read the clock: a few ns.
   if (!g_found.load(std::memory_order_acquire) && t_captures_until_clock > 0) {
     --t_captures_until_clock;
     out->status = PythonStatus::NoPython;
-    return;
+    return false;
   }
-  capture(out);
+  if (t_capturing) {
+    // The GIL-held path can run a garbage collection (it creates frame objects), whose finalizers may
+    // launch kernels.
+    out->status = PythonStatus::Unavailable;
+    out->reason = "the capture re-entered itself on this thread (a finalizer ran during a capture)";
+    return false;
+  }
+  return true;
+}
+
+// The rest, out of line: the NoPython answer above stays a few instructions.
+[[gnu::noinline]] void capture(PythonStack* out) {
+  t_capturing = true;
+  capture_frames(out);
+  t_capturing = false;
+}
+
+[[gnu::noinline]] void capture(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite* out) {
+  t_capturing = true;
+  capture_site(cache, scratch, out);
+  t_capturing = false;
+}
+
+}  // namespace
+
+void read_python_stack(PythonStack* out) {
+  if (start_capture(out)) capture(out);
+}
+
+void read_python_site(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite* out) {
+  *out = PythonLaunchSite{};
+  if (start_capture(scratch)) {
+    capture(cache, scratch, out);
+  } else {
+    out->status = scratch->status;
+  }
 }
 
 }  // namespace blockrun::shim

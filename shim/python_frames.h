@@ -5,6 +5,7 @@
 #pragma once
 
 #include "callsite.h"
+#include "python_site_cache.h"
 
 namespace blockrun::shim {
 
@@ -24,6 +25,14 @@ namespace blockrun::shim {
 //                  GIL, a failed sanity check); `reason` says which
 // Function names are co_qualname on CPython 3.11+ (`Linear.forward`), co_name before.
 void read_python_stack(PythonStack* out);
+
+// The calling thread's Python line as a launch record keeps it: the numbers, in cache.sites(), of the frame
+// python_call_site chooses and of the innermost one. Safe as read_python_stack is. Where CPython's layout is
+// known (3.8-3.13), with or without the GIL, the frames are walked in place reading a few words of each and
+// looked up in `cache` (no allocation, no lock, no text: out->cached); only a walk the cache does not know is
+// read in full into `scratch`, without the public C API even with the GIL, and remembered. `scratch` is
+// written only then. Another version with the GIL: the public C API, every time.
+void read_python_site(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite* out);
 
 }  // namespace blockrun::shim
 // SPDX-License-Identifier: MIT

@@ -25,6 +25,7 @@
 #include "graph_captures.h"
 #include "handle_table.h"
 #include "launch_ledger.h"
+#include "python_site_cache.h"
 #include "python_sites.h"
 #include "records.h"
 #include "report.h"
@@ -75,6 +76,9 @@ struct Launch {
 using StackFunction = void (*)(CallStack* out);
 // Takes the calling thread's Python frames alone (the shim's read_python_stack).
 using PythonStackFunction = void (*)(PythonStack* out);
+// Takes the calling thread's Python line as numbers, from `cache` where it knows the frames, else from a full
+// read into `scratch` (the shim's read_python_site).
+using PythonSiteFunction = void (*)(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite* out);
 
 // Ends the process after a blocked launch failed under an `abort` or `exit=N` rule, once the report is
 // written and flushed. Tests replace it.
@@ -104,9 +108,10 @@ class Engine {
 
   // Before the engine is used: the process facts and, when configured, the report file (the `start`
   // record is written now), and how to take call sites: `stack` the whole stack, `python` the Python
-  // frames alone (kept for every launch with breadcrumbs, as an interned site: python_sites.h).
+  // frames alone (kept for every launch with breadcrumbs, as an interned site: python_sites.h), and
+  // `python_site` that line alone, read in full only the first time (python_site_cache.h).
   void start(ProcessInfo info, std::unique_ptr<ReportFile> report, StackFunction stack,
-             PythonStackFunction python = nullptr);
+             PythonStackFunction python = nullptr, PythonSiteFunction python_site = nullptr);
 
   const Config& config() const { return config_; }
 
@@ -428,6 +433,8 @@ class Engine {
   PythonStackFunction read_python_ = nullptr;
   std::unique_ptr<PythonSiteTable> python_sites_;  // unless call sites are off
   bool python_every_launch_ = false;               // breadcrumbs: every launch's line; else captured ones
+  PythonSiteFunction read_python_site_ = nullptr;
+  std::unique_ptr<PythonSiteCache> python_site_cache_;  // with read_python_site_
 
   ProcessInfo process_;
   std::unique_ptr<ReportFile> report_;

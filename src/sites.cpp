@@ -334,27 +334,63 @@ bool is_dynamo_file(std::string_view file) {
   return file.find("/torch/_dynamo/") != std::string_view::npos;
 }
 
-int first_program_frame(const PythonStack& python, int from) {
+// The first frame of the program's own from `from` on, -1 for none; `*past_last` set where it looked for one
+// after the last frame (the answer depends on there being no more).
+int first_program_frame(const PythonStack& python, int from, bool* past_last) {
   for (int i = from; i < python.count; ++i) {
     if (classify_python_file(python.frames[i].file) == PythonFileKind::Program) return i;
   }
+  *past_last = true;
   return -1;
+}
+
+// python_call_site's choice; `*looked`: the frames [0, looked) it looked at, `*past_last` as above.
+int choose_python_frame(const PythonStack& python, int* looked, bool* past_last) {
+  if (python.count == 0) {
+    *past_last = true;
+    return -1;
+  }
+  int found = first_program_frame(python, 0, past_last);
+  if (found < 0) return 0;
+  *looked = found + 1;
+  // A compiled function's frame is the one Dynamo runs in the function's place, with the function's file and
+  // name but its first line: the program's line is its call, the next frame of the program's own (after
+  // Dynamo's wrapper). Kept where there is none.
+  if (found + 1 >= python.count) {
+    *past_last = true;
+    return found;
+  }
+  *looked = found + 2;
+  if (is_dynamo_file(python.frames[found + 1].file)) {
+    int caller = first_program_frame(python, found + 2, past_last);
+    if (caller >= 0) {
+      *looked = caller + 1;
+      return caller;
+    }
+  }
+  return found;
 }
 
 }  // namespace
 
-int python_call_site(const PythonStack& python) {
-  if (python.status != PythonStatus::Captured || python.count == 0) return -1;
-  int found = first_program_frame(python, 0);
-  if (found < 0) return 0;
-  // A compiled function's frame is the one Dynamo runs in the function's place, with the function's file and
-  // name but its first line: the program's line is its call, the next frame of the program's own (after
-  // Dynamo's wrapper). Kept where there is none.
-  if (found + 1 < python.count && is_dynamo_file(python.frames[found + 1].file)) {
-    int caller = first_program_frame(python, found + 2);
-    if (caller >= 0) return caller;
+int python_call_site(const PythonStack& python, PythonChoiceExtent* extent) {
+  if (python.status != PythonStatus::Captured) return -1;
+  int looked = 0;
+  bool past_last = false;
+  int chosen = choose_python_frame(python, &looked, &past_last);
+  if (extent) {
+    // Frames of the walk: the kept ones, and those passed over in the gap before frames[skipped_at].
+    if (past_last) {
+      extent->frames = size_t{python.count} + python.skipped;
+      extent->to_end = !python.truncated;
+    } else {
+      size_t last = static_cast<size_t>(looked - 1);
+      if (python.skipped > 0 && last >= python.skipped_at) last += python.skipped;
+      extent->frames = last + 1;
+      extent->to_end = false;
+    }
   }
-  return found;
+  return chosen;
 }
 
 std::string short_location(const Frame& frame) {

@@ -80,7 +80,16 @@ void set_torchinductor_cache_dir(std::string_view directory);
 // such. Where that frame's caller is Dynamo's (torch/_dynamo/: a function torch.compile runs in its place,
 // whose line is the function's first), the next frame of the program's own after it: the call of the compiled
 // function. -1 when there are no frames.
-int python_call_site(const PythonStack& python);
+//
+// `extent`, where given, says what the choice depended on (PythonSiteCache remembers it under those frames):
+// the first `frames` frames of the walk that read `python` (counting those passed over in the gap), and,
+// where `to_end`, that the walk found no frame after them (not where it stopped at a bound: which frames the
+// bounds leave out is decided by the frames before).
+struct PythonChoiceExtent {
+  size_t frames = 0;
+  bool to_end = false;
+};
+int python_call_site(const PythonStack& python, PythonChoiceExtent* extent = nullptr);
 
 // "file:line", else "function+0xOFF", else "module+0xOFF".
 std::string short_location(const Frame& frame);

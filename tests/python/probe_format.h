@@ -7,6 +7,7 @@
 #include <string>
 
 #include "callsite.h"
+#include "python_site_cache.h"
 #include "sites.h"
 
 namespace blockrun::probe {
@@ -75,6 +76,32 @@ inline std::string to_json(const PythonStack& stack) {
     out += "}";
   }
   out += "]}";
+  return out;
+}
+
+inline void append_frame(std::string& out, const PythonFrame* frame) {
+  if (!frame) {
+    out += "null";
+    return;
+  }
+  out += "{\"file\": ";
+  append_json_string(out, frame->file);
+  out += ", \"line\": " + std::to_string(frame->line) + ", \"function\": ";
+  append_json_string(out, frame->function);
+  out += "}";
+}
+
+// A launch's line as breadcrumbs keep it (read_python_site), its numbers looked up in `sites`.
+inline std::string to_json(const PythonLaunchSite& site, const PythonSiteTable& sites) {
+  std::string out = "{\"status\": \"";
+  out += status_name(site.status);
+  out += "\", \"cached\": ";
+  out += site.cached ? "true" : "false";
+  out += ", \"site\": ";
+  append_frame(out, sites.get(site.site));
+  out += ", \"innermost\": ";
+  append_frame(out, sites.get(site.innermost));
+  out += "}";
   return out;
 }
 

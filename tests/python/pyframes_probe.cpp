@@ -14,11 +14,25 @@
 
 namespace {
 
-int write_result(const blockrun::PythonStack& stack, char* buffer, size_t size) {
-  std::string json = blockrun::probe::to_json(stack);
+int write_json(const std::string& json, char* buffer, size_t size) {
   if (json.size() + 1 > size) return -1;
   std::memcpy(buffer, json.c_str(), json.size() + 1);
   return static_cast<int>(json.size());
+}
+
+int write_result(const blockrun::PythonStack& stack, char* buffer, size_t size) {
+  return write_json(blockrun::probe::to_json(stack), buffer, size);
+}
+
+// The probe's own site table and cache, as the engine has them with breadcrumbs.
+struct Sites {
+  blockrun::PythonSiteTable table{4096};
+  blockrun::PythonSiteCache cache{table};
+};
+
+Sites& sites() {
+  static Sites* sites = new Sites;  // never destroyed: threads may still use it at exit
+  return *sites;
 }
 
 }  // namespace
@@ -51,6 +65,33 @@ __attribute__((visibility("default"))) int blockrun_probe_capture_with_error_pen
   if (!set_string || !runtime_error) return -1;
   set_string(*runtime_error, "set before the capture");
   return blockrun_probe_capture(buffer, size);
+}
+
+// The calling thread's Python line as breadcrumbs keep it (read_python_site: its frames, whether it came from
+// the cache), then its frames read in full (read_python_stack) from the same call, as JSON in `buffer`:
+// {"site": ..., "stack": ...}. Returns the JSON's length, or -1 if it does not fit.
+__attribute__((visibility("default"))) int blockrun_probe_site(char* buffer, size_t size) {
+  blockrun::PythonStack scratch;
+  blockrun::PythonLaunchSite site;
+  blockrun::shim::read_python_site(sites().cache, &scratch, &site);
+  blockrun::PythonStack stack;
+  blockrun::shim::read_python_stack(&stack);
+  return write_json("{\"site\": " + blockrun::probe::to_json(site, sites().table) +
+                        ", \"stack\": " + blockrun::probe::to_json(stack) + "}",
+                    buffer, size);
+}
+
+// Nanoseconds per read_python_site call, over `iterations` calls from the calling thread (the first remembers
+// the line: the others find it).
+__attribute__((visibility("default"))) double blockrun_probe_site_benchmark(int iterations) {
+  blockrun::PythonStack scratch;
+  blockrun::PythonLaunchSite site;
+  blockrun::shim::read_python_site(sites().cache, &scratch, &site);
+  auto start = std::chrono::steady_clock::now();
+  for (int iteration = 0; iteration < iterations; ++iteration)
+    blockrun::shim::read_python_site(sites().cache, &scratch, &site);
+  std::chrono::duration<double, std::nano> elapsed = std::chrono::steady_clock::now() - start;
+  return iterations > 0 ? elapsed.count() / iterations : 0.0;
 }
 
 // Nanoseconds per read_python_stack call, over `iterations` calls from the calling thread.

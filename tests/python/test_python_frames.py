@@ -7,6 +7,10 @@ with ctypes.CDLL it releases it, as PyTorch does around every launch (the frames
 Every scenario runs in both modes, and both must give the same frames. Lines are found by their
 `# MARK:` comment, never by number.
 
+Through read_python_site (a launch's line as breadcrumbs keep it: looked up by the words of its frames,
+read in full the first time) the line must be the one the full read chooses, from the cache the second time
+(3.12+; before, every time in full).
+
     test_python_frames.py              the tests
     test_python_frames.py --benchmark  ns per capture, GIL held and released (prints, asserts nothing)
 """
@@ -24,13 +28,21 @@ HELD = ctypes.PyDLL(PROBE_PATH)  # the GIL stays held during the call
 RELEASED = ctypes.CDLL(PROBE_PATH)  # the GIL is released during the call
 for library in (HELD, RELEASED):
     for name in ("blockrun_probe_capture", "blockrun_probe_capture_in_native_thread",
-                 "blockrun_probe_capture_with_error_pending"):
+                 "blockrun_probe_capture_with_error_pending", "blockrun_probe_site"):
         getattr(library, name).argtypes = [ctypes.c_char_p, ctypes.c_size_t]
         getattr(library, name).restype = ctypes.c_int
-    library.blockrun_probe_benchmark.argtypes = [ctypes.c_int]
-    library.blockrun_probe_benchmark.restype = ctypes.c_double
+    for name in ("blockrun_probe_benchmark", "blockrun_probe_site_benchmark"):
+        getattr(library, name).argtypes = [ctypes.c_int]
+        getattr(library, name).restype = ctypes.c_double
 
 MODES = {"held": HELD, "released": RELEASED}
+# capture(mode) reads the frames (read_python_stack); capture(SITE + mode) the line through read_python_site, then
+# the frames, from the same call: {"site": ..., "stack": ...}.
+SITE = "site "
+# Whether read_python_site remembers lines: from 3.12, whose code objects carry co_version.
+REMEMBERS_LINES = sys.version_info >= (3, 12)
+PROBES = {**{mode: library.blockrun_probe_capture for mode, library in MODES.items()},
+          **{SITE + mode: library.blockrun_probe_site for mode, library in MODES.items()}}
 THIS_FILE = (lambda: None).__code__.co_filename
 MAX_FRAMES = 8  # kMaxPythonFrames
 INNERMOST_KEPT = 4  # kPythonInnermostKept
@@ -62,7 +74,7 @@ def decode(buffer, length):
 
 def capture(mode):
     buffer = ctypes.create_string_buffer(1 << 16)
-    length = MODES[mode].blockrun_probe_capture(buffer, len(buffer))  # MARK: capture
+    length = PROBES[mode](buffer, len(buffer))  # MARK: capture
     return decode(buffer, length)
 
 
@@ -155,15 +167,15 @@ COMPILED_LEVELS = [
 # between it and the capture).
 CAPTURE_LAUNCHER = ("def launcher(mode):\n"
                     "    buffer = ctypes.create_string_buffer(1 << 16)\n"
-                    "    return decode(buffer, MODES[mode].blockrun_probe_capture(buffer, len(buffer)))\n")
-BENCHMARK_LAUNCHER = "def launcher(mode):\n    return MODES[mode].blockrun_probe_benchmark(ITERATIONS)\n"
+                    "    return decode(buffer, PROBES[mode](buffer, len(buffer)))\n")
+BENCHMARK_LAUNCHER = "def launcher(mode):\n    return BENCHMARK[mode](ITERATIONS)\n"
 LAUNCHER_LINE = 3  # of CAPTURE_LAUNCHER, the capture's
 
 
 def framework_chain(levels, launcher=CAPTURE_LAUNCHER, **names):
     """Functions compiled as if from `levels` ([(file, function)], outermost first), each calling the next, the
     innermost `launcher` (from "<string>"). Returns the outermost."""
-    namespace = {"ctypes": ctypes, "decode": decode, "MODES": MODES, **names}
+    namespace = {"ctypes": ctypes, "decode": decode, "MODES": MODES, "PROBES": PROBES, **names}
     exec(compile(launcher, "<string>", "exec"), namespace)
     callee = namespace["launcher"]
     for filename, name in reversed(levels):
@@ -179,6 +191,29 @@ def run_compiled(mode, compiled_function):
 
 def utf8_size(text):
     return len(text.encode("utf-8"))
+
+
+def three_times(call, mode):
+    """`call(mode)` three times from one line: the same frames each time, down from here."""
+    results = []
+    for _ in range(3):
+        results.append(call(mode))  # MARK: three times
+    return results
+
+
+def two_lines(mode, launcher):
+    """Two launches from one function, through generated code: the function's line is each launch's."""
+    first = launcher(mode)  # MARK: first line
+    second = launcher(mode)  # MARK: second line
+    return first, second
+
+
+def in_thread(call, mode):
+    result = {}
+    thread = threading.Thread(target=lambda: result.setdefault("value", call(mode)))
+    thread.start()
+    thread.join()
+    return result["value"]
 
 
 class PythonFramesTest(unittest.TestCase):
@@ -405,6 +440,129 @@ class PythonFramesTest(unittest.TestCase):
         stack = self.both_modes(compiled(short, source, "far_away"))
         self.assertEqual(stack["frames"][1]["file"], short)
 
+    def assert_site_is_the_full_reads_choice(self, call, new_place=True):
+        """Runs `call(SITE + mode)` three times from one line in both modes: read_python_site gives the frames the
+        full read chooses (and the innermost), and from the second time on from the cache (3.12+). The cache
+        remembers places, not modes: both modes launch from the same place, so only the first mode's first
+        launch is read in full, and only if no launch came from that place before (`new_place`; the cache is
+        the process's, shared by every test)."""
+        for index, mode in enumerate(MODES):
+            with self.subTest(mode=mode):
+                for attempt, result in enumerate(three_times(call, SITE + mode)):
+                    site, stack = result["site"], result["stack"]
+                    self.assert_captured(stack, mode)
+                    self.assertEqual(site["status"], "Captured", site)
+                    chosen = stack["call_site"]
+                    self.assertEqual(site["site"], stack["frames"][chosen], (site, stack))
+                    self.assertEqual(site["innermost"], stack["frames"][0] if chosen > 0 else None, (site, stack))
+                    # Remembered from 3.12 on (co_version tells code objects apart); read in full before.
+                    seen = attempt > 0 or index > 0
+                    if seen or new_place or not REMEMBERS_LINES:
+                        self.assertEqual(site["cached"], seen and REMEMBERS_LINES, (call, mode, attempt, site))
+        return site
+
+    def test_site_is_the_full_reads_choice_then_comes_from_the_cache(self):
+        # outer's walk is test_site_from_many_threads_at_once's (which runs first): remembered already.
+        site = self.assert_site_is_the_full_reads_choice(outer, new_place=False)
+        self.assert_frame(site["site"], capture, "capture")
+        self.assert_site_is_the_full_reads_choice(lambda mode: recurse(30, mode))
+        self.assert_site_is_the_full_reads_choice(lambda mode: next(generator(mode)))
+        self.assert_site_is_the_full_reads_choice(with_cell)
+        self.assert_site_is_the_full_reads_choice(Model().forward)
+        self.assert_site_is_the_full_reads_choice(größe)
+        self.assert_site_is_the_full_reads_choice(lambda mode: [capture(mode) for _ in range(1)][0])
+        self.assert_site_is_the_full_reads_choice(lambda mode: in_thread(capture, mode))
+
+    def test_site_under_framework_frames(self):
+        chain = framework_chain(COMPILED_LEVELS)
+        site = self.assert_site_is_the_full_reads_choice(lambda mode: run_compiled(mode, chain))
+        self.assert_frame(site["site"], run_compiled, "program calls compiled")
+        self.assertEqual(site["innermost"], {"file": "<string>", "line": LAUNCHER_LINE, "function": "launcher"})
+        # None of the program's (a thread that runs generated code only): the innermost, decided by every frame up
+        # to the end of the stack.
+        results = []
+        target = framework_chain([], launcher="def launcher(mode):\n    return STORE(CHAIN(mode))\n",
+                                 STORE=results.append, CHAIN=chain)
+
+        def run_bare(mode):
+            thread = threading.Thread(target=target, args=(mode,))
+            thread.start()
+            thread.join()
+            return results.pop()
+
+        site = self.assert_site_is_the_full_reads_choice(run_bare)
+        self.assertEqual(site["innermost"], None)
+        self.assertEqual(site["site"]["file"], "<string>")
+        # The program's frame as the last frame the walk reads (64th): remembered too.
+        library = [("/usr/lib/python3/dist-packages/framework/layer.py", "layer")]
+        deep = framework_chain(library * (MAX_SCANNED - 2))
+        site = self.assert_site_is_the_full_reads_choice(lambda mode: run_compiled(mode, deep))
+        self.assert_frame(site["site"], run_compiled, "program calls compiled")
+
+    def test_site_from_many_threads_at_once(self):
+        # Threads remembering and finding the same walks while others churn their frames and free code objects
+        # (each busy round compiles one).
+        errors = []
+        stop = threading.Event()
+        expected = {"file": THIS_FILE, "line": marker_line("capture"), "function": function_name(capture)}
+
+        def busy():
+            while not stop.is_set():
+                recurse_without_capture(20)
+                compile("x = 1", "<busy>", "exec")
+
+        def worker(mode):
+            for _ in range(200):
+                result = outer(SITE + mode)
+                if result["site"]["site"] != expected or result["stack"]["gil_held"] != (mode == "held"):
+                    errors.append(result)
+                    return
+
+        busy_threads = [threading.Thread(target=busy) for _ in range(2)]
+        workers = [threading.Thread(target=worker, args=(mode,)) for mode in MODES for _ in range(4)]
+        for thread in busy_threads + workers:
+            thread.start()
+        for thread in workers:
+            thread.join()
+        stop.set()
+        for thread in busy_threads:
+            thread.join()
+        self.assertEqual(errors, [])
+
+    def test_site_of_two_lines_of_one_function(self):
+        launcher = framework_chain([])  # generated code: the line is its caller's
+        for mode in MODES:
+            with self.subTest(mode=mode):
+                for _ in range(3):
+                    first, second = two_lines(SITE + mode, launcher)
+                    self.assertEqual(first["site"]["site"]["line"], marker_line("first line"))
+                    self.assertEqual(second["site"]["site"]["line"], marker_line("second line"))
+
+    def test_site_of_a_code_object_made_where_another_was(self):
+        # Without the GIL nothing keeps a code object alive between launches: one freed and another made at its
+        # address must not be taken for it. Two versions of one function, compiled again and again from one file
+        # name (the same str object): the same bytecode and name, the launch on line 2 or, after a blank line, 3.
+        filename = "/home/me/reloaded.py"
+        sources = ("def launch(probe, buffer):\n    return probe(buffer, len(buffer))\n",
+                   "def launch(probe, buffer):\n\n    return probe(buffer, len(buffer))\n")
+        reused = 0
+        for mode in MODES:
+            addresses = {}
+            for attempt in range(400):
+                version = attempt % 2
+                scope = {}
+                exec(compile(sources[version], filename, "exec"), scope)
+                launch = scope.pop("launch")
+                buffer = ctypes.create_string_buffer(1 << 16)
+                result = decode(buffer, launch(PROBES[SITE + mode], buffer))
+                self.assertEqual(result["site"]["site"], {"file": filename, "line": 2 + version, "function": "launch"})
+                address = id(launch.__code__)
+                reused += addresses.get(address, version) != version
+                addresses[address] = version
+                del launch, scope
+        if not reused:
+            self.skipTest("no code object was made where one of the other version had been")
+
     def test_pending_exception_is_kept(self):
         buffer = ctypes.create_string_buffer(1 << 16)
         with self.assertRaisesRegex(RuntimeError, "set before the capture"):
@@ -414,8 +572,13 @@ class PythonFramesTest(unittest.TestCase):
         self.assertEqual(stack["frames"][0]["file"], THIS_FILE)
 
 
+BENCHMARK = {**{mode: library.blockrun_probe_benchmark for mode, library in MODES.items()},
+             **{SITE + mode: library.blockrun_probe_site_benchmark for mode, library in MODES.items()}}
+
+
 def benchmark():
-    """ns per capture in both modes, called 10 Python frames deep (8 reported, truncated)."""
+    """ns per capture in both modes, called 10 Python frames deep (8 reported, truncated); ns per launch's line
+    through read_python_site, from its cache."""
     iterations = 100000
 
     def nested(depth, library):
@@ -425,16 +588,30 @@ def benchmark():
 
     results = {mode: nested(10, library) for mode, library in MODES.items()}
     version = ".".join(map(str, sys.version_info[:3]))
+    remembered = "from its cache" if REMEMBERS_LINES else "read in full: no cache before 3.12"
     print(f"python frame capture, Python {version}, {iterations} captures of 8 frames each: "
           f"GIL held {results['held']:.0f} ns, GIL released {results['released']:.0f} ns per capture")
+
+    def nested_site(depth, library):
+        if depth == 0:
+            return library.blockrun_probe_site_benchmark(iterations)
+        return nested_site(depth - 1, library)
+
+    results = {mode: nested_site(10, library) for mode, library in MODES.items()}
+    print(f"python line (read_python_site, {remembered}), Python {version}, 10 frames deep: "
+          f"GIL held {results['held']:.0f} ns, GIL released {results['released']:.0f} ns per launch")
     # The program's call under torch.compile's frames: 12 frames of library and generated code, 8 passed over.
-    deep = framework_chain(COMPILED_LEVELS, BENCHMARK_LAUNCHER, ITERATIONS=iterations)
+    deep = framework_chain(COMPILED_LEVELS, BENCHMARK_LAUNCHER, ITERATIONS=iterations, BENCHMARK=BENCHMARK)
     results = {mode: run_compiled(mode, deep) for mode in MODES}
     print(f"python frame capture, Python {version}, under {len(COMPILED_LEVELS) + 1} frames of library and "
           f"generated code: GIL held {results['held']:.0f} ns, GIL released {results['released']:.0f} ns per capture")
+    results = {mode: run_compiled(SITE + mode, deep) for mode in MODES}
+    print(f"python line (read_python_site, {remembered}), Python {version}, under {len(COMPILED_LEVELS) + 1} "
+          f"frames of library and generated code: GIL held {results['held']:.0f} ns, "
+          f"GIL released {results['released']:.0f} ns per launch")
     # The bound: MAX_SCANNED frames read, none of the program's.
     worst = framework_chain([("/usr/lib/python3/dist-packages/framework/layer.py", "layer")] * MAX_SCANNED,
-                            BENCHMARK_LAUNCHER, ITERATIONS=iterations)
+                            BENCHMARK_LAUNCHER, ITERATIONS=iterations, BENCHMARK=BENCHMARK)
     results = {mode: run_compiled(mode, worst) for mode in MODES}
     print(f"python frame capture, Python {version}, {MAX_SCANNED} frames read, none of the program's: "
           f"GIL held {results['held']:.0f} ns, GIL released {results['released']:.0f} ns per capture")

@@ -597,6 +597,40 @@ TEST_F(BreadcrumbTest, TheCulpritsPythonLineIsKeptWithoutAStackWalk) {
       << log();
 }
 
+// The same through the engine's site cache, as the shim's read_python_site does it: the walk's words (here:
+// the two frames' code objects and lines, and the end of the stack) looked up, the frames read in full only
+// for a walk not seen before.
+int g_full_reads = 0;
+void fake_python_site(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite* out) {
+  PythonWalkKey key;
+  key.add_frame(0x1000, 2);
+  key.add_frame(0x2000, static_cast<uint64_t>(g_python_line));
+  key.add_end();
+  if (cache.find(key, out)) return;
+  ++g_full_reads;
+  fake_python(scratch);
+  *out = cache.keep(*scratch, &key);
+}
+
+TEST_F(BreadcrumbTest, TheCulpritsPythonLineComesFromTheSiteCacheOnceSeen) {
+  auto engine = make("none", 256);
+  engine->start(ProcessInfo{}, nullptr, nullptr, fake_python, fake_python_site);
+  engine->set_breadcrumbs(slots_, 4);
+  const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
+  const KernelInfo* stencil = kernel(*engine, 0x20, "_Z7stencilPfix");
+  g_full_reads = 0;
+  for (int n = 1; n <= 20; ++n) {
+    g_python_line = 100 + n % 5;                                          // five lines in turn
+    launch_with_crumb(*engine, n % 2 ? fill : stencil, kStreamA, n < 8);  // #8 (stencil's 4th) faulted
+  }
+  EXPECT_EQ(g_full_reads, 5) << "each line read in full once";
+  engine->end_sync("cudaMemcpy", true, nullptr, false, engine->begin_sync(), ErrorCode{Layer::Runtime, 700});
+  EXPECT_NE(log().find("  python: /home/me/train.py:103 in forward (innermost: "
+                       "/usr/lib/python3/site-packages/torch/functional.py:2 in stencil)\n"),
+            std::string::npos)
+      << log();
+}
+
 TEST_F(BreadcrumbTest, NoPythonLinesAreKeptWithoutBreadcrumbs) {
   auto engine = make("none");
   engine->start(ProcessInfo{}, nullptr, nullptr, fake_python);

@@ -338,6 +338,84 @@ TEST(SitesTest, PythonLineRulesOfBeforeStillHold) {
       0);
 }
 
+// What the choice depended on (PythonSiteCache remembers a launch's line under those frames of its walk).
+PythonChoiceExtent extent_of(const PythonStack& stack, int* chosen = nullptr) {
+  PythonChoiceExtent extent;
+  int user = python_call_site(stack, &extent);
+  if (chosen) *chosen = user;
+  return extent;
+}
+
+TEST(SitesTest, PythonChoiceDependsOnTheFramesUpToTheOneAfterTheProgramsFirst) {
+  const char* torch = "/opt/venv/lib/python3.12/site-packages/torch/nn/functional.py";
+  int chosen = -1;
+  // The program's frame and its caller (is it Dynamo's?), not what is further out.
+  PythonChoiceExtent extent =
+      extent_of(python_stack({torch, "/home/me/model.py", "/home/me/train.py"}), &chosen);
+  EXPECT_EQ(chosen, 1);
+  EXPECT_EQ(extent.frames, 3u);
+  EXPECT_FALSE(extent.to_end);
+  extent = extent_of(python_stack({"/home/me/train.py", torch, torch, torch}));
+  EXPECT_EQ(extent.frames, 2u);
+  EXPECT_FALSE(extent.to_end);
+  // The program's frame is the outermost: that there is no caller mattered.
+  extent = extent_of(python_stack({torch, "/home/me/train.py"}));
+  EXPECT_EQ(extent.frames, 2u);
+  EXPECT_TRUE(extent.to_end);
+  // ... unless the walk stopped at a bound there, which the frames before decided.
+  PythonStack full = python_stack({torch, "/home/me/train.py"});
+  full.truncated = true;
+  extent = extent_of(full);
+  EXPECT_EQ(extent.frames, 2u);
+  EXPECT_FALSE(extent.to_end);
+  // No frames: only that the stack ended.
+  extent = extent_of(python_stack({}), &chosen);
+  EXPECT_EQ(chosen, -1);
+  EXPECT_EQ(extent.frames, 0u);
+  EXPECT_TRUE(extent.to_end);
+}
+
+TEST(SitesTest, PythonChoiceExtentCountsTheFramesPassedOverInTheGap) {
+  const char* library = "/usr/lib/python3/dist-packages/framework/layer.py";
+  // 4 innermost kept, 5 passed over, then the program's frame and its caller: walked frames 0-3, 4-8, 9, 10.
+  PythonStack stack =
+      python_stack({library, library, library, library, "/home/me/train.py", "/home/me/main.py"});
+  stack.skipped = 5;
+  stack.skipped_at = 4;
+  int chosen = -1;
+  PythonChoiceExtent extent = extent_of(stack, &chosen);
+  EXPECT_EQ(chosen, 4);
+  EXPECT_EQ(extent.frames, 11u);
+  EXPECT_FALSE(extent.to_end);
+  // None of the program's: every frame read, and whether the walk found the end.
+  stack = python_stack({library, library, library, library});
+  stack.skipped = 7;
+  stack.skipped_at = 4;
+  extent = extent_of(stack, &chosen);
+  EXPECT_EQ(chosen, 0);
+  EXPECT_EQ(extent.frames, 11u);
+  EXPECT_TRUE(extent.to_end);
+  stack.truncated = true;
+  EXPECT_FALSE(extent_of(stack).to_end);
+}
+
+TEST(SitesTest, PythonChoiceBehindDynamoDependsOnTheFramesUpToTheCall) {
+  const char* dynamo = "/opt/venv/lib/python3.12/site-packages/torch/_dynamo/eval_frame.py";
+  const char* library = "/opt/venv/lib/python3.12/site-packages/torch/nn/modules/module.py";
+  int chosen = -1;
+  PythonChoiceExtent extent = extent_of(
+      python_stack({"<string>", "/home/me/model.py", dynamo, library, "/home/me/train.py", library}),
+      &chosen);
+  EXPECT_EQ(chosen, 4);
+  EXPECT_EQ(extent.frames, 5u);
+  EXPECT_FALSE(extent.to_end);
+  // No caller of the program's behind Dynamo: the compiled function's frame, having looked to the end.
+  extent = extent_of(python_stack({"<string>", "/home/me/model.py", dynamo, library}), &chosen);
+  EXPECT_EQ(chosen, 1);
+  EXPECT_EQ(extent.frames, 4u);
+  EXPECT_TRUE(extent.to_end);
+}
+
 }  // namespace
 }  // namespace blockrun
 // SPDX-License-Identifier: MIT

@@ -1,0 +1,148 @@
+// A launch's Python line, for a launch from a code location seen before, without reading its frames again
+// (issue 21). With breadcrumbs (or --trace) every launch keeps its Python line as two numbers in the
+// PythonSiteTable (python_sites.h). Reading it in full costs about 0.6 us without the GIL, 1-2 us with it:
+// the frames walked, their files copied and classified, the chosen frames' lines computed (a scan of the line
+// table) and their texts hashed to be interned. From the cache: under 0.1 us (docs/performance.md). A program
+// launches from the same few hundred places millions of times, so the shim first walks the frames reading
+// only a few words of each (the code object, where in it the frame is, what tells that code object from
+// others) and looks that walk up here; only a walk not seen before is read in full, and its numbers
+// remembered.
+//
+// Why a hit gives the line a full read would give. The choice (python_call_site, sites.h) is a function of
+// the frames the walk offers, innermost first: of each frame's file (classified), function name and line. It
+// does not look at all of them: python_call_site's `extent` says how many frames it depended on (up to the
+// program's first, the one after it, and behind Dynamo's frame the next of the program's), and whether it
+// depended on the stack ending there. So a walk is remembered under the words of exactly those frames (and an
+// end marker where the end mattered). Another walk whose first frames have the same words offers the same
+// frames up to there, so the choice looks at the same frames and stops at the same place: the same answer,
+// whatever follows. That is why a lookup may stop at the first remembered prefix it meets.
+//
+// The words of a frame are the reader's business (shim/python_frames.cpp): they must determine what the full
+// read takes from that frame (its file, function and line). A code object never changes, so its address and
+// the frame's instruction would, but for one thing: without the GIL nothing keeps a code object alive between
+// two launches, and CPython's allocator gives a freed one's address to the next at once, typically to the
+// same function compiled again (a reload), its line table and constants where the old ones were too:
+// comparing what the code object holds by address does not tell them apart. So the words also tell a code
+// object from any other that was or will be at its address: CPython 3.12+ numbers the code objects it makes
+// (co_version). Before 3.12 nothing does, and nothing is remembered (the reader reads every line in full).
+//
+// Also the same: the classification of a file, which reads nothing else but the Inductor cache directory, set
+// once before any line is chosen (sites.h). Only Captured reads are remembered, so a hit is Captured; how the
+// frames were read (PythonStack::method) belongs to a read, not to a place, and no launch record keeps it.
+//
+// Memory: `capacity` entries of 1,072 bytes (2.1 MiB for 2,048) and their 8-byte tags, allocated zeroed at
+// the first walk remembered (a process without Python pays nothing); the pages of entries never written stay
+// untouched. When the entries of a bucket are taken, a new walk replaces one: a program with more distinct
+// launch places than entries reads some in full again, never a wrong line.
+//
+// Threads: no lock and no allocation on a lookup. Each entry has a version (a sequence lock): a writer makes
+// it odd, writes, makes it even again; a reader takes the entry's words only if the version was even and did
+// not change while it read them. Two threads remembering at once: one wins, the other's walk is read in full
+// again next time.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "callsite.h"
+#include "python_sites.h"
+
+namespace blockrun {
+
+// What a launch record keeps of its Python frames (LaunchRecord::python_status, python_site,
+// python_innermost).
+struct PythonLaunchSite {
+  PythonStatus status = PythonStatus::NotCaptured;
+  uint32_t site = 0;       // the program's own line (python_call_site), a PythonSiteTable number; 0: none
+  uint32_t innermost = 0;  // the innermost frame, where that is another; 0: none
+  bool cached = false;     // from the cache: the frames' texts were not read
+};
+
+// The frames of one walk, innermost first, as words chosen by the reader (two a frame, opaque here), with
+// the hash of each prefix. Built on the launch path: its arrays are left uninitialized.
+class PythonWalkKey {
+ public:
+  // Frames a remembered walk may cover: every frame the bounded walk reads (callsite.h) and the end marker,
+  // so that every choice can be remembered.
+  static constexpr size_t kMaxFrames = kMaxPythonFramesScanned + 1;
+  static constexpr size_t kWordsPerFrame = 2;
+
+  PythonWalkKey() : frames_(0) {}
+
+  // Adds the next frame outwards: `code` (never 0, the end marker's) and `detail`. Returns false, adding
+  // nothing, when the key is full. Inline: the shim calls it for every frame of every launch's walk.
+  bool add_frame(uint64_t code, uint64_t detail) {
+    if (frames_ == kMaxFrames) return false;
+    words_[frames_ * kWordsPerFrame] = code;
+    words_[frames_ * kWordsPerFrame + 1] = detail;
+    // The frame's words mixed apart (independent multiplies), then one round into the running state.
+    uint64_t frame = code * 0x9E3779B97F4A7C15ull ^ detail * 0xC2B2AE3D27D4EB4Full;
+    uint64_t state = (frames_ == 0 ? kSeed : states_[frames_ - 1]) ^ frame;
+    states_[frames_] = ((state << 27) | (state >> 37)) * 0x27D4EB2F165667C5ull;
+    ++frames_;
+    return true;
+  }
+  // Adds the end marker: the walk reached the outermost frame. Returns false when the key is full.
+  bool add_end() { return add_frame(0, 0); }
+
+  size_t frames() const { return frames_; }
+  // Whether frame `index` is the end marker.
+  bool end_at(size_t index) const { return index < frames_ && words_[index * kWordsPerFrame] == 0; }
+  const uint64_t* words() const { return words_; }
+  // The hash of the first `frames` frames (frames <= frames()).
+  uint64_t hash(size_t frames) const;
+
+ private:
+  static constexpr uint64_t kSeed = 0x27D4EB2F165667C5ull;
+  uint64_t words_[kMaxFrames * kWordsPerFrame];
+  uint64_t states_[kMaxFrames];  // the hash's state after each frame
+  size_t frames_;
+};
+
+class PythonSiteCache {
+ public:
+  static constexpr size_t kDefaultCapacity = 2048;
+
+  // Remembers numbers of `sites`, which must outlive it. `capacity` is rounded up to a power of two, at least
+  // one bucket.
+  explicit PythonSiteCache(PythonSiteTable& sites, size_t capacity = kDefaultCapacity);
+  ~PythonSiteCache();
+  PythonSiteCache(const PythonSiteCache&) = delete;
+  PythonSiteCache& operator=(const PythonSiteCache&) = delete;
+
+  // The numbers remembered for a walk whose first frames are all of `key`'s: true and `out` filled (status
+  // Captured, `cached`), or false. Costs a bit test where no remembered walk has key.frames() frames, else
+  // the tags of one bucket and, where one matches, the entry's words.
+  bool find(const PythonWalkKey& key, PythonLaunchSite* out) const;
+
+  // A launch's numbers from the full read `python` of its frames: the frames python_call_site chooses,
+  // interned. Where the read was Captured, both frames were interned and `key` (the same walk's words,
+  // nullptr for none) covers the frames the choice depended on, remembers them for find. An intern that
+  // found the site table full is not remembered: such a launch is read in full each time, as before.
+  PythonLaunchSite keep(const PythonStack& python, const PythonWalkKey* key);
+
+  PythonSiteTable& sites() { return sites_; }
+
+ private:
+  struct Entry;
+  struct Storage;
+  static constexpr size_t kWays = 4;  // entries a key may be in: a bucket
+  bool find(const PythonWalkKey& key, size_t frames, PythonLaunchSite* out) const;
+  void remember(const PythonWalkKey& key, size_t frames, uint32_t site, uint32_t innermost);
+  // Whether `entry` holds the first `frames` frames of `key` (hash `hash`), consistently; its numbers in
+  // *value.
+  static bool read_entry(const Entry& entry, const PythonWalkKey& key, size_t frames, uint64_t hash,
+                         uint64_t* value);
+  Storage* storage();
+
+  PythonSiteTable& sites_;
+  const size_t capacity_;
+  std::atomic<Storage*> storage_{nullptr};  // allocated at the first walk remembered
+  std::atomic<uint64_t> depths_{
+      0};  // bit n: some entry covers n frames (63: 63 or more), a find at n may hit
+  std::atomic<uint32_t> next_victim_{0};  // which entry of a full bucket a new walk replaces
+};
+
+}  // namespace blockrun
+// SPDX-License-Identifier: MIT
