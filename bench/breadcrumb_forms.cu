@@ -34,7 +34,10 @@
 //   build/bench/breadcrumb_forms 20000 7      timing: per-round lines, a line a form, then a markdown table
 //                                             "| form | ns/launch median | spread | added over launch alone |"
 //   build/bench/breadcrumb_forms fault        readability after a sticky fault, a line a memory kind
-//   breadcrumb_forms [launches=20000] [rounds=7] | fault      (fault-child <kind> is the child's own mode)
+//   build/bench/breadcrumb_forms 5000 7 10000  the same with a kernel that spins 10 us on the GPU instead of
+//                                             the empty one: bound by the GPU, so "added" is the write's cost
+//                                             to the GPU between two kernels, not to the host
+//   breadcrumb_forms [launches=20000] [rounds=7] [kernel_ns=0] | fault   (fault-child <kind>: the child's mode)
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <sys/wait.h>
@@ -53,6 +56,17 @@
 namespace {
 
 __global__ void empty_kernel() {}
+
+// The third argument's kernel: spins for `ns` of the GPU's global timer, so that the loop is bound by the GPU,
+// not by the host's launches, and "added" is what a write costs the GPU between two kernels.
+__global__ void spin_kernel(unsigned long long ns) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+unsigned long long g_kernel_ns = 0;  // 0: the empty kernel
 
 // Stores through its pointer: given an address that is never mapped, an illegal address (a sticky fault).
 __global__ void poke(int* target) { *target = 1; }
@@ -403,7 +417,10 @@ Round run_round(const Form& form, const Target& target, cudaStream_t stream, int
   CUresult failed = CUDA_SUCCESS;
   auto start = std::chrono::steady_clock::now();
   for (int i = 1; i <= launches; ++i) {
-    empty_kernel<<<1, 1, 0, stream>>>();
+    if (g_kernel_ns)
+      spin_kernel<<<1, 1, 0, stream>>>(g_kernel_ns);
+    else
+      empty_kernel<<<1, 1, 0, stream>>>();
     if (--countdown == 0) {
       countdown = form.every;
       if ((failed = write_crumb(form.op, cu_stream, target.address, static_cast<cuuint64_t>(i))) != CUDA_SUCCESS)
@@ -707,10 +724,13 @@ int main(int argc, char** argv) {
   }
   int launches = argc > 1 ? std::atoi(argv[1]) : 20000;
   int rounds = argc > 2 ? std::atoi(argv[2]) : 7;
-  if (launches <= 0 || rounds <= 0) {
-    std::fprintf(stderr, "usage: %s [launches=20000] [rounds=7] | fault\n", argv[0]);
+  long long kernel_ns = argc > 3 ? std::atoll(argv[3]) : 0;
+  if (launches <= 0 || rounds <= 0 || kernel_ns < 0) {
+    std::fprintf(stderr, "usage: %s [launches=20000] [rounds=7] [kernel_ns=0] | fault\n", argv[0]);
     return 2;
   }
+  g_kernel_ns = static_cast<unsigned long long>(kernel_ns);
+  if (g_kernel_ns) std::printf("kernel: spins %llu ns on the GPU's global timer (GPU-bound)\n", g_kernel_ns);
   return timing_mode(launches, rounds);
 }
 // SPDX-License-Identifier: MIT
