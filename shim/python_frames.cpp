@@ -823,6 +823,15 @@ struct FrameAt {
 // What a walk does with each frame: reads on, stops (not an error), or fails (a pointer failed a check).
 enum class Step { Next, Stop, Fail };
 
+// Offers one frame to the visitor: true to read on; false where the walk returns `*stopped` (nullptr where
+// the visitor stopped, the reason where it failed).
+template <typename Visitor>
+bool offer_frame(Visitor& visitor, const FrameAt& at, const char** stopped) {
+  Step step = visitor.frame(at);
+  *stopped = step == Step::Fail ? kLayoutMismatch : nullptr;
+  return step == Step::Next;
+}
+
 // The walks offer each frame that CPython's own walk shows, innermost first, to `visitor`: visitor.frame(at)
 // says what next, and visitor.end() is called where the chain ends before the visitor stopped. They return
 // the reason where the frames cannot be read. Both ways of using them (the full read, the lookup of its key)
@@ -867,14 +876,8 @@ const char* walk_interpreter_frames(const Cpython& py, uintptr_t thread, Visitor
     int64_t units = load<int64_t>(code + layout.code_units);
     if (units <= 0 || units > (int64_t{1} << 28) || offset < -2 || offset >= 2 * units)
       return kLayoutMismatch;
-    switch (visitor.frame(FrameAt{code, static_cast<int>(offset), false, 0})) {
-      case Step::Next:
-        break;
-      case Step::Stop:
-        return nullptr;
-      case Step::Fail:
-        return kLayoutMismatch;
-    }
+    const char* stopped;
+    if (!offer_frame(visitor, FrameAt{code, static_cast<int>(offset), false, 0}, &stopped)) return stopped;
     frame_address = previous;
   }
   visitor.end();
@@ -896,14 +899,8 @@ const char* walk_frame_objects(const Cpython& py, uintptr_t thread, Visitor& vis
     bool traced =
         layout.frame_trace >= 0 ? load<uintptr_t>(frame_address + layout.frame_trace) != 0 : lineno != 0;
     int offset = load<int>(frame_address + layout.frame_instruction) * layout.lasti_unit;
-    switch (visitor.frame(FrameAt{code, offset, traced, lineno})) {
-      case Step::Next:
-        break;
-      case Step::Stop:
-        return nullptr;
-      case Step::Fail:
-        return kLayoutMismatch;
-    }
+    const char* stopped;
+    if (!offer_frame(visitor, FrameAt{code, offset, traced, lineno}, &stopped)) return stopped;
     frame_address = load<uintptr_t>(frame_address + layout.frame_back);
   }
   visitor.end();

@@ -216,6 +216,26 @@ def in_thread(call, mode):
     return result["value"]
 
 
+def beside_busy_threads(worker, busy):
+    """Runs worker(mode) in four threads for each mode, while two more threads call busy() over and over until the
+    workers are done."""
+    stop = threading.Event()
+
+    def churn():
+        while not stop.is_set():
+            busy()
+
+    busy_threads = [threading.Thread(target=churn) for _ in range(2)]
+    workers = [threading.Thread(target=worker, args=(mode,)) for mode in MODES for _ in range(4)]
+    for thread in busy_threads + workers:
+        thread.start()
+    for thread in workers:
+        thread.join()
+    stop.set()
+    for thread in busy_threads:
+        thread.join()
+
+
 class PythonFramesTest(unittest.TestCase):
     def assert_captured(self, stack, mode):
         self.assertEqual(stack["status"], "Captured", stack)
@@ -262,11 +282,9 @@ class PythonFramesTest(unittest.TestCase):
     def test_many_threads_at_once(self):
         # Each thread reads only its own frames, while the others push and pop theirs.
         errors = []
-        stop = threading.Event()
 
         def busy():
-            while not stop.is_set():
-                recurse_without_capture(20)
+            recurse_without_capture(20)
 
         def worker(mode):
             for _ in range(200):
@@ -277,15 +295,7 @@ class PythonFramesTest(unittest.TestCase):
                     errors.append(stack)
                     return
 
-        busy_threads = [threading.Thread(target=busy) for _ in range(2)]
-        workers = [threading.Thread(target=worker, args=(mode,)) for mode in MODES for _ in range(4)]
-        for thread in busy_threads + workers:
-            thread.start()
-        for thread in workers:
-            thread.join()
-        stop.set()
-        for thread in busy_threads:
-            thread.join()
+        beside_busy_threads(worker, busy)
         self.assertEqual(errors, [])
 
     def test_native_thread_has_no_thread_state(self):
@@ -503,13 +513,11 @@ class PythonFramesTest(unittest.TestCase):
         # Threads remembering and finding the same walks while others churn their frames and free code objects
         # (each busy round compiles one).
         errors = []
-        stop = threading.Event()
         expected = {"file": THIS_FILE, "line": marker_line("capture"), "function": function_name(capture)}
 
         def busy():
-            while not stop.is_set():
-                recurse_without_capture(20)
-                compile("x = 1", "<busy>", "exec")
+            recurse_without_capture(20)
+            compile("x = 1", "<busy>", "exec")
 
         def worker(mode):
             for _ in range(200):
@@ -518,15 +526,7 @@ class PythonFramesTest(unittest.TestCase):
                     errors.append(result)
                     return
 
-        busy_threads = [threading.Thread(target=busy) for _ in range(2)]
-        workers = [threading.Thread(target=worker, args=(mode,)) for mode in MODES for _ in range(4)]
-        for thread in busy_threads + workers:
-            thread.start()
-        for thread in workers:
-            thread.join()
-        stop.set()
-        for thread in busy_threads:
-            thread.join()
+        beside_busy_threads(worker, busy)
         self.assertEqual(errors, [])
 
     def test_site_of_two_lines_of_one_function(self):

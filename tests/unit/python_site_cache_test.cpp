@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <initializer_list>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "python_site_cache.h"
@@ -112,39 +113,29 @@ TEST(PythonSiteCache, AnotherLineOrCodeObjectInAFrameTheChoiceLookedAtIsNotFound
   cache.keep(launch.stack, &launch.key);
   PythonLaunchSite found;
   ASSERT_TRUE(look_up(cache, launch.key, &found));
-  // Another line of the same function (another instruction), in the program's frame or the innermost.
-  EXPECT_FALSE(look_up(cache,
-                       walk({{kTorch, 125, 0x1000, 1},
-                             {"/home/me/model.py", 41, 0x3000, 3},
-                             {"/home/me/train.py", 12, 0x4000, 4}})
-                           .key,
-                       &found));
-  EXPECT_FALSE(look_up(cache,
-                       walk({{kTorch, 126, 0x1000, 1},
-                             {"/home/me/model.py", 40, 0x3000, 3},
-                             {"/home/me/train.py", 12, 0x4000, 4}})
-                           .key,
-                       &found));
-  // A code object freed and another made at its address: the same code word, another identity.
-  EXPECT_FALSE(look_up(cache,
-                       walk({{kTorch, 125, 0x1000, 1},
-                             {"/home/me/model.py", 40, 0x3000, 33},
-                             {"/home/me/train.py", 12, 0x4000, 4}})
-                           .key,
-                       &found));
-  EXPECT_FALSE(look_up(cache,
-                       walk({{kTorch, 125, 0x1000, 11},
-                             {"/home/me/model.py", 40, 0x3000, 3},
-                             {"/home/me/train.py", 12, 0x4000, 4}})
-                           .key,
-                       &found));
-  // The caller the choice looked at (is it Dynamo's?) is another.
-  EXPECT_FALSE(look_up(cache,
-                       walk({{kTorch, 125, 0x1000, 1},
-                             {"/home/me/model.py", 40, 0x3000, 3},
-                             {"/home/me/train.py", 13, 0x4000, 4}})
-                           .key,
-                       &found));
+  // Each differs from the launch in one word of a frame the choice looked at.
+  const std::vector<std::pair<const char*, Walk>> others = {
+      {"another line of the program's frame (another instruction)",
+       walk({{kTorch, 125, 0x1000, 1},
+             {"/home/me/model.py", 41, 0x3000, 3},
+             {"/home/me/train.py", 12, 0x4000, 4}})},
+      {"another line of the innermost frame", walk({{kTorch, 126, 0x1000, 1},
+                                                    {"/home/me/model.py", 40, 0x3000, 3},
+                                                    {"/home/me/train.py", 12, 0x4000, 4}})},
+      {"the program's code object freed and another made at its address: the same code word, another "
+       "identity",
+       walk({{kTorch, 125, 0x1000, 1},
+             {"/home/me/model.py", 40, 0x3000, 33},
+             {"/home/me/train.py", 12, 0x4000, 4}})},
+      {"the same for the innermost frame's code object", walk({{kTorch, 125, 0x1000, 11},
+                                                               {"/home/me/model.py", 40, 0x3000, 3},
+                                                               {"/home/me/train.py", 12, 0x4000, 4}})},
+      {"another line of the caller the choice looked at (is it Dynamo's?)",
+       walk({{kTorch, 125, 0x1000, 1},
+             {"/home/me/model.py", 40, 0x3000, 3},
+             {"/home/me/train.py", 13, 0x4000, 4}})},
+  };
+  for (const auto& [what, other] : others) EXPECT_FALSE(look_up(cache, other.key, &found)) << what;
 }
 
 TEST(PythonSiteCache, WhereTheEndOfTheStackMatteredTheKeyMustEndThere) {
