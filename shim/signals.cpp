@@ -183,6 +183,8 @@ void write_signal_record(const Watched& watched, const SignalFacts& facts, bool 
   record.add(static_cast<uint64_t>(now.tv_sec));
   record.add(".");
   record.add(static_cast<uint64_t>(now.tv_nsec / 1000), 6);
+  record.key(key::pid);  // whose record, in a report file several processes share
+  record.add(static_cast<uint64_t>(getpid()));
   record.key(key::signal);
   record.word(watched.name);
   record.key(key::number);

@@ -450,7 +450,7 @@ void Engine::launch_blocked(Launch& launch, ErrorCode sync_result, const char* s
     std::lock_guard<std::mutex> guard(report_mutex_);
     if (++blocked_error_records_ <= kMaxBlockedErrorRecords) {
       LaunchView view = view_of(launch.record, launch.taken_stack(), true, true, kCapturedLaunchesReported);
-      report_->write_record(blocked_error_record(view, text, sync_api, sync_result));
+      report_->write_record(blocked_error_record(view, text, sync_api, sync_result, process_.pid));
     }
   }
   if (launch.decision.on_error != OnError::Return) end_process_as_rule_says(launch.decision);
@@ -701,7 +701,7 @@ void Engine::first_error(const char* api, ErrorCode result, const char* how, Acc
   finding.surfaced_began_ns = since_start(call.began_ns);
   finding.surfaced_ns = since_start(call.returned_ns);
   // The report first: a process that dies right after this still leaves a complete record.
-  if (report_) report_->write_record(first_error_record(finding));
+  if (report_) report_->write_record(first_error_record(finding, process_.pid));
   if (tracer_) trace_first_error(finding, call);
   first_error_summary_ = first_error_summary(finding);
   log_first_error(*logger_, finding, config_.stack, config_.print_limit);
@@ -1088,7 +1088,7 @@ void Engine::finish() {
     // were blocked (at exit it is the shim's largest allocation, docs/memory.md).
     Summary counts = summary(report_ || blocked_.load() > 0);
     if (config_.summary) log_summary(*logger_, counts, config_.print_limit);
-    if (report_) report_->write_record(summary_record(counts));
+    if (report_) report_->write_record(summary_record(counts, process_.pid));
   }
   // Whether or not it launched: a trace file, once opened, is a JSON document when the process ends.
   if (tracer_ && !trace_finished_.exchange(true)) {

@@ -238,19 +238,22 @@ std::vector<ProcessOutcome> read_job(const std::vector<std::pair<std::string, st
         process.started_at = number_member(record, key::time);
         return;
       }
-      if (type == "launch") {
-        if (!keep_launches) return;
-        // Processes sharing the file interleave their launches: each record says whose it is.
-        long pid = static_cast<long>(number_member(record, key::pid, -1));
-        for (size_t i = processes.size(); i-- > first_of_file;) {
-          if (processes[i].pid == pid || pid < 0 || i == first_of_file) {
-            processes[i].launches.push_back(std::move(record));
-            return;
-          }
+      // Processes sharing the file interleave their records: each says whose it is (the latest started
+      // process of that pid). A record without one (earlier shims wrote it on launch records only) goes to
+      // the latest started process, which is right where the processes did not overlap.
+      long pid = static_cast<long>(number_member(record, key::pid, -1));
+      size_t owner = processes.size() - 1;
+      for (size_t i = processes.size(); pid >= 0 && i-- > first_of_file;) {
+        if (processes[i].pid == pid) {
+          owner = i;
+          break;
         }
+      }
+      ProcessOutcome& process = processes[owner];
+      if (type == "launch") {
+        if (keep_launches) process.launches.push_back(std::move(record));
         return;
       }
-      ProcessOutcome& process = processes.back();
       if (type == "first_error" && !process.first_error) {
         process.first_error = std::move(record);
       } else if (type == "fatal_signal" && !process.fatal_signal) {

@@ -16,11 +16,12 @@ namespace blockrun {
 namespace {
 
 // The fields every error record starts with.
-void begin_error_record(JsonWriter& json, const char* type, const ErrorText& text, ErrorCode code,
+void begin_error_record(JsonWriter& json, const char* type, long pid, const ErrorText& text, ErrorCode code,
                         const char* api) {
   json.begin_object()
       .field(key::type, type)
       .field(key::time, epoch_seconds())
+      .field(key::pid, static_cast<int64_t>(pid))
       .field(key::error, text.name)
       .field(key::code, code.code)
       .field(key::layer, layer_name(code.layer))
@@ -111,9 +112,9 @@ bool tells_call_site_without_line(const Finding& finding) {
   return false;
 }
 
-std::string first_error_record(const Finding& finding) {
+std::string first_error_record(const Finding& finding, long pid) {
   JsonWriter json;
-  begin_error_record(json, "first_error", finding.text, finding.result, finding.api);
+  begin_error_record(json, "first_error", pid, finding.text, finding.result, finding.api);
   json.field(key::how, finding.how)
       .field(key::certainty, finding.culprit && finding.exact ? "exact" : "suspects");
   json.field(key::method, found_by_name(finding.found_by))
@@ -181,9 +182,9 @@ std::string first_error_summary(const Finding& finding) {
 }
 
 std::string blocked_error_record(const LaunchView& launch, const ErrorText& text, const char* sync_api,
-                                 ErrorCode code) {
+                                 ErrorCode code, long pid) {
   JsonWriter json;
-  begin_error_record(json, "blocked_error", text, code, sync_api);
+  begin_error_record(json, "blocked_error", pid, text, code, sync_api);
   write_launch_or_null(json, key::launch, &launch);
   json.end_object();
   return json.text();

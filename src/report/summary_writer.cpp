@@ -143,11 +143,12 @@ void sort_units(std::vector<UnitRow>& rows) {
   });
 }
 
-std::string summary_record(const Summary& summary) {
+std::string summary_record(const Summary& summary, long pid) {
   JsonWriter json;
   json.begin_object()
       .field(key::type, "summary")
       .field(key::time, epoch_seconds())
+      .field(key::pid, static_cast<int64_t>(pid))
       .field(key::launches, summary.launches);
   json.key(key::launches_by_api).begin_object();
   for (const auto& [api, count] : summary.launches_by_api) json.field(api, count);

@@ -62,7 +62,8 @@ struct Summary {
 
 // Sorts `rows` as Summary::units are.
 void sort_units(std::vector<UnitRow>& rows);
-std::string summary_record(const Summary& summary);
+// `pid`: the process's (error_writer.h).
+std::string summary_record(const Summary& summary, long pid);
 // The summary line and, when launches were blocked, a header and the `print_limit` kernels (0: all) that
 // blocked longest, with a last line counting the rest where there are more.
 void log_summary(spdlog::logger& logger, const Summary& summary, size_t print_limit);

@@ -51,9 +51,10 @@ ProcessResult run_preloaded(const std::vector<std::string>& command, Env env) {
   return run_process(command, env);
 }
 
-// The report's records' types, in order; "not JSON" for a line that is not a JSON object.
-std::vector<std::string> record_types(const std::string& path) {
-  std::vector<std::string> types;
+// The report's records' `field` (a string, or a whole number as text), in order; "not JSON" for a line that
+// is not a JSON object, "none" for a record without the field.
+std::vector<std::string> record_fields(const std::string& path, const char* field) {
+  std::vector<std::string> values;
   std::string text = read_file(path);
   size_t start = 0;
   while (start < text.size()) {
@@ -63,9 +64,21 @@ std::vector<std::string> record_types(const std::string& path) {
     start = end + 1;
     if (line.empty()) continue;
     auto record = blockrun::parse_json(line);
-    types.push_back(record && blockrun::member(*record, "type") ? blockrun::string_member(*record, "type")
-                                                                : "not JSON");
+    if (!record) {
+      values.push_back("not JSON");
+    } else if (!blockrun::member(*record, field)) {
+      values.push_back("none");
+    } else {
+      std::string value = blockrun::string_member(*record, field);
+      values.push_back(value.empty() ? blockrun::whole_member(*record, field) : value);
+    }
   }
+  return values;
+}
+
+std::vector<std::string> record_types(const std::string& path) {
+  std::vector<std::string> types = record_fields(path, "type");
+  std::replace(types.begin(), types.end(), std::string("none"), std::string("not JSON"));
   return types;
 }
 
@@ -319,6 +332,11 @@ TEST(Hardening, ASignalWhileTheFirstErrorIsWrittenWaitsForItsRecord) {
                                                     {"CUDA_BLOCKRUN_LIBDW", CUDA_BLOCKRUN_SIGTERM_ON_LOAD}});
   EXPECT_EQ(r.status, 128 + SIGTERM) << r.err;
   EXPECT_EQ(record_types(report), (std::vector<std::string>{"start", "first_error", "fatal_signal"}));
+  // Each record says whose it is (a report file may be shared by several processes), the signal's too.
+  std::vector<std::string> pids = record_fields(report, "pid");
+  ASSERT_EQ(pids.size(), 3u);
+  EXPECT_NE(pids[0], "none");
+  EXPECT_EQ(pids, std::vector<std::string>(3, pids[0])) << read_file(report);
   EXPECT_TRUE(contains(read_file(report), "\"signal\":\"SIGTERM\"")) << read_file(report);
   EXPECT_TRUE(contains(r.err, "first error: cudaErrorIllegalAddress")) << r.err;
   EXPECT_EQ(valid_report_problems(report), "");  // SIGTERM is in the schema (F8)

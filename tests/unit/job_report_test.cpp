@@ -150,6 +150,25 @@ TEST(JobReport, AFileSeveralProcessesWroteIsSplitAndSaidSo) {
       << text;
 }
 
+TEST(JobReport, InAFileSeveralProcessesWroteAtOnceEachRecordGoesToItsPid) {
+  // Two processes append to one file at the same time: pid 20 starts after pid 10, then pid 10 fails, pid 20
+  // ends cleanly, and pid 10's summary comes last.
+  auto with_pid = [](std::string record, int pid) {
+    return record.insert(record.find(",\"time\""), ",\"pid\":" + std::to_string(pid));
+  };
+  std::vector<ProcessOutcome> job =
+      read_job({{"shared.jsonl", start(0, 10) + start(1, 20) + with_pid(first_error(7.0, "fill", 2), 10) +
+                                     with_pid(kSummary, 20) + with_pid(kSummary, 10)}});
+  ASSERT_EQ(job.size(), 2u);
+  EXPECT_EQ(job[0].pid, 10);
+  EXPECT_TRUE(job[0].first_error);
+  EXPECT_TRUE(job[0].summary);
+  EXPECT_EQ(job[1].pid, 20);
+  EXPECT_FALSE(job[1].first_error);
+  EXPECT_TRUE(job[1].summary);
+  EXPECT_EQ(first_failure(job), 0);
+}
+
 TEST(JobReport, JsonGivesTheOrderAndEveryRecord) {
   std::vector<ProcessOutcome> job = read_job({
       {"r.0.jsonl", start(0, 10) + kSummary},

@@ -77,7 +77,8 @@ TEST_F(WritersTest, AnExactCulpritIsToldAsExactWithoutAPinRule) {
   found.how = "blocking synchronize after the launch";
   found.exact = true;
   found.culprit = std::make_unique<LaunchView>(view());
-  std::string text = first_error_record(found);
+  std::string text = first_error_record(found, 4242);
+  EXPECT_NE(text.find("\"pid\":4242,\"error\":\"cudaErrorIllegalAddress\""), std::string::npos) << text;
   EXPECT_NE(text.find("\"certainty\":\"exact\",\"method\":\"blocking\""), std::string::npos) << text;
   EXPECT_NE(text.find("\"suspects\":[],\"pin_rule\":null"), std::string::npos) << text;
   EXPECT_EQ(first_error_summary(found), "cudaErrorIllegalAddress at launch #51");
@@ -95,7 +96,7 @@ TEST_F(WritersTest, SuspectsAreListedWithTheRuleThatPinsThem) {
   Finding found = finding();
   found.suspects.push_back(view());
   found.pin_rule_useful = true;
-  std::string text = first_error_record(found);
+  std::string text = first_error_record(found, 4242);
   EXPECT_NE(text.find("\"certainty\":\"suspects\",\"method\":\"host\""), std::string::npos) << text;
   EXPECT_NE(text.find("\"launch\":null"), std::string::npos) << text;
   EXPECT_NE(text.find("\"pin_rule\":\"stencil\""), std::string::npos) << text;
