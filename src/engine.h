@@ -24,6 +24,7 @@
 #include "first_error_latch.h"
 #include "graph_captures.h"
 #include "handle_table.h"
+#include "instance_serial.h"
 #include "launch_ledger.h"
 #include "python_site_cache.h"
 #include "python_sites.h"
@@ -388,13 +389,8 @@ class Engine {
   ErrorDescriber describe_error_;
   Terminate terminate_;
   uint64_t start_ms_ = 0;
-  const uint64_t serial_ = next_serial();  // distinguishes engines for per-thread caches (never 0)
-  const long owner_pid_;                   // the process that created the engine
-
-  static uint64_t next_serial() {
-    static std::atomic<uint64_t> counter{0};
-    return ++counter;
-  }
+  const uint64_t serial_ = next_instance_serial<Engine>();  // for per-thread caches (instance_serial.h)
+  const long owner_pid_;                                    // the process that created the engine
 
   HandleTable<KernelInfo> kernels_;
   LaunchLedger ledger_;

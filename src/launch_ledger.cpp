@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "instance_serial.h"
+
 namespace blockrun {
 
 namespace {
@@ -11,17 +13,12 @@ constexpr size_t kStreamCapacity = 1 << 12;
 // Events followed for the order they give streams (64 KiB); past it, waits on new events prove nothing.
 constexpr size_t kEventCapacity = 1 << 12;
 
-uint64_t next_serial() {
-  static std::atomic<uint64_t> counter{0};
-  return ++counter;
-}
-
 }  // namespace
 
 LaunchLedger::LaunchLedger(size_t ring_capacity, bool keep_stacks)
     : ring_capacity_(ring_capacity),
       keep_stacks_(keep_stacks),
-      serial_(next_serial()),
+      serial_(next_instance_serial<LaunchLedger>()),
       streams_(kStreamCapacity),
       streams_by_number_(new std::atomic<StreamState*>[kStreamCapacity + 1]()),
       events_(kEventCapacity) {}

@@ -4,16 +4,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "instance_serial.h"
+
 namespace blockrun::trace {
-
-namespace {
-
-uint64_t next_serial() {
-  static std::atomic<uint64_t> counter{0};
-  return ++counter;
-}
-
-}  // namespace
 
 const char* outcome_text(EntryOutcome outcome) {
   switch (outcome) {
@@ -41,7 +34,7 @@ TraceRecorder::TraceRecorder(size_t capacity)
     : capacity_(capacity ? capacity : 1),
       slots_(capacity_ + 1),
       chunks_((slots_ + kChunkEntries - 1) / kChunkEntries),
-      serial_(next_serial()) {}
+      serial_(next_instance_serial<TraceRecorder>()) {}
 
 TraceRecorder::~TraceRecorder() {
   for (std::atomic<Ring*>& slot : rings_) {
