@@ -958,12 +958,12 @@ bool code_identity(const Cpython& py, uintptr_t code, uint32_t* identity) {
   return *identity != 0;
 }
 
-// A frame's two words (python_site_cache.h): the code object's address, its lowest bit set for a traced frame
-// (3.8-3.10: its line is then f_lineno whatever the offset; objects are 8-byte aligned); and its identity
-// beside where the frame is in it, the instruction's offset or that traced line.
+// A frame's two words (python_site_cache.h): the code object's address; and its identity beside where the
+// frame is in it, the instruction's offset. (Only 3.12+ frames are looked up, never traced: FrameAt.traced is
+// 3.8-3.10's.)
 void frame_words(const FrameAt& at, uint32_t identity, uint64_t* code, uint64_t* detail) {
-  *code = at.code | (at.traced ? 1 : 0);
-  *detail = uint64_t{identity} << 32 | static_cast<uint32_t>(at.traced ? at.traced_line : at.offset);
+  *code = at.code;
+  *detail = uint64_t{identity} << 32 | static_cast<uint32_t>(at.offset);
 }
 
 // The lookup: builds the walk's key a frame at a time and looks each prefix up, stopping at the first that
@@ -1172,18 +1172,16 @@ void capture_site(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite
   // Before 3.12 nothing in a code object tells it from another made at its address after it was freed, and
   // CPython's allocator reuses addresses at once: a function compiled again from edited source (a reload, an
   // exec) lands where the old one was. Counting frees would mean wrapping PyCode_Type's tp_dealloc, a change
-  // to the host's interpreter; so there every launch's line is read in full.
-  if (py.layout.code_version < 0) {
-    read_in_place(reading, reading.held ? kReadInPlaceWithGil : py.layout.method, scratch);
-    *out = cache.keep(*scratch, nullptr);
-    return;
-  }
+  // to the host's interpreter; so there every launch's line is read in full, and nothing remembered.
+  bool remembers = py.layout.code_version >= 0;
   PythonWalkKey key;
-  SiteLookup lookup(py, cache, &key, out);
-  // A walk that fails a check is read in full, which fails the same check: Unavailable with its reason.
-  if (!walk_frames(py, reading.thread, lookup) && lookup.found()) return;
+  if (remembers) {
+    SiteLookup lookup(py, cache, &key, out);
+    // A walk that fails a check is read in full, which fails the same check: Unavailable with its reason.
+    if (!walk_frames(py, reading.thread, lookup) && lookup.found()) return;
+  }
   read_in_place(reading, reading.held ? kReadInPlaceWithGil : py.layout.method, scratch);
-  *out = cache.keep(*scratch, &key);
+  *out = cache.keep(*scratch, remembers ? &key : nullptr);
 }
 
 // Sets what every capture starts from. Returns false where the answer is NoPython without looking: no CPython

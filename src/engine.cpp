@@ -326,9 +326,7 @@ void Engine::keep_python_site(Launch& launch) {
 }
 
 void Engine::intern_python_sites(const PythonStack& python, uint32_t* site, uint32_t* innermost) {
-  int user = python_call_site(python);
-  if (user >= 0) *site = python_sites_->intern(python.frames[user]);
-  if (user > 0) *innermost = python_sites_->intern(python.frames[0]);
+  intern_python_call_site(*python_sites_, python, site, innermost);
 }
 
 PythonCallSite Engine::python_call_site_of(const LaunchRecord& record, const CallStack* stack) const {

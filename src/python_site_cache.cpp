@@ -145,10 +145,7 @@ PythonLaunchSite PythonSiteCache::keep(const PythonStack& python, const PythonWa
   PythonLaunchSite kept;
   kept.status = python.status;
   PythonChoiceExtent extent;
-  int user = python_call_site(python, &extent);
-  if (user >= 0) kept.site = sites_.intern(python.frames[user]);
-  if (user > 0) kept.innermost = sites_.intern(python.frames[0]);
-  bool interned = (user < 0 || kept.site != 0) && (user <= 0 || kept.innermost != 0);
+  bool interned = intern_python_call_site(sites_, python, &kept.site, &kept.innermost, &extent);
   if (!key || python.status != PythonStatus::Captured || !interned) return kept;
   // The key must hold the frames the choice looked at, then the end marker where the end mattered, and no end
   // before (it would not be the same walk).

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <new>
 
+#include "sites.h"
+
 namespace blockrun {
 
 namespace {
@@ -91,6 +93,14 @@ const PythonFrame* PythonSiteTable::get(uint32_t id) const {
   const Entry& entry = table[id - 1];
   if (entry.state.load(std::memory_order_acquire) != kReady) return nullptr;
   return &entry.frame;
+}
+
+bool intern_python_call_site(PythonSiteTable& sites, const PythonStack& python, uint32_t* site,
+                             uint32_t* innermost, PythonChoiceExtent* extent) {
+  int user = python_call_site(python, extent);
+  if (user >= 0) *site = sites.intern(python.frames[user]);
+  if (user > 0) *innermost = sites.intern(python.frames[0]);
+  return (user < 0 || *site != 0) && (user <= 0 || *innermost != 0);
 }
 
 }  // namespace blockrun

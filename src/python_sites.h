@@ -18,6 +18,8 @@
 
 namespace blockrun {
 
+struct PythonChoiceExtent;  // sites.h
+
 class PythonSiteTable {
  public:
   // `capacity` entries of about 270 bytes, allocated at the first intern (a process without Python pays
@@ -41,6 +43,12 @@ class PythonSiteTable {
   std::atomic<Entry*> entries_{nullptr};
   std::atomic<uint64_t> dropped_{0};
 };
+
+// The numbers of the frames python_call_site (sites.h) chooses in `python`: `*site` the program's line and,
+// where that is another frame, `*innermost` (each left as it is where there is no such frame, 0 where the
+// table was full). Returns false where a chosen frame found the table full. `extent`: as python_call_site's.
+bool intern_python_call_site(PythonSiteTable& sites, const PythonStack& python, uint32_t* site,
+                             uint32_t* innermost, PythonChoiceExtent* extent = nullptr);
 
 }  // namespace blockrun
 // SPDX-License-Identifier: MIT

@@ -51,6 +51,18 @@ inline void append_json_string(std::string& out, const char* text) {
   out += '"';
 }
 
+inline void append_frame(std::string& out, const PythonFrame* frame) {
+  if (!frame) {
+    out += "null";
+    return;
+  }
+  out += "{\"file\": ";
+  append_json_string(out, frame->file);
+  out += ", \"line\": " + std::to_string(frame->line) + ", \"function\": ";
+  append_json_string(out, frame->function);
+  out += "}";
+}
+
 inline std::string to_json(const PythonStack& stack) {
   std::string out = "{\"status\": \"";
   out += status_name(stack.status);
@@ -68,27 +80,11 @@ inline std::string to_json(const PythonStack& stack) {
   append_json_string(out, stack.reason);
   out += ", \"frames\": [";
   for (size_t index = 0; index < stack.count; ++index) {
-    const PythonFrame& frame = stack.frames[index];
-    out += index ? ", {\"file\": " : "{\"file\": ";
-    append_json_string(out, frame.file);
-    out += ", \"line\": " + std::to_string(frame.line) + ", \"function\": ";
-    append_json_string(out, frame.function);
-    out += "}";
+    if (index) out += ", ";
+    append_frame(out, &stack.frames[index]);
   }
   out += "]}";
   return out;
-}
-
-inline void append_frame(std::string& out, const PythonFrame* frame) {
-  if (!frame) {
-    out += "null";
-    return;
-  }
-  out += "{\"file\": ";
-  append_json_string(out, frame->file);
-  out += ", \"line\": " + std::to_string(frame->line) + ", \"function\": ";
-  append_json_string(out, frame->function);
-  out += "}";
 }
 
 // A launch's line as breadcrumbs keep it (read_python_site), its numbers looked up in `sites`.
