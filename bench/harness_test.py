@@ -38,11 +38,45 @@ def check_training_loop_targets(out):
     failures = []
     for metric in ("train_step", "transformer_step"):
         for needle in (f"| {metric} | 1.000 | 1.010 | 1.075 | 1.020 |",
-                       f"| nothing blocked, training loop | {metric} | 1.010 | <= 1.020 | met |",
+                       f"| nothing blocked, training loop | {metric} | 1.010 | <= 1.020 | met | 1.010 [1.010-1.010] "
+                       "n=1 | yes |",
                        f"| one kernel name blocked, training loop | {metric} | 1.020 | <= 1.030 | met |",
                        f"| breadcrumbs, training loop | {metric} | 1.075 | <= 1.050 | missed by 2.38% |"):
             if needle not in table:
                 failures.append(f"rendered table lacks {needle!r}")
+    return failures
+
+
+def check_paired_ratios(out):
+    """`render` on made-up runs of five repetitions whose native speed moves from one to the next: a
+    configuration that is 1.01x its repetition's native in every pair is shown as such, and one whose pairs
+    spread across the bound is not called settled. Returns the failures."""
+    native = [4.0, 5.0, 6.0, 3.0, 8.0]
+    factors = {"native": [1.0] * 5, "shim": [1.01] * 5, "breadcrumbs": [1.00, 1.10, 1.00, 1.10, 1.04]}
+    runs = [{"workload": "train", "config": config, "repetition": repetition, "status": 0, "wall_s": 1.0,
+             "metrics": {"train_step": {"value": native[repetition] * factor[repetition], "unit": "ms"}}}
+            for config, factor in factors.items() for repetition in range(5)]
+    results = {"schema": "cuda-blockrun-bench/1", "command": "made-up figures", "machine": {},
+               "workloads": {}, "configs": {config: config for config in factors}, "runs": runs}
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "made-up.json"), "w") as file:
+        json.dump(results, file)
+    rendered = subprocess.run([sys.executable, os.path.join(HERE, "harness.py"), "render",
+                               os.path.join(out, "made-up.json"), "--out", out],
+                              capture_output=True, text=True, timeout=60)
+    if rendered.returncode != 0:
+        return [f"render exited {rendered.returncode}: {rendered.stderr[-1000:]}"]
+    with open(os.path.join(out, "performance-table.md")) as file:
+        table = file.read()
+    failures = []
+    for needle in ("| train_step | 1.010 [1.010-1.010] n=5 | 1.040 [1.000-1.100] n=5 |",
+                   "| nothing blocked, training loop | train_step | 1.010 | <= 1.020 | met | 1.010 [1.010-1.010] n=5 "
+                   "| yes |",
+                   # the ratio of medians (5.5 / 5.0) says more than any pair does; the pairs do not settle it
+                   "| breadcrumbs, training loop | train_step | 1.100 | <= 1.050 | missed by 4.76% | 1.040 "
+                   "[1.000-1.100] n=5 | no |"):
+        if needle not in table:
+            failures.append(f"rendered table lacks {needle!r}")
     return failures
 
 
@@ -112,6 +146,7 @@ def main():
         if needle not in table:
             failures.append(f"table lacks {needle!r}")
     failures.extend(check_training_loop_targets(os.path.join(scratch, "harness_test_render")))
+    failures.extend(check_paired_ratios(os.path.join(scratch, "harness_test_paired")))
     for failure in failures:
         print("FAIL:", failure)
     if failures:
