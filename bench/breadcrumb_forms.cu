@@ -1,10 +1,10 @@
 // Benchmark for issue 21: what a breadcrumb (a stream write of the launch's number after each launch, read by
 // the host after a sticky fault to tell how far each stream got) costs in other forms than the shim's current
 // one, cuStreamWriteValue64_v2 into pinned host-mapped memory (shim/breadcrumbs.cpp). No shim needed: an empty
-// kernel, <<<1, 1>>> on a created non-blocking stream, N launches a round, each form timed as "launch + form"
-// on the host (steady_clock, the stream synchronized before the clock stops), the forms alternated within
-// each round (the order rotated from one round to the next) and each compared with "launch alone" of the same
-// round. The forms (the table kForms drives the loop):
+// kernel, <<<1, 1>>> on a created non-blocking stream (or the legacy default stream), N launches a round, each
+// form timed as "launch + form" on the host (steady_clock, the stream synchronized before the clock stops), the
+// forms alternated within each round (the order rotated from one round to the next) and each compared with
+// "launch alone" of the same round. The forms (the table kForms drives the loop):
 //   a    launch alone
 //   b    + cuStreamWriteValue64_v2, pinned host-mapped memory (cuMemHostAlloc DEVICEMAP|PORTABLE): the shim's
 //   c    + cuStreamWriteValue32_v2, the same memory (the number truncated to 32 bits)
@@ -37,7 +37,11 @@
 //   build/bench/breadcrumb_forms 5000 7 10000  the same with a kernel that spins 10 us on the GPU instead of
 //                                             the empty one: bound by the GPU, so "added" is the write's cost
 //                                             to the GPU between two kernels, not to the host
-//   breadcrumb_forms [launches=20000] [rounds=7] [kernel_ns=0] | fault   (fault-child <kind>: the child's mode)
+//   build/bench/breadcrumb_forms 20000 7 0 legacy  the same on the legacy default stream, where PyTorch and a
+//                                             plain <<<>>> launch go (issue 21: the shim's breadcrumbs cost
+//                                             more there than the created stream's write)
+//   breadcrumb_forms [launches=20000] [rounds=7] [kernel_ns=0] [created|legacy] | fault
+//                                             (fault-child <kind>: the child's mode)
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <sys/wait.h>
@@ -496,12 +500,15 @@ int start_cuda(bool describe) {
   return 0;
 }
 
-int timing_mode(int launches, int rounds) {
+int timing_mode(int launches, int rounds, bool legacy_stream) {
   if (int failed = start_cuda(true)) return failed;
   query_attributes(true);
-  cudaStream_t stream = nullptr;
-  cudaError_t error = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-  if (error != cudaSuccess) return no_device("cudaStreamCreateWithFlags", error);
+  cudaStream_t stream = cudaStreamLegacy;
+  cudaError_t error = cudaSuccess;
+  if (!legacy_stream && (error = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)) != cudaSuccess)
+    return no_device("cudaStreamCreateWithFlags", error);
+  std::printf("stream: %s\n", legacy_stream ? "the legacy default stream (cudaStreamLegacy, CU_STREAM_LEGACY)"
+                                             : "a created non-blocking stream");
 
   std::vector<Target> targets;
   for (const KindInfo& kind : kKinds) {
@@ -725,12 +732,15 @@ int main(int argc, char** argv) {
   int launches = argc > 1 ? std::atoi(argv[1]) : 20000;
   int rounds = argc > 2 ? std::atoi(argv[2]) : 7;
   long long kernel_ns = argc > 3 ? std::atoll(argv[3]) : 0;
-  if (launches <= 0 || rounds <= 0 || kernel_ns < 0) {
-    std::fprintf(stderr, "usage: %s [launches=20000] [rounds=7] [kernel_ns=0] | fault\n", argv[0]);
+  const char* stream = argc > 4 ? argv[4] : "created";
+  bool legacy = std::strcmp(stream, "legacy") == 0;
+  if (launches <= 0 || rounds <= 0 || kernel_ns < 0 || (!legacy && std::strcmp(stream, "created") != 0)) {
+    std::fprintf(stderr, "usage: %s [launches=20000] [rounds=7] [kernel_ns=0] [created|legacy] | fault\n",
+                 argv[0]);
     return 2;
   }
   g_kernel_ns = static_cast<unsigned long long>(kernel_ns);
   if (g_kernel_ns) std::printf("kernel: spins %llu ns on the GPU's global timer (GPU-bound)\n", g_kernel_ns);
-  return timing_mode(launches, rounds);
+  return timing_mode(launches, rounds, legacy);
 }
 // SPDX-License-Identifier: MIT
