@@ -142,7 +142,8 @@ def main():
         table = file.read()
     for needle in ("simulated CUDA stack", "| empty_launch |", "| cublas_sgemm_512 |",
                    "cost added per launch", "--block all vs CUDA_LAUNCH_BLOCKING=1",
-                   "| shim, breadcrumbs (nothing blocked) |", "breadcrumbs, us added per launch"):
+                   "| shim, breadcrumbs (nothing blocked) |", "breadcrumbs, us added per launch",
+                   "nothing blocked, us added per launch", "| launch_call_min |", "Paired ratios to native"):
         if needle not in table:
             failures.append(f"table lacks {needle!r}")
     failures.extend(check_training_loop_targets(os.path.join(scratch, "harness_test_render")))
