@@ -15,6 +15,22 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def render_made_up(out, runs, configs):
+    """`render` on made-up runs: the rendered table, and the failures (render failing)."""
+    results = {"schema": "cuda-blockrun-bench/1", "command": "made-up figures", "machine": {},
+               "workloads": {}, "configs": {config: config for config in configs}, "runs": runs}
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "made-up.json"), "w") as file:
+        json.dump(results, file)
+    rendered = subprocess.run([sys.executable, os.path.join(HERE, "harness.py"), "render",
+                               os.path.join(out, "made-up.json"), "--out", out],
+                              capture_output=True, text=True, timeout=60)
+    if rendered.returncode != 0:
+        return "", [f"render exited {rendered.returncode}: {rendered.stderr[-1000:]}"]
+    with open(os.path.join(out, "performance-table.md")) as file:
+        return file.read(), []
+
+
 def check_training_loop_targets(out):
     """`render` on made-up figures of the two PyTorch training loops (no torch here to measure them): each gets
     its row of ratios to native and its training-loop targets checked. Returns the failures."""
@@ -23,19 +39,9 @@ def check_training_loop_targets(out):
              "metrics": {metric: {"value": value, "unit": "ms"}}}
             for workload, metric in (("train", "train_step"), ("transformer", "transformer_step"))
             for config, value in medians.items()]
-    results = {"schema": "cuda-blockrun-bench/1", "command": "made-up figures", "machine": {},
-               "workloads": {}, "configs": {config: config for config in medians}, "runs": runs}
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "made-up.json"), "w") as file:
-        json.dump(results, file)
-    rendered = subprocess.run([sys.executable, os.path.join(HERE, "harness.py"), "render",
-                               os.path.join(out, "made-up.json"), "--out", out],
-                              capture_output=True, text=True, timeout=60)
-    if rendered.returncode != 0:
-        return [f"render exited {rendered.returncode}: {rendered.stderr[-1000:]}"]
-    with open(os.path.join(out, "performance-table.md")) as file:
-        table = file.read()
-    failures = []
+    table, failures = render_made_up(out, runs, medians)
+    if failures:
+        return failures
     for metric in ("train_step", "transformer_step"):
         for needle in (f"| {metric} | 1.000 | 1.010 | 1.075 | 1.020 |",
                        f"| nothing blocked, training loop | {metric} | 1.010 | <= 1.020 | met | 1.010 [1.010-1.010] "
@@ -56,19 +62,9 @@ def check_paired_ratios(out):
     runs = [{"workload": "train", "config": config, "repetition": repetition, "status": 0, "wall_s": 1.0,
              "metrics": {"train_step": {"value": native[repetition] * factor[repetition], "unit": "ms"}}}
             for config, factor in factors.items() for repetition in range(5)]
-    results = {"schema": "cuda-blockrun-bench/1", "command": "made-up figures", "machine": {},
-               "workloads": {}, "configs": {config: config for config in factors}, "runs": runs}
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "made-up.json"), "w") as file:
-        json.dump(results, file)
-    rendered = subprocess.run([sys.executable, os.path.join(HERE, "harness.py"), "render",
-                               os.path.join(out, "made-up.json"), "--out", out],
-                              capture_output=True, text=True, timeout=60)
-    if rendered.returncode != 0:
-        return [f"render exited {rendered.returncode}: {rendered.stderr[-1000:]}"]
-    with open(os.path.join(out, "performance-table.md")) as file:
-        table = file.read()
-    failures = []
+    table, failures = render_made_up(out, runs, factors)
+    if failures:
+        return failures
     for needle in ("| train_step | 1.010 [1.010-1.010] n=5 | 1.040 [1.000-1.100] n=5 |",
                    "| nothing blocked, training loop | train_step | 1.010 | <= 1.020 | met | 1.010 [1.010-1.010] n=5 "
                    "| yes |",
