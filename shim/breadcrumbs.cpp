@@ -69,8 +69,8 @@ namespace {
 
 // A write that fails (a context already broken) only makes the breadcrumbs say less; the program never sees
 // it.
-void write_slot(CUstream stream, int32_t slot, uint64_t value) {
-  helper<Helper::cuStreamWriteValue64_v2>()(
+CUresult write_slot(CUstream stream, int32_t slot, uint64_t value) {
+  return helper<Helper::cuStreamWriteValue64_v2>()(
       stream, g_base + static_cast<CUdeviceptr>(slot) * sizeof(uint64_t), value, 0);
 }
 
@@ -87,7 +87,8 @@ void drop_breadcrumb(Engine& engine, const Launch& launch, const void* stream, b
   int32_t slot = engine.breadcrumb_slot(launch);
   if (slot < 0) return;
   if (may_be_capturing(cu_stream)) return;  // could not tell: a write would join a graph unrecorded
-  write_slot(cu_stream, slot, launch.record.sequence);
+  // Only a write in the stream lets the slot tell that this launch did not complete.
+  if (write_slot(cu_stream, slot, launch.record.sequence) == CUDA_SUCCESS) engine.breadcrumb_enqueued(launch);
 }
 
 void reset_graph_breadcrumbs(Engine& engine, const Launch& launch, const void* stream, bool per_thread) {

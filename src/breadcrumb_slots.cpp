@@ -79,12 +79,18 @@ BreadcrumbView BreadcrumbSlots::read(LaunchLedger& ledger) const {
       view.lost.emplace_back(state.id, after);
       return;
     }
-    // The lowest-numbered unfinished one: threads launching into one stream at once may have pushed their
-    // records out of order.
+    // The lowest-numbered unfinished one (threads launching into one stream at once may have pushed their
+    // records out of order). Where no breadcrumb write followed it, the slot cannot show it unfinished: it
+    // may have completed and a later one faulted, so the later ones are candidates too, through the first
+    // that had a write (that one, or one before it, did not complete).
     std::vector<ReportedLaunch> unfinished;
     state.collect(after, 0, &unfinished);
-    auto first = std::min_element(unfinished.begin(), unfinished.end(), earlier);
-    if (first != unfinished.end()) view.heads.push_back(std::move(*first));
+    std::sort(unfinished.begin(), unfinished.end(), earlier);
+    for (ReportedLaunch& launch : unfinished) {
+      bool ends = launch.record.breadcrumb;
+      view.heads.push_back(std::move(launch));
+      if (ends) break;
+    }
   });
   std::sort(view.heads.begin(), view.heads.end(), earlier);
   return view;

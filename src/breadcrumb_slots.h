@@ -19,8 +19,9 @@ namespace blockrun {
 // A graph branch slot before any replay began (a fresh slot holds 0, which reads as "began, nothing done").
 inline constexpr uint64_t kGraphNotStarted = ~uint64_t{0};
 
-// What the breadcrumbs say: per stream the first launch after the last one its slot shows complete (oldest
-// first), and the streams whose first such launch left the ring (who it was is lost).
+// What the breadcrumbs say: per stream the first launch after the last one its slot shows complete, and where
+// no breadcrumb write followed that one (LaunchRecord::breadcrumb), the launches after it through the first
+// that had one, all oldest first; and the streams whose first such launch left the ring (who it was is lost).
 struct BreadcrumbView {
   std::vector<ReportedLaunch> heads;
   std::vector<std::pair<StreamId, uint64_t>> lost;  // stream, the last launch known complete on it

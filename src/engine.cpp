@@ -302,7 +302,7 @@ void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
   launch.stream = stream_state(record.stream);
   // A launch into a capture becomes a graph node and runs only when the graph does (as that graph launch's
   // work): it is never one of its stream's unfinished launches.
-  if (launch.stream && !record.in_capture) launch.stream->push(record, &launch.stack);
+  if (launch.stream && !record.in_capture) launch.ring_place = launch.stream->push(record, &launch.stack);
 }
 
 // With breadcrumbs a culprit is named long after its launch: keep the Python line of every launch (no native
@@ -646,9 +646,10 @@ void Engine::surfaced(const char* api, ErrorCode result, StreamId stream, Surfac
 
 bool Engine::surfaced_by_breadcrumbs(const char* api, ErrorCode result, Surfacing where) {
   BreadcrumbView view = breadcrumbs_.read(ledger_);
-  // One stream stopped short of a launch: the fault was that launch's, however long ago it ran. Exact only
-  // for a known asynchronous error: an unknown code may not be a kernel's at all.
-  if (view.heads.size() == 1 && view.lost.empty() && error_meaning(result) == ErrorMeaning::Asynchronous) {
+  // One stream stopped short of a launch whose breadcrumb was enqueued: the fault was that launch's, however
+  // long ago it ran. Exact only for a known asynchronous error: an unknown code may not be a kernel's at all.
+  if (view.heads.size() == 1 && view.heads.front().record.breadcrumb && view.lost.empty() &&
+      error_meaning(result) == ErrorMeaning::Asynchronous) {
     Launch culprit;
     culprit.record = view.heads.front().record;
     if (const CallStack* stack = view.heads.front().stack.get()) culprit.stack = *stack;
@@ -674,6 +675,11 @@ void Engine::set_breadcrumbs(volatile uint64_t* slots, uint32_t count) {
 int32_t Engine::breadcrumb_slot(const Launch& launch) {
   if (!stream_breadcrumbs_ || !launch.stream) return -1;
   return breadcrumbs_.slot_of(*launch.stream);
+}
+
+void Engine::breadcrumb_enqueued(const Launch& launch) {
+  if (launch.stream && !launch.record.in_capture)
+    launch.stream->note_breadcrumb(launch.ring_place, launch.record.sequence);
 }
 
 size_t Engine::in_flight_now(InFlight* out, size_t max) const {

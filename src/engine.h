@@ -58,6 +58,7 @@ struct BlockTiming {
 struct Launch {
   LaunchRecord record;
   struct StreamState* stream = nullptr;
+  uint64_t ring_place = 0;  // its place in its stream's ring (StreamState::push), for breadcrumb_enqueued
   Decision decision;
   CallStack stack;  // valid when record.has_stack
   BlockTiming timing;
@@ -243,6 +244,9 @@ class Engine {
   void set_breadcrumbs(volatile uint64_t* slots, uint32_t count);
   // The slot of the launch's stream (given on first use), or -1: no breadcrumbs, or more streams than slots.
   int32_t breadcrumb_slot(const Launch& launch);
+  // The shim enqueued the launch's breadcrumb write (it succeeded): only then can its slot falling short of
+  // the launch show that the launch did not complete.
+  void breadcrumb_enqueued(const Launch& launch);
   // With graph breadcrumbs (CUDA_BLOCKRUN_GRAPH_BREADCRUMBS): a launch into a capture gets a breadcrumb node
   // after it (Launch::graph_slot, capture_position, set by begin_launch); a graph launch first resets the
   // slots of its graph's branches, returned here (nullptr: none). The list never changes once an executable

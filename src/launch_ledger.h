@@ -57,7 +57,8 @@ struct StreamState {
   StreamState(size_t capacity, bool with_stacks)
       : capacity(capacity),
         ring(new LaunchRecord[capacity]),
-        stacks(with_stacks ? new CallStack[capacity] : nullptr) {}
+        stacks(with_stacks ? new CallStack[capacity] : nullptr),
+        breadcrumb_after(new std::atomic<uint64_t>[capacity]()) {}
   StreamId id;
   std::atomic_flag lock = ATOMIC_FLAG_INIT;
   uint64_t written = 0;
@@ -66,6 +67,10 @@ struct StreamState {
   std::unique_ptr<LaunchRecord[]> ring;
   // The call sites of the ring's launches, only with CUDA_BLOCKRUN_CALLSITES=all (about 2.5 KB each).
   std::unique_ptr<CallStack[]> stacks;
+  // Per place in the ring, the number of the launch there that a breadcrumb write followed (note_breadcrumb):
+  // stored without the lock by the launching thread once its write is enqueued, so a reader that sees it
+  // knows the write is in the stream. A number other than the record's there is an older launch's.
+  std::unique_ptr<std::atomic<uint64_t>[]> breadcrumb_after;
   std::atomic<uint64_t> synced_through{0};
   std::atomic<int32_t> breadcrumb{-1};  // its slot in the breadcrumb memory, once it has one
   uint16_t number = 0;  // 1-based, in order of creation, for EventState's records (0: past their room)
@@ -83,13 +88,20 @@ struct StreamState {
   Wait waits[kWaits];
   uint64_t waits_written = 0;
 
-  void push(const LaunchRecord& record, const CallStack* stack) {
+  // Its place: how many records were pushed before it (note_breadcrumb's `place`).
+  uint64_t push(const LaunchRecord& record, const CallStack* stack) {
     detail::SpinGuard guard(lock);
-    size_t slot = written++ % capacity;
+    uint64_t place = written++;
+    size_t slot = place % capacity;
     if (written > capacity) evicted_through = ring[slot].sequence;
     ring[slot] = record;
     ring[slot].has_stack = stacks && stack && record.has_stack;
     if (ring[slot].has_stack) stacks[slot] = *stack;
+    return place;
+  }
+  // The launch `sequence`, pushed at `place`, has its breadcrumb write enqueued.
+  void note_breadcrumb(uint64_t place, uint64_t sequence) {
+    breadcrumb_after[place % capacity].store(sequence, std::memory_order_release);
   }
   // Records newer than `after`, in the order they were pushed.
   void collect(uint64_t after, uint64_t exclude, std::vector<ReportedLaunch>* out) {
@@ -99,6 +111,8 @@ struct StreamState {
       const LaunchRecord& record = ring[i % capacity];
       if (record.sequence <= after || record.sequence == exclude || record.refused) continue;
       ReportedLaunch reported{record, nullptr};
+      reported.record.breadcrumb =
+          breadcrumb_after[i % capacity].load(std::memory_order_acquire) == record.sequence;
       if (record.has_stack) reported.stack = std::make_shared<CallStack>(stacks[i % capacity]);
       out->push_back(std::move(reported));
     }

@@ -175,6 +175,10 @@ struct LaunchRecord {
   // The launch call returned an error that says nothing was enqueued (src/cuda_errors.def): it never ran, so
   // it is no suspect and no breadcrumb's unfinished launch.
   bool refused = false;
+  // Set on the copies the ring hands out (StreamState::collect), with breadcrumbs: a breadcrumb write was
+  // enqueued after it, so a slot short of it shows that it did not complete. One without (its stream had no
+  // slot, the breadcrumbs were being set up, the write failed) may have completed unseen.
+  bool breadcrumb = false;
 };
 
 // When a host call began and returned, on the steady clock (trace::Tracer::now), for the trace and the

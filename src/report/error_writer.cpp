@@ -65,7 +65,15 @@ void log_suspects(spdlog::logger& logger, const Finding& finding, bool stack, si
   bool by_breadcrumbs = finding.found_by == FoundBy::Breadcrumbs;
   const std::string& rule = finding.pin_rule;
   if (by_breadcrumbs && !finding.culprit) {
-    logger.error("  culprit among the first unfinished launch of each stream (breadcrumbs), oldest first:");
+    bool unwritten = std::any_of(finding.suspects.begin(), finding.suspects.end(),
+                                 [](const LaunchView& launch) { return !launch.record->breadcrumb; });
+    if (unwritten)  // BreadcrumbView: a launch without its write does not end its stream's candidates
+      logger.error(
+          "  culprit among the launches the breadcrumbs do not show complete, oldest first (each stream's "
+          "first unfinished one; where no breadcrumb write followed it, those after it through one that "
+          "had):");
+    else
+      logger.error("  culprit among the first unfinished launch of each stream (breadcrumbs), oldest first:");
     log_launches(logger, finding.suspects, stack, print_limit);
     for (const auto& [stream, after] : finding.breadcrumbs_lost)
       logger.error(

@@ -120,6 +120,7 @@ class AttributionTest : public ::testing::Test {
              ErrorCode result = {}) {
     Launch l = begin(engine, kernel, stream);
     int32_t slot = result.ok() ? engine.breadcrumb_slot(l) : -1;
+    if (slot >= 0) engine.breadcrumb_enqueued(l);  // the shim's write call succeeded
     engine.end_launch(l, result, BlockOutcome::NotBlocked, ErrorCode{}, nullptr);
     if (slot >= 0 && completes) slots_[slot] = l.record.sequence;
     return l;
@@ -253,7 +254,7 @@ TEST_F(AttributionTest, ABlockedLaunchIsExactWhenBreadcrumbsShowEveryOtherStream
   auto engine = make("stencil", true);
   run(*engine, fill_, kStreamB, true);  // #1 on B, completed
   Launch blocked = begin(*engine, stencil_, kStreamA);
-  engine->breadcrumb_slot(blocked);
+  if (engine->breadcrumb_slot(blocked) >= 0) engine->breadcrumb_enqueued(blocked);
   engine->end_launch(blocked, ErrorCode{}, BlockOutcome::Synchronized, kIllegalAddress,
                      "cudaStreamSynchronize");
   Json record = first_error();

@@ -1,6 +1,7 @@
 // The breadcrumb slots alone (src/breadcrumb_slots.h): a slot per stream, handed out once and never more than
-// there are, and what reading them back says: each stream's first launch past its slot's value, oldest first,
-// and the streams whose first unfinished launch left the ring.
+// there are, and what reading them back says: each stream's first launch past its slot's value (with those
+// after it through one with its write, where it had none), oldest first, and the streams whose first
+// unfinished launch left the ring.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -20,7 +21,16 @@ class BreadcrumbSlotsTest : public ::testing::Test {
   BreadcrumbSlots breadcrumbs;
   volatile uint64_t slots[2] = {0, 0};
 
-  uint64_t launch(StreamState* state) { return testing::record_launch(ledger, state); }
+  // A launch on `state`, with its breadcrumb write enqueued (`written`) as the shim notes once the call
+  // succeeded.
+  uint64_t launch(StreamState* state, bool written = true) {
+    LaunchRecord record;
+    record.sequence = ledger.number_launch();
+    record.stream = state->id;
+    uint64_t place = state->push(record, nullptr);
+    if (written) state->note_breadcrumb(place, record.sequence);
+    return record.sequence;
+  }
 };
 
 TEST_F(BreadcrumbSlotsTest, NoSlotsBeforeTheyAreSetUp) {
@@ -60,6 +70,44 @@ TEST_F(BreadcrumbSlotsTest, ReadingGivesEachStreamsFirstUnfinishedLaunchOldestFi
   EXPECT_TRUE(view.lost.empty());
   // Reading raised the first stream's mark: its completed launch is no suspect any more.
   for (const ReportedLaunch& suspect : ledger.suspects(nullptr, 0)) EXPECT_NE(suspect.record.sequence, done);
+}
+
+// A launch without its write may have completed with the slot short of it: the launches after it come too,
+// through the first with its write (that one, or one before it, did not complete); none after that one.
+TEST_F(BreadcrumbSlotsTest, ALaunchWithoutItsWriteBringsTheOnesAfterItThroughOneWithItsWrite) {
+  breadcrumbs.set(slots, 1);
+  StreamState* main = ledger.stream(stream(0x1));
+  breadcrumbs.slot_of(*main);
+  uint64_t done = launch(main);
+  uint64_t unwritten = launch(main, false);
+  uint64_t also_unwritten = launch(main, false);
+  uint64_t written = launch(main);
+  launch(main);
+  slots[0] = done;
+  BreadcrumbView view = breadcrumbs.read(ledger);
+  ASSERT_EQ(view.heads.size(), 3u);
+  EXPECT_EQ(view.heads[0].record.sequence, unwritten);
+  EXPECT_FALSE(view.heads[0].record.breadcrumb);
+  EXPECT_EQ(view.heads[1].record.sequence, also_unwritten);
+  EXPECT_EQ(view.heads[2].record.sequence, written);
+  EXPECT_TRUE(view.heads[2].record.breadcrumb);
+}
+
+// A stream without a slot: nothing on the GPU says how far it got, so every launch past the host's view is a
+// candidate.
+TEST_F(BreadcrumbSlotsTest, AStreamWithoutASlotGivesAllItsUnfinishedLaunches) {
+  breadcrumbs.set(slots, 1);
+  StreamState* with_slot = ledger.stream(stream(0x1));
+  StreamState* without = ledger.stream(stream(0x2));
+  breadcrumbs.slot_of(*with_slot);
+  EXPECT_EQ(breadcrumbs.slot_of(*without), -1);
+  slots[0] = launch(with_slot);
+  uint64_t first = launch(without, false);
+  uint64_t second = launch(without, false);
+  BreadcrumbView view = breadcrumbs.read(ledger);
+  ASSERT_EQ(view.heads.size(), 2u);
+  EXPECT_EQ(view.heads[0].record.sequence, first);
+  EXPECT_EQ(view.heads[1].record.sequence, second);
 }
 
 TEST_F(BreadcrumbSlotsTest, AHeadPushedOutOfTheRingIsLost) {

@@ -485,6 +485,7 @@ class BreadcrumbTest : public EngineTest {
   void launch_with_crumb(Engine& engine, const KernelInfo* kernel, const void* stream, bool completes) {
     Launch l = launch(engine, kernel, stream);
     int32_t slot = engine.breadcrumb_slot(l);
+    if (slot >= 0) engine.breadcrumb_enqueued(l);  // as the shim does once its write call succeeded
     engine.end_launch(l, ErrorCode{}, BlockOutcome::NotBlocked, ErrorCode{}, nullptr);
     ASSERT_GE(slot, 0);
     // The stream write after the launch ran (it completed) or not (it, or work before it, faulted or still
@@ -551,6 +552,56 @@ TEST_F(BreadcrumbTest, AFirstUnfinishedLaunchOlderThanTheRingIsSaidToBeLost) {
   EXPECT_NE(text.find("to pin it: run again with --block 'all'"), std::string::npos) << text;
   EXPECT_EQ(text.find("launch #13 "), std::string::npos)
       << "the oldest launch kept is not the culprit: " << text;
+}
+
+// A stream past the last slot goes without breadcrumbs: how far it got is the host's view alone, so its first
+// unfinished launch is not the culprit for certain (it may have completed, and a later one faulted).
+TEST_F(BreadcrumbTest, AStreamWithoutASlotIsNeverNamedExactly) {
+  auto engine = make("none", 256);
+  engine->set_breadcrumbs(slots_, 1);
+  const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
+  const KernelInfo* stencil = kernel(*engine, 0x20, "_Z7stencilPfix");
+  launch_with_crumb(*engine, fill, kStreamA, true);  // #1, stream A takes the only slot; it completed
+  for (int n = 2; n <= 3; ++n) {                     // #2 completed, #3 faulted: nothing on the GPU says so
+    Launch l = launch(*engine, stencil, kStreamB);
+    EXPECT_EQ(engine->breadcrumb_slot(l), -1);
+    engine->end_launch(l, ErrorCode{}, BlockOutcome::NotBlocked, ErrorCode{}, nullptr);
+  }
+  engine->end_sync("cudaDeviceSynchronize", true, nullptr, false, engine->begin_sync(),
+                   ErrorCode{Layer::Runtime, 700});
+  std::string text = log();
+  EXPECT_EQ(text.find("  in kernel stencil"), std::string::npos) << "named exactly: " << text;
+  EXPECT_NE(text.find("launch #2 (stencil#1)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("launch #3 (stencil#2)\n"), std::string::npos) << "the culprit is not among: " << text;
+  EXPECT_NE(text.find("to pin it: run again with --block 'stencil#1,stencil#2'"), std::string::npos) << text;
+}
+
+// A launch whose breadcrumb write was not enqueued (the breadcrumbs were being set up on another thread, the
+// write failed) may have completed with its slot still short of it: the launches after it are candidates too,
+// through the first one whose write was enqueued.
+TEST_F(BreadcrumbTest, ALaunchWithoutItsWriteIsNeverNamedExactly) {
+  auto engine = make("none", 256);
+  engine->set_breadcrumbs(slots_, 4);
+  const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
+  const KernelInfo* stencil = kernel(*engine, 0x20, "_Z7stencilPfix");
+  const KernelInfo* scale = kernel(*engine, 0x30, "_Z5scalePfif");
+  launch_with_crumb(*engine, fill, kStreamA, true);       // #1 completed
+  Launch unwritten = launch(*engine, stencil, kStreamA);  // #2 completed, but no write says so
+  ASSERT_GE(engine->breadcrumb_slot(unwritten), 0);
+  engine->end_launch(unwritten, ErrorCode{}, BlockOutcome::NotBlocked, ErrorCode{}, nullptr);
+  launch_with_crumb(*engine, scale, kStreamA, false);  // #3 faulted
+  launch_with_crumb(*engine, fill, kStreamA, false);   // #4 never ran
+  engine->end_sync("cudaStreamSynchronize", false, kStreamA, false, engine->begin_sync(),
+                   ErrorCode{Layer::Runtime, 700});
+  std::string text = log();
+  EXPECT_EQ(text.find("  in kernel "), std::string::npos) << "named exactly: " << text;
+  EXPECT_NE(text.find("  culprit among the launches the breadcrumbs do not show complete, oldest first (each "
+                      "stream's first unfinished one; where no breadcrumb write followed it, those after it "
+                      "through one that had):\n    kernel stencil"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("to pin it: run again with --block 'stencil#1,scale#1'"), std::string::npos) << text;
+  EXPECT_EQ(text.find("launch #4 "), std::string::npos) << "#3's write shows #4 never ran first: " << text;
 }
 
 TEST_F(BreadcrumbTest, NothingUnfinishedFallsBackToTheHostsView) {
