@@ -84,6 +84,7 @@ void drop_breadcrumb(Engine& engine, const Launch& launch, const void* stream, b
     if (launch.graph_slot >= 0) write_slot(cu_stream, launch.graph_slot, launch.capture_position);
     return;
   }
+  if (!engine.takes_breadcrumb(launch)) return;  // --breadcrumb-every N: not this one
   int32_t slot = engine.breadcrumb_slot(launch);
   if (slot < 0) return;
   if (may_be_capturing(cu_stream)) return;  // could not tell: a write would join a graph unrecorded

@@ -117,6 +117,7 @@ Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescr
   stack_all_ = config_.callsites == "all";
   stack_auto_ = config_.callsites == "auto";
   stream_breadcrumbs_ = config_.breadcrumbs;
+  breadcrumb_every_ = std::max<uint64_t>(1, std::strtoull(config_.breadcrumb_every.c_str(), nullptr, 10));
   graph_breadcrumbs_ = config_.graph_breadcrumbs;
   symbolizer_ = std::make_unique<Symbolizer>(config_.libdw);
 }

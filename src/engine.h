@@ -254,6 +254,11 @@ class Engine {
   bool graph_breadcrumbs() const { return graph_breadcrumbs_; }
   // Either kind of breadcrumb is on (the shim's launch path asks before anything else of them).
   bool wants_breadcrumbs() const { return stream_breadcrumbs_ || graph_breadcrumbs_; }
+  // With stream breadcrumbs, whether the launch is one that gets its stream's write
+  // (CUDA_BLOCKRUN_BREADCRUMB_EVERY: every N-th launch of a stream).
+  bool takes_breadcrumb(const Launch& launch) const {
+    return (launch.ring_place + 1) % breadcrumb_every_ == 0;
+  }
   const std::vector<GraphBranch>* graph_branches(const LaunchRecord& record) const;
 
   // The shim's own trouble (a missing CUDA function, ...): logged once per distinct text.
@@ -421,6 +426,7 @@ class Engine {
   std::atomic<uint64_t> blocking_ns_{0};
 
   bool stream_breadcrumbs_ = false;  // Config::breadcrumbs: a breadcrumb after every launch
+  uint64_t breadcrumb_every_ = 1;    // Config::breadcrumb_every: ... or after every N-th of a stream
   bool graph_breadcrumbs_ = false;   // breadcrumb nodes in captured graphs
   // Launches kept per stream: 8 (StreamState::kRing), Config::ring with breadcrumbs.
   static size_t ring_capacity_for(const Config& config) {

@@ -117,6 +117,30 @@ TEST(Breadcrumbs, SeveralStreamsInFlightGiveTheirFirstUnfinishedLaunches) {
   EXPECT_TRUE(contains(r.err, "run again with --block 'stencil#1,fill#3,fill#4,fill#5'")) << r.err;
 }
 
+// --breadcrumb-every 4: a write after every 4th launch of the stream (#4, #8, ..., #36, #40): the fault at
+// #38 leaves #37-#40 as the candidates, none exact, and the rule that blocks just them.
+TEST(Breadcrumbs, OneWritePerFourLaunchesPinsTheFaultToFourOfThem) {
+  std::string report = ::testing::TempDir() + "breadcrumbs_every_4.jsonl";
+  std::string stats = ::testing::TempDir() + "breadcrumbs_every_4_stats";
+  std::remove(report.c_str());
+  Env fault = {{"CUDA_SIM_FAULT", "stencil:13"}, {"CUDA_SIM_STATS", stats}, kSurfaceAtSync};
+  ProcessResult alone = plain("steps", fault);
+  ProcessResult r =
+      run({"--breadcrumbs", "--breadcrumb-every", "4", "--report", report}, {kApp, "steps"}, fault);
+  EXPECT_EQ(r.status, alone.status);
+  EXPECT_EQ(r.out, alone.out);
+  EXPECT_FALSE(contains(r.err, "[cuda-blockrun]   in kernel ")) << "named exactly: " << r.err;
+  EXPECT_TRUE(contains(r.err, "culprit among the launches the breadcrumbs do not show complete")) << r.err;
+  EXPECT_TRUE(contains(r.err, "run again with --block 'fill#13,stencil#13,scale#13,fill#14'")) << r.err;
+  EXPECT_FALSE(contains(r.err, "launch #36 (")) << r.err;
+  EXPECT_FALSE(contains(r.err, "launch #41 (")) << r.err;
+  std::string text = read_file(report);
+  EXPECT_TRUE(contains(text, "\"certainty\":\"suspects\",\"method\":\"breadcrumbs\"")) << text;
+  EXPECT_FALSE(contains(text, "\"certainty\":\"exact\"")) << text;
+  // 60 launches, 15 writes.
+  EXPECT_TRUE(contains(read_file(stats), "stream_writes=15")) << read_file(stats);
+}
+
 TEST(Breadcrumbs, ADeviceWithoutStreamWritesFallsBackToTheHostsView) {
   ProcessResult r = run({"--breadcrumbs"}, {kApp, "steps"},
                         {{"CUDA_SIM_FAULT", "stencil:13"}, {"CUDA_SIM_NO_STREAM_MEM_OPS", "1"}});

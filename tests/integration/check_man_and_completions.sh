@@ -55,7 +55,10 @@ offered() {
   _cuda_blockrun 2>/dev/null
   echo "${COMPREPLY[*]}"
 }
-[ "$(offered cuda-blockrun --breadc)" = "--breadcrumbs" ] || fail "--breadc completes to '$(offered cuda-blockrun --breadc)'"
+[ "$(offered cuda-blockrun --breadc)" = "--breadcrumbs --breadcrumb-every" ] ||
+  fail "--breadc completes to '$(offered cuda-blockrun --breadc)'"
+[ "$(offered cuda-blockrun --breadcrumb-every "")" = "1 2 4 8 16 32 64" ] ||
+  fail "--breadcrumb-every completes to '$(offered cuda-blockrun --breadcrumb-every "")'"
 [ "$(offered cuda-blockrun --callsites "")" = "auto all none" ] ||
   fail "--callsites completes to '$(offered cuda-blockrun --callsites "")'"
 [ "$(offered cuda-blockrun --callsites = a)" = "auto all" ] ||

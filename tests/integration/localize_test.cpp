@@ -163,6 +163,25 @@ TEST(Localize, PinsAnUnpinnedErrorInASecondRun) {
   EXPECT_TRUE(contains(r.err, "found in run 2, which blocked '")) << r.err;
 }
 
+// With one breadcrumb write per 4 launches, run 1 leaves 4 candidates and run 2 blocks just those.
+TEST(Localize, OneWritePerFourLaunchesIsPinnedInASecondRunBlockingTheFour) {
+  Env fault = {{"CUDA_SIM_FAULT", "stencil:13"}, kSurfaceAtSync};
+  ProcessResult alone = plain("steps", fault);
+  ProcessResult r = localize({kApp, "steps"}, fault, {"--breadcrumb-every", "4"});
+  EXPECT_EQ(r.status, alone.status);
+  ASSERT_EQ(r.out.substr(0, alone.out.size()), alone.out);
+  EXPECT_TRUE(contains(r.err, "run 2: --block 'fill#13,stencil#13,scale#13,fill#14'")) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "[cuda-blockrun] localize: culprit: kernel stencil(float*, float const*, int, long "
+                       "long)<<<(4096,1,1), (256,1,1), 0, 0x0>>>, launch #38 (stencil#13)\n"))
+      << r.err;
+  EXPECT_TRUE(
+      contains(r.err, "summary: 60 launches, 2 blocked; first error cudaErrorIllegalAddress at launch #38"))
+      << "run 2 blocked #37 and #38 only: " << r.err;
+  EXPECT_TRUE(contains(r.err, "found in run 2, which blocked 'fill#13,stencil#13,scale#13,fill#14'"))
+      << r.err;
+}
+
 TEST(Localize, NoErrorMeansOneRun) {
   ProcessResult alone = plain("steps", {});
   ProcessResult r = localize({kApp, "steps"}, {});

@@ -34,6 +34,7 @@ class EngineTest : public ::testing::Test {
     config.ring = breadcrumb_ring;
     config.print_limit = print_limit_;
     config.gpu_time = gpu_time_;
+    config.breadcrumb_every = breadcrumb_every_;
     auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log_);
     auto logger = std::make_shared<spdlog::logger>("test", sink);
     logger->set_pattern("%v");
@@ -69,8 +70,9 @@ class EngineTest : public ::testing::Test {
   std::string log() const { return log_.str(); }
 
   std::ostringstream log_;
-  size_t print_limit_ = 10;  // CUDA_BLOCKRUN_PRINT_LIMIT's default
-  bool gpu_time_ = false;    // CUDA_BLOCKRUN_GPU_TIME's default
+  size_t print_limit_ = 10;             // CUDA_BLOCKRUN_PRINT_LIMIT's default
+  bool gpu_time_ = false;               // CUDA_BLOCKRUN_GPU_TIME's default
+  std::string breadcrumb_every_ = "1";  // CUDA_BLOCKRUN_BREADCRUMB_EVERY's default
 };
 
 TEST_F(EngineTest, NamesEachKernelOnceAndDecidesByPolicy) {
@@ -485,25 +487,33 @@ class BreadcrumbTest : public EngineTest {
   void launch_with_crumb(Engine& engine, const KernelInfo* kernel, const void* stream, bool completes) {
     Launch l = launch(engine, kernel, stream);
     int32_t slot = engine.breadcrumb_slot(l);
-    if (slot >= 0) engine.breadcrumb_enqueued(l);  // as the shim does once its write call succeeded
+    // As the shim does: a write only for the launches that take one, noted once its call succeeded.
+    bool written = slot >= 0 && engine.takes_breadcrumb(l);
+    if (written) engine.breadcrumb_enqueued(l);
     engine.end_launch(l, ErrorCode{}, BlockOutcome::NotBlocked, ErrorCode{}, nullptr);
     ASSERT_GE(slot, 0);
     // The stream write after the launch ran (it completed) or not (it, or work before it, faulted or still
     // runs).
-    if (completes) slots_[slot] = l.record.sequence;
+    if (completes && written) slots_[slot] = l.record.sequence;
+  }
+  // 60 launches of fill, stencil, scale on one stream; #38 (stencil's 13th) faults: its breadcrumb and every
+  // later one never run. The final cudaMemcpy returns the error.
+  void sixty_launches_the_38th_faults() {
+    engine_ = make("none", 256);
+    engine_->set_breadcrumbs(slots_, 4);
+    const KernelInfo* kernels[] = {kernel(*engine_, 0x10, "_Z4fillPfif"),
+                                   kernel(*engine_, 0x20, "_Z7stencilPfix"),
+                                   kernel(*engine_, 0x30, "_Z5scalePfif")};
+    for (int n = 1; n <= 60; ++n) launch_with_crumb(*engine_, kernels[(n - 1) % 3], kStreamA, n < 38);
+    engine_->end_sync("cudaMemcpy", true, nullptr, false, engine_->begin_sync(),
+                      ErrorCode{Layer::Runtime, 700});
   }
   uint64_t slots_[4] = {};
+  std::unique_ptr<Engine> engine_;
 };
 
 TEST_F(BreadcrumbTest, NameTheCulpritExactlyLongAfterItFaulted) {
-  auto engine = make("none", 256);
-  engine->set_breadcrumbs(slots_, 4);
-  const KernelInfo* kernels[] = {kernel(*engine, 0x10, "_Z4fillPfif"),
-                                 kernel(*engine, 0x20, "_Z7stencilPfix"),
-                                 kernel(*engine, 0x30, "_Z5scalePfif")};
-  // 60 launches on one stream; #38 (stencil's 13th) faults: its breadcrumb and every later one never run.
-  for (int n = 1; n <= 60; ++n) launch_with_crumb(*engine, kernels[(n - 1) % 3], kStreamA, n < 38);
-  engine->end_sync("cudaMemcpy", true, nullptr, false, engine->begin_sync(), ErrorCode{Layer::Runtime, 700});
+  sixty_launches_the_38th_faults();
   EXPECT_EQ(
       log(),
       "first error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
@@ -535,6 +545,23 @@ TEST_F(BreadcrumbTest, SeveralStreamsInFlightGiveTheirFirstUnfinishedLaunchesOld
       "(stencil#2)\n"
       "    kernel fill(float*, int, float)<<<(4096,1,1), (256,1,1), 0, 0xa000>>>, launch #7 (fill#4)\n"
       "  to pin it: run again with --block 'stencil#2,fill#4' (or CUDA_BLOCKRUN_BLOCK='stencil#2,fill#4')\n");
+}
+
+// CUDA_BLOCKRUN_BREADCRUMB_EVERY=4: a write after every 4th launch of a stream, so the last one seen written
+// (#36) leaves the 4 launches through the next written one (#40) as candidates, none of them exact.
+TEST_F(BreadcrumbTest, OneWritePerFourLaunchesGivesTheFourAfterTheLastWrittenOne) {
+  breadcrumb_every_ = "4";
+  sixty_launches_the_38th_faults();
+  std::string text = log();
+  EXPECT_EQ(text.find("  in kernel "), std::string::npos) << "named exactly: " << text;
+  for (const char* candidate : {"launch #37 (fill#13)\n", "launch #38 (stencil#13)\n",
+                                "launch #39 (scale#13)\n", "launch #40 (fill#14)\n"})
+    EXPECT_NE(text.find(candidate), std::string::npos) << candidate << " is not among: " << text;
+  EXPECT_EQ(text.find("launch #36 "), std::string::npos) << text;
+  EXPECT_EQ(text.find("launch #41 "), std::string::npos) << text;
+  EXPECT_NE(text.find("to pin it: run again with --block 'fill#13,stencil#13,scale#13,fill#14'"),
+            std::string::npos)
+      << text;
 }
 
 TEST_F(BreadcrumbTest, AFirstUnfinishedLaunchOlderThanTheRingIsSaidToBeLost) {
