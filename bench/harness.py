@@ -99,6 +99,8 @@ CONFIGS = {
     "clb": {"title": "CUDA_LAUNCH_BLOCKING=1", "env": {"CUDA_LAUNCH_BLOCKING": "1"}},
     "shim": {"title": "shim, nothing blocked", "wrapper": []},
     "breadcrumbs": {"title": "shim, breadcrumbs (nothing blocked)", "wrapper": ["--breadcrumbs"]},
+    "breadcrumbs_every_8": {"title": "shim, breadcrumbs, one write per 8 launches",
+                            "wrapper": ["--breadcrumbs", "--breadcrumb-every", "8"]},
     "log": {"title": "shim, every launch logged to a file", "wrapper": ["--log-launches", "--log", "{scratch}/launches.%p.log"]},
     "trace": {"title": "shim, --trace (nothing blocked)", "wrapper": ["--trace", "{scratch}/trace.%p.json"]},
     "block_one": {"title": "shim, one name blocked", "wrapper": ["--block", "{block_one}"]},
