@@ -117,7 +117,9 @@ Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescr
   stack_all_ = config_.callsites == "all";
   stack_auto_ = config_.callsites == "auto";
   stream_breadcrumbs_ = config_.breadcrumbs;
-  breadcrumb_every_ = std::max<uint64_t>(1, std::strtoull(config_.breadcrumb_every.c_str(), nullptr, 10));
+  // The accepted values are powers of two (options.def), so the N-th launches are those where a mask is 0.
+  uint64_t every = std::strtoull(config_.breadcrumb_every.c_str(), nullptr, 10);
+  breadcrumb_mask_ = every > 1 && (every & (every - 1)) == 0 ? every - 1 : 0;
   graph_breadcrumbs_ = config_.graph_breadcrumbs;
   symbolizer_ = std::make_unique<Symbolizer>(config_.libdw);
 }

@@ -257,7 +257,7 @@ class Engine {
   // With stream breadcrumbs, whether the launch is one that gets its stream's write
   // (CUDA_BLOCKRUN_BREADCRUMB_EVERY: every N-th launch of a stream).
   bool takes_breadcrumb(const Launch& launch) const {
-    return (launch.ring_place + 1) % breadcrumb_every_ == 0;
+    return ((launch.ring_place + 1) & breadcrumb_mask_) == 0;
   }
   const std::vector<GraphBranch>* graph_branches(const LaunchRecord& record) const;
 
@@ -426,7 +426,7 @@ class Engine {
   std::atomic<uint64_t> blocking_ns_{0};
 
   bool stream_breadcrumbs_ = false;  // Config::breadcrumbs: a breadcrumb after every launch
-  uint64_t breadcrumb_every_ = 1;    // Config::breadcrumb_every: ... or after every N-th of a stream
+  uint64_t breadcrumb_mask_ = 0;     // Config::breadcrumb_every N (a power of two) less 1: or every N-th
   bool graph_breadcrumbs_ = false;   // breadcrumb nodes in captured graphs
   // Launches kept per stream: 8 (StreamState::kRing), Config::ring with breadcrumbs.
   static size_t ring_capacity_for(const Config& config) {
