@@ -51,7 +51,10 @@ EXAMPLE_MARK = re.compile(r"^\s*<!--\s*example:\s*sim\b(.*?)-->\s*$")
 FENCE = re.compile(r"^\s*(```+|~~~+)")
 VARIABLE = re.compile(r"CUDA_BLOCKRUN_[A-Z0-9_]*[A-Z0-9]")
 WRAPPER_WORD = re.compile(r"(?:^|(?<=[\s(/]))cuda-blockrun(?=\s|$)")
-HELP_FLAG = re.compile(r"^\s*(--[a-z][a-z0-9-]*)(\[?=[^\s]*)?(?:\s+([A-Z][A-Z0-9_]*)\b)?")
+# A flag, an optional `[=...]`, and its value's name: a placeholder (`N`, `FILE`) or its accepted values
+# (`auto|all|none`, `1|2|4`).
+HELP_FLAG = re.compile(r"^\s*(--[a-z][a-z0-9-]*)(\[?=[^\s]*)?"
+                       r"(?:\s+([A-Z][A-Z0-9_]*|[a-z0-9]+(?:\|[a-z0-9]+)+)(?=\s|$))?")
 INFORMATIONAL_FLAGS = {"--help", "--help-all", "--version", "--list-hooks", "--help-config-markdown"}
 SHELL_STOPS = {"|", "||", "&&", ";", "&", ">", ">>", "<", "2>", "2>&1"}
 COMMAND_TIMEOUT_S = 30
