@@ -71,6 +71,7 @@ struct StreamState {
   // stored without the lock by the launching thread once its write is enqueued, so a reader that sees it
   // knows the write is in the stream. A number other than the record's there is an older launch's.
   std::unique_ptr<std::atomic<uint64_t>[]> breadcrumb_after;
+  std::atomic<uint64_t> pushed{0};  // `written`, readable without the lock (note_breadcrumb)
   std::atomic<uint64_t> synced_through{0};
   std::atomic<int32_t> breadcrumb{-1};  // its slot in the breadcrumb memory, once it has one
   uint16_t number = 0;  // 1-based, in order of creation, for EventState's records (0: past their room)
@@ -92,6 +93,7 @@ struct StreamState {
   uint64_t push(const LaunchRecord& record, const CallStack* stack) {
     detail::SpinGuard guard(lock);
     uint64_t place = written++;
+    pushed.store(written, std::memory_order_release);
     size_t slot = place % capacity;
     if (written > capacity) evicted_through = ring[slot].sequence;
     ring[slot] = record;
@@ -99,8 +101,12 @@ struct StreamState {
     if (ring[slot].has_stack) stacks[slot] = *stack;
     return place;
   }
-  // The launch `sequence`, pushed at `place`, has its breadcrumb write enqueued.
+  // The launch `sequence`, pushed at `place`, has its breadcrumb write enqueued. Unless another launch took a
+  // later place meanwhile: two threads launching into the stream at once reach the driver in either order,
+  // and a launch that the GPU ran after a later-numbered one must not be named for that one's fault, so it
+  // goes as one without a write of its own (a candidate with the launches after it, never exact).
   void note_breadcrumb(uint64_t place, uint64_t sequence) {
+    if (pushed.load(std::memory_order_acquire) != place + 1) return;
     breadcrumb_after[place % capacity].store(sequence, std::memory_order_release);
   }
   // Records newer than `after`, in the order they were pushed.

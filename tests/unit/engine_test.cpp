@@ -547,6 +547,50 @@ TEST_F(BreadcrumbTest, SeveralStreamsInFlightGiveTheirFirstUnfinishedLaunchesOld
       "  to pin it: run again with --block 'stencil#2,fill#4' (or CUDA_BLOCKRUN_BLOCK='stencil#2,fill#4')\n");
 }
 
+// Two threads launch into one stream at once: #2 is numbered first, but #3's launch and write reach the
+// driver first, so the GPU runs #3, its write, then #2. #3 faults: the slot stays at #1, and #2 (which never
+// ran) is the first unfinished launch by number. Neither may be named exactly.
+TEST_F(BreadcrumbTest, TwoLaunchesIntoOneStreamAtOnceAreNeverNamedExactly) {
+  auto engine = make("none", 256);
+  engine->set_breadcrumbs(slots_, 4);
+  const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
+  const KernelInfo* stencil = kernel(*engine, 0x20, "_Z7stencilPfix");
+  launch_with_crumb(*engine, fill, kStreamA, true);  // #1 completed
+  Launch first = launch(*engine, fill, kStreamA);    // #2, its launch call still on its way
+  Launch second =
+      launch(*engine, stencil, kStreamA);  // #3, from another thread, enqueued with its write first
+  ASSERT_GE(engine->breadcrumb_slot(second), 0);
+  engine->breadcrumb_enqueued(second);
+  engine->end_launch(second, ErrorCode{}, BlockOutcome::NotBlocked, ErrorCode{}, nullptr);
+  engine->breadcrumb_enqueued(first);
+  engine->end_launch(first, ErrorCode{}, BlockOutcome::NotBlocked, ErrorCode{}, nullptr);
+  engine->end_sync("cudaStreamSynchronize", false, kStreamA, false, engine->begin_sync(),
+                   ErrorCode{Layer::Runtime, 700});
+  std::string text = log();
+  EXPECT_EQ(text.find("  in kernel "), std::string::npos) << "named exactly: " << text;
+  EXPECT_NE(text.find("launch #3 (stencil#1)\n"), std::string::npos) << "the culprit is not among: " << text;
+  EXPECT_NE(text.find("to pin it: run again with --block 'fill#2,stencil#1'"), std::string::npos) << text;
+}
+
+// One thread: each launch's write is enqueued before the next launch is numbered, so the first unfinished one
+// is named exactly (the check above costs the common case nothing).
+TEST_F(BreadcrumbTest, LaunchesOneAfterAnotherKeepTheirWrites) {
+  auto engine = make("none", 256);
+  engine->set_breadcrumbs(slots_, 4);
+  const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
+  const KernelInfo* stencil = kernel(*engine, 0x20, "_Z7stencilPfix");
+  launch_with_crumb(*engine, fill, kStreamA, true);
+  launch_with_crumb(*engine, stencil, kStreamA, false);
+  launch_with_crumb(*engine, fill, kStreamA, false);
+  engine->end_sync("cudaStreamSynchronize", false, kStreamA, false, engine->begin_sync(),
+                   ErrorCode{Layer::Runtime, 700});
+  EXPECT_NE(
+      log().find("  in kernel stencil(float*, int, long long)<<<(4096,1,1), (256,1,1), 0, 0xa000>>>, launch "
+                 "#2 (stencil#1)\n"),
+      std::string::npos)
+      << log();
+}
+
 // CUDA_BLOCKRUN_BREADCRUMB_EVERY=4: a write after every 4th launch of a stream, so the last one seen written
 // (#36) leaves the 4 launches through the next written one (#40) as candidates, none of them exact.
 TEST_F(BreadcrumbTest, OneWritePerFourLaunchesGivesTheFourAfterTheLastWrittenOne) {
