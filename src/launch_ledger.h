@@ -72,6 +72,8 @@ struct StreamState {
   // knows the write is in the stream. A number other than the record's there is an older launch's.
   std::unique_ptr<std::atomic<uint64_t>[]> breadcrumb_after;
   std::atomic<uint64_t> pushed{0};  // `written`, readable without the lock (note_breadcrumb)
+  uint64_t newest_sequence = 0;     // the highest launch number pushed
+  static constexpr uint64_t kNoPlace = ~uint64_t{0};  // push: a place no breadcrumb write is noted for
   std::atomic<uint64_t> synced_through{0};
   std::atomic<int32_t> breadcrumb{-1};  // its slot in the breadcrumb memory, once it has one
   uint16_t number = 0;  // 1-based, in order of creation, for EventState's records (0: past their room)
@@ -89,7 +91,9 @@ struct StreamState {
   Wait waits[kWaits];
   uint64_t waits_written = 0;
 
-  // Its place: how many records were pushed before it (note_breadcrumb's `place`).
+  // Its place: how many records were pushed before it (note_breadcrumb's `place`); kNoPlace where a launch
+  // numbered after it was pushed first: another thread's, which may have reached the driver first too, so
+  // that the GPU ran them in the other order and a write after this one proves nothing of that one.
   uint64_t push(const LaunchRecord& record, const CallStack* stack) {
     detail::SpinGuard guard(lock);
     uint64_t place = written++;
@@ -99,6 +103,8 @@ struct StreamState {
     ring[slot] = record;
     ring[slot].has_stack = stacks && stack && record.has_stack;
     if (ring[slot].has_stack) stacks[slot] = *stack;
+    if (record.sequence < newest_sequence) return kNoPlace;
+    newest_sequence = record.sequence;
     return place;
   }
   // The launch `sequence`, pushed at `place`, has its breadcrumb write enqueued. Unless another launch took a
@@ -106,7 +112,7 @@ struct StreamState {
   // and a launch that the GPU ran after a later-numbered one must not be named for that one's fault, so it
   // goes as one without a write of its own (a candidate with the launches after it, never exact).
   void note_breadcrumb(uint64_t place, uint64_t sequence) {
-    if (pushed.load(std::memory_order_acquire) != place + 1) return;
+    if (place == kNoPlace || pushed.load(std::memory_order_acquire) != place + 1) return;
     breadcrumb_after[place % capacity].store(sequence, std::memory_order_release);
   }
   // Records newer than `after`, in the order they were pushed.

@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "callsite.h"
+#include "launch_ledger.h"
 #include "records.h"
 
 extern char** environ;
@@ -477,12 +478,12 @@ Bound shim_bound(BoundOptions options) {
                          kKernelTable * per_kernel});
   bound.terms.push_back({"kernels past the table: the thread's one overflow record's names",
                          per_kernel - chunk(sizeof(blockrun::KernelInfo))});
-  // StreamState: its id, lock, counters and pointers (engine.cpp; 96 bytes cover them), and its ring, an
-  // allocation of its own (8 records; with breadcrumbs more, not measured here), with the ring's 8 words of
-  // which launches had a breadcrumb write.
-  const uint64_t per_stream = chunk(96) + chunk(kRing * sizeof(blockrun::LaunchRecord)) +
-                              chunk(kRing * sizeof(uint64_t)) +
-                              (options.captures ? chunk(kRing * sizeof(blockrun::CallStack)) : 0);
+  // StreamState: its id, lock, counters, pointers and waits, and its ring, an allocation of its own (8
+  // records; with breadcrumbs more, not measured here), with the ring's 8 words of which launches had a
+  // breadcrumb write.
+  const uint64_t per_stream =
+      chunk(sizeof(blockrun::StreamState)) + chunk(kRing * sizeof(blockrun::LaunchRecord)) +
+      chunk(kRing * sizeof(uint64_t)) + (options.captures ? chunk(kRing * sizeof(blockrun::CallStack)) : 0);
   bound.terms.push_back(
       {std::to_string(kStreamStates) + " streams x " + std::to_string(per_stream) +
            " B (8 LaunchRecords of " + std::to_string(sizeof(blockrun::LaunchRecord)) + " B, 8 words" +

@@ -93,6 +93,29 @@ TEST_F(BreadcrumbSlotsTest, ALaunchWithoutItsWriteBringsTheOnesAfterItThroughOne
   EXPECT_TRUE(view.heads[2].record.breadcrumb);
 }
 
+// Two threads: #2 numbered first but pushed after #3. Which reached the driver first is unknown, so #2's
+// write proves nothing of #3: #2 goes as a launch without its write, and both are candidates.
+TEST_F(BreadcrumbSlotsTest, ALaunchPushedAfterALaterNumberedOneGoesWithoutItsWrite) {
+  breadcrumbs.set(slots, 1);
+  StreamState* main = ledger.stream(stream(0x1));
+  breadcrumbs.slot_of(*main);
+  slots[0] = launch(main);  // #1, completed
+  LaunchRecord first, second;
+  first.sequence = ledger.number_launch();
+  second.sequence = ledger.number_launch();
+  first.stream = second.stream = main->id;
+  uint64_t second_place = main->push(second, nullptr);
+  main->note_breadcrumb(second_place, second.sequence);
+  uint64_t first_place = main->push(first, nullptr);
+  EXPECT_EQ(first_place, StreamState::kNoPlace);
+  main->note_breadcrumb(first_place, first.sequence);
+  BreadcrumbView view = breadcrumbs.read(ledger);
+  ASSERT_EQ(view.heads.size(), 2u);
+  EXPECT_EQ(view.heads[0].record.sequence, first.sequence);
+  EXPECT_FALSE(view.heads[0].record.breadcrumb);
+  EXPECT_EQ(view.heads[1].record.sequence, second.sequence);
+}
+
 // A stream without a slot: nothing on the GPU says how far it got, so every launch past the host's view is a
 // candidate.
 TEST_F(BreadcrumbSlotsTest, AStreamWithoutASlotGivesAllItsUnfinishedLaunches) {
