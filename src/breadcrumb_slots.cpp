@@ -12,8 +12,8 @@ namespace {
 bool first_unfinished_now(StreamState& state, uint64_t after, InFlight* found) {
   if (state.lock.test_and_set(std::memory_order_acquire)) return false;
   const LaunchRecord* first = nullptr;
-  uint64_t oldest = state.written > state.capacity ? state.written - state.capacity : 0;
-  for (uint64_t i = oldest; i < state.written; ++i) {
+  uint64_t end = state.written.load(std::memory_order_relaxed);
+  for (uint64_t i = state.oldest_kept(end); i < end; ++i) {
     const LaunchRecord& record = state.ring[i % state.capacity];
     if (record.sequence > after && !record.refused && (!first || record.sequence < first->sequence))
       first = &record;

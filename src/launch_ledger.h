@@ -61,7 +61,8 @@ struct StreamState {
         breadcrumb_after(new std::atomic<uint64_t>[capacity]()) {}
   StreamId id;
   std::atomic_flag lock = ATOMIC_FLAG_INIT;
-  uint64_t written = 0;
+  // Records pushed: changed only under `lock`, read without it by note_breadcrumb.
+  std::atomic<uint64_t> written{0};
   uint64_t evicted_through = 0;  // the newest launch pushed out of the ring
   const size_t capacity;         // kRing, or the breadcrumbs' larger ring (Config::ring)
   std::unique_ptr<LaunchRecord[]> ring;
@@ -71,8 +72,7 @@ struct StreamState {
   // stored without the lock by the launching thread once its write is enqueued, so a reader that sees it
   // knows the write is in the stream. A number other than the record's there is an older launch's.
   std::unique_ptr<std::atomic<uint64_t>[]> breadcrumb_after;
-  std::atomic<uint64_t> pushed{0};  // `written`, readable without the lock (note_breadcrumb)
-  uint64_t newest_sequence = 0;     // the highest launch number pushed
+  uint64_t newest_sequence = 0;                       // the highest launch number pushed
   static constexpr uint64_t kNoPlace = ~uint64_t{0};  // push: a place no breadcrumb write is noted for
   std::atomic<uint64_t> synced_through{0};
   std::atomic<int32_t> breadcrumb{-1};  // its slot in the breadcrumb memory, once it has one
@@ -96,10 +96,10 @@ struct StreamState {
   // that the GPU ran them in the other order and a write after this one proves nothing of that one.
   uint64_t push(const LaunchRecord& record, const CallStack* stack) {
     detail::SpinGuard guard(lock);
-    uint64_t place = written++;
-    pushed.store(written, std::memory_order_release);
+    uint64_t place = written.load(std::memory_order_relaxed);
+    written.store(place + 1, std::memory_order_release);  // a plain store: the lock already excludes writers
     size_t slot = place % capacity;
-    if (written > capacity) evicted_through = ring[slot].sequence;
+    if (place >= capacity) evicted_through = ring[slot].sequence;
     ring[slot] = record;
     ring[slot].has_stack = stacks && stack && record.has_stack;
     if (ring[slot].has_stack) stacks[slot] = *stack;
@@ -112,14 +112,16 @@ struct StreamState {
   // and a launch that the GPU ran after a later-numbered one must not be named for that one's fault, so it
   // goes as one without a write of its own (a candidate with the launches after it, never exact).
   void note_breadcrumb(uint64_t place, uint64_t sequence) {
-    if (place == kNoPlace || pushed.load(std::memory_order_acquire) != place + 1) return;
+    if (place == kNoPlace || written.load(std::memory_order_acquire) != place + 1) return;
     breadcrumb_after[place % capacity].store(sequence, std::memory_order_release);
   }
+  // The places the ring still holds, [oldest_kept(end), end), where `end` is `written` read under the lock.
+  uint64_t oldest_kept(uint64_t end) const { return end > capacity ? end - capacity : 0; }
   // Records newer than `after`, in the order they were pushed.
   void collect(uint64_t after, uint64_t exclude, std::vector<ReportedLaunch>* out) {
     detail::SpinGuard guard(lock);
-    uint64_t first = written > capacity ? written - capacity : 0;
-    for (uint64_t i = first; i < written; ++i) {
+    uint64_t end = written.load(std::memory_order_relaxed);
+    for (uint64_t i = oldest_kept(end); i < end; ++i) {
       const LaunchRecord& record = ring[i % capacity];
       if (record.sequence <= after || record.sequence == exclude || record.refused) continue;
       ReportedLaunch reported{record, nullptr};
@@ -132,8 +134,8 @@ struct StreamState {
   // The launch `sequence` returned an error that enqueued nothing: it is no longer one of the unfinished.
   void refuse(uint64_t sequence) {
     detail::SpinGuard guard(lock);
-    uint64_t first = written > capacity ? written - capacity : 0;
-    for (uint64_t i = written; i > first; --i) {
+    uint64_t end = written.load(std::memory_order_relaxed);
+    for (uint64_t i = end, first = oldest_kept(end); i > first; --i) {
       LaunchRecord& record = ring[(i - 1) % capacity];
       if (record.sequence == sequence) {
         record.refused = true;
