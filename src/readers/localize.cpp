@@ -32,6 +32,15 @@ std::set<std::string> suspected_kernels(const Json& first_error) {
   return kernels;
 }
 
+// A kernel's load or store on a bad address: 700 (illegal address), 716 (misaligned), 717 (an address outside
+// the space the instruction works on) and 719 (launch failed: cuda.h's "common causes include dereferencing
+// an invalid device pointer"). The GPU does not always give one such access the same code: on the H200 a
+// scatter far out of range (tests/gpu/callsite_oob.cu) surfaced as 717 in one run and as 700 in the next,
+// which had blocked the launches before it.
+bool is_bad_memory_access(double code) {
+  return code == 700 || code == 716 || code == 717 || code == 719;
+}
+
 // A graph launch's capture record (launch.graph.capture), or null: not a graph, or its capture not seen.
 const Json* graph_capture_of(const Json& launch) {
   const Json* graph = object_member(launch, key::graph);
@@ -166,10 +175,15 @@ SecondRun compare_runs(const Json& first, const RunFinding& second) {
   const Json& launch = *launch_of(second.first_error);
   std::string kernel = string_member(launch, key::kernel_base, string_member(launch, key::api));
   std::set<std::string> suspected = suspected_kernels(first);
+  if (!suspected.count(kernel)) return SecondRun::Diverged;
   // By number: the runtime and the driver name the same error differently (cudaErrorIllegalAddress,
   // CUDA_ERROR_ILLEGAL_ADDRESS), and the second run may see it through the other.
-  bool same_error = number_member(second.first_error, key::code) == number_member(first, key::code);
-  return same_error && suspected.count(kernel) ? SecondRun::Pinned : SecondRun::Diverged;
+  double first_code = number_member(first, key::code);
+  double second_code = number_member(second.first_error, key::code);
+  if (first_code == second_code) return SecondRun::Pinned;
+  // A bad memory access both times, in a launch run 1 suspected: the same fault, coded differently.
+  return is_bad_memory_access(first_code) && is_bad_memory_access(second_code) ? SecondRun::PinnedRecoded
+                                                                               : SecondRun::Diverged;
 }
 
 std::vector<std::string> describe_culprit(const Json& first_error) {

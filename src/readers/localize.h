@@ -44,7 +44,11 @@ bool second_run_wants_graph_breadcrumbs(const Json& first_error);
 std::string second_run_policy(const Json& first_error);
 
 enum class SecondRun {
-  Pinned,     // exact, in a kernel the first run suspected, with the same error
+  Pinned,  // exact, in a kernel the first run suspected, with the same error
+  // exact, in a kernel the first run suspected, both errors a bad memory access (illegal, misaligned or
+  // wrong-space address, launch failure) under different codes: the GPU does not always code one such
+  // access the same way
+  PinnedRecoded,
   NotPinned,  // it faulted again, but still not at a blocked launch
   NoFault,    // it ran without a CUDA error
   Diverged,   // exact, but in another kernel or with another error than the first run's

@@ -251,6 +251,33 @@ TEST(Localize, ASecondRunFailingDifferentlyIsSaidAndTheFirstKept) {
   EXPECT_EQ(count(r.err, "localize: culprit:"), 0u) << r.err;
 }
 
+// One bad memory access coded another way in run 2: the H200 gave tests/gpu/callsite_oob.cu's scatter 717 in
+// run 1 and 700 in a run 2 that blocked the launches before it (--breadcrumb-every 8). The launch run 2
+// pinned is the verdict, and the verdict says what run 1 saw.
+TEST(Localize, ABadAccessCodedAnotherWayInRunTwoIsPinnedAndSaidSo) {
+  ProcessResult r = localize(changing_fault(::testing::TempDir() + "localize_recoded",
+                                            "stencil:13:invalid-address-space", "stencil:13"),
+                             {kSurfaceAtSync}, {"--breadcrumb-every", "4"});
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(
+      contains(r.err, "localize: run 1: cudaErrorInvalidAddressSpace surfaced at cudaMemcpy, not pinned"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "[cuda-blockrun] localize: culprit: kernel stencil(float*, float const*, int, long "
+                       "long)<<<(4096,1,1), (256,1,1), 0, 0x0>>>, launch #38 (stencil#13)\n"
+                       "[cuda-blockrun]   error: cudaErrorIllegalAddress (an illegal memory access was "
+                       "encountered), returned by cudaStreamSynchronize\n"))
+      << r.err;
+  EXPECT_TRUE(
+      contains(r.err,
+               "[cuda-blockrun]   found in run 2, which blocked 'fill#13,stencil#13,scale#13,fill#14'; "
+               "run 1 failed unpinned\n[cuda-blockrun]   run 1 saw it as cudaErrorInvalidAddressSpace: a "
+               "bad memory access both times, and the GPU does not always give one the same code\n"))
+      << r.err;
+  EXPECT_FALSE(contains(r.err, "diverged")) << r.err;
+  EXPECT_EQ(count(r.err, "localize: culprit:"), 1u) << r.err;
+}
+
 TEST(Localize, RefusesAPolicyOrReportOfItsOwn) {
   for (const char* option : {"--block=all", "--report=x.jsonl"}) {
     ProcessResult r =

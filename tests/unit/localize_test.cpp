@@ -130,10 +130,26 @@ TEST(Localize, ComparesTheSecondRunWithTheFirst) {
   std::string other_kernel = kPinned;
   other_kernel.replace(other_kernel.find("\"kernel_base\":\"stencil\""), 23, "\"kernel_base\":\"gather\" ");
   EXPECT_EQ(compare_runs(first, finding({{"r2", other_kernel}})), SecondRun::Diverged);
-  std::string other_error = kPinned;
-  other_error.replace(other_error.find("cudaErrorIllegalAddress\",\"code\":700"), 34,
-                      "cudaErrorAssert\",\"code\":710");
-  EXPECT_EQ(compare_runs(first, finding({{"r2", other_error}})), SecondRun::Diverged);
+  // kPinned with its error replaced by `error` ("name\",\"code\":number").
+  auto pinned_with = [](const std::string& error) {
+    std::string record = kPinned;
+    const std::string own = "cudaErrorIllegalAddress\",\"code\":700";
+    return record.replace(record.find(own), own.size(), error);
+  };
+  EXPECT_EQ(compare_runs(first, finding({{"r2", pinned_with("cudaErrorAssert\",\"code\":710")}})),
+            SecondRun::Diverged);
+  EXPECT_EQ(compare_runs(first, finding({{"r2", pinned_with("cudaErrorIllegalInstruction\",\"code\":715")}})),
+            SecondRun::Diverged);
+  // One bad memory access coded differently by the GPU in the two runs (the H200 gave 717, then 700): pinned,
+  // and said as such; in a kernel run 1 did not point at, diverged.
+  for (const char* recoded :
+       {"cudaErrorInvalidAddressSpace\",\"code\":717", "cudaErrorMisalignedAddress\",\"code\":716",
+        "cudaErrorLaunchFailure\",\"code\":719"}) {
+    std::string other_access = pinned_with(recoded);
+    EXPECT_EQ(compare_runs(first, finding({{"r2", other_access}})), SecondRun::PinnedRecoded) << recoded;
+    other_access.replace(other_access.find("\"kernel_base\":\"stencil\""), 23, "\"kernel_base\":\"gather\" ");
+    EXPECT_EQ(compare_runs(first, finding({{"r2", other_access}})), SecondRun::Diverged) << recoded;
+  }
   // The same error seen through the driver in the second run: the same code, named differently.
   std::string through_driver = kPinned;
   through_driver.replace(through_driver.find("cudaErrorIllegalAddress"), 23, "CUDA_ERROR_ILLEGAL_ADDRESS");

@@ -150,6 +150,14 @@ void say_verdict(const blockrun::Json& first_error, const blockrun::RunFinding& 
                       "', confirmed it and took its call site"
                 : "  found in run 2, which blocked '" + policy + "'; run 1 gave the same error unpinned");
       break;
+    case blockrun::SecondRun::PinnedRecoded:
+      say_culprit(second.first_error);
+      say(exact ? "  found in run 1 by breadcrumbs; run 2, which blocked '" + policy +
+                      "', confirmed the launch and took its call site"
+                : "  found in run 2, which blocked '" + policy + "'; run 1 failed unpinned");
+      say("  run 1 saw it as " + blockrun::string_member(first_error, "error") +
+          ": a bad memory access both times, and the GPU does not always give one the same code");
+      break;
     case blockrun::SecondRun::NotPinned:
       say("localize: run 2 (--block '" + policy + "') failed with " +
           blockrun::string_member(second.first_error, "error") +

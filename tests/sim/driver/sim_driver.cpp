@@ -472,6 +472,7 @@ CUresult parse_error_kind(const std::string& e) {
   if (e == "launch-failure") return CUDA_ERROR_LAUNCH_FAILED;
   if (e == "misaligned-address") return CUDA_ERROR_MISALIGNED_ADDRESS;
   if (e == "illegal-instruction") return CUDA_ERROR_ILLEGAL_INSTRUCTION;
+  if (e == "invalid-address-space") return CUDA_ERROR_INVALID_ADDRESS_SPACE;
   char* end = nullptr;
   long v = std::strtol(e.c_str(), &end, 10);
   if (end && *end == '\0' && v > 0) return static_cast<CUresult>(v);
