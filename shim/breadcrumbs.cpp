@@ -84,10 +84,12 @@ void drop_breadcrumb(Engine& engine, const Launch& launch, const void* stream, b
     if (launch.graph_slot >= 0) write_slot(cu_stream, launch.graph_slot, launch.capture_position);
     return;
   }
-  if (!engine.takes_breadcrumb(launch)) return;  // --breadcrumb-every N: not this one
+  // The stream's slot from its first launch, written or not: a stream with a slot is one whose launches the
+  // breadcrumbs account for (a fatal signal's in-flight list names them while none was written yet).
   int32_t slot = engine.breadcrumb_slot(launch);
   if (slot < 0) return;
-  if (may_be_capturing(cu_stream)) return;  // could not tell: a write would join a graph unrecorded
+  if (!engine.takes_breadcrumb(launch)) return;  // --breadcrumb-every N: not this one
+  if (may_be_capturing(cu_stream)) return;       // could not tell: a write would join a graph unrecorded
   // Only a write in the stream lets the slot tell that this launch did not complete.
   if (write_slot(cu_stream, slot, launch.record.sequence) == CUDA_SUCCESS) engine.breadcrumb_enqueued(launch);
 }

@@ -128,8 +128,9 @@ void write_in_flight_lines(const Engine::InFlight* in_flight, size_t flying) {
   for (size_t i = 0; i < flying; ++i) {
     Text<1024> line;  // two names of up to kKernelNameBytes each, and the rest
     line.add(g_log_prefix);
-    line.add("   not completed (breadcrumbs): ");
     const Engine::InFlight& launch = in_flight[i];
+    line.add(launch.unfinished ? "   not completed (breadcrumbs): "
+                               : "   not known to have completed (breadcrumbs): ");
     if (launch.kernel) {
       add_kernel_launch(line, launch);
     } else {
@@ -143,7 +144,7 @@ void write_in_flight_lines(const Engine::InFlight* in_flight, size_t flying) {
   }
 }
 
-// The record's "in_flight" array: each stream's first unfinished launch.
+// The record's "in_flight" array: the launches not known to have completed, as the breadcrumbs name them.
 template <size_t kBytes>
 void add_in_flight(Text<kBytes>& record, const Engine::InFlight* in_flight, size_t flying) {
   record.key(key::in_flight);
@@ -166,7 +167,9 @@ void add_in_flight(Text<kBytes>& record, const Engine::InFlight* in_flight, size
     record.key(key::stream);
     record.add("\"");
     add_stream(record, in_flight[i].stream);
-    record.add("\"}");
+    record.add("\"");
+    record.key(key::unfinished);
+    record.add(in_flight[i].unfinished ? "true}" : "false}");
   }
   record.add("]");
 }

@@ -7,24 +7,6 @@ namespace blockrun {
 
 namespace {
 
-// The first unfinished launch of `state` (its sequence above `after`), read without waiting: false when there
-// is none, or when another thread holds the ring (in the fatal-signal path: the interrupted code).
-bool first_unfinished_now(StreamState& state, uint64_t after, InFlight* found) {
-  if (state.lock.test_and_set(std::memory_order_acquire)) return false;
-  const LaunchRecord* first = nullptr;
-  uint64_t end = state.written.load(std::memory_order_relaxed);
-  for (uint64_t i = state.oldest_kept(end); i < end; ++i) {
-    const LaunchRecord& record = state.ring[i % state.capacity];
-    if (record.sequence > after && !record.refused && (!first || record.sequence < first->sequence))
-      first = &record;
-  }
-  if (first)
-    *found = InFlight{first->sequence, first->kernel, first->stream,       first->kernel_ordinal,
-                      first->grid,     first->block,  first->shared_memory};
-  state.lock.clear(std::memory_order_release);
-  return first != nullptr;
-}
-
 // Keeps the oldest `max` of `out` (`count` of them), in order: insertion into a short array.
 void insert_oldest(InFlight found, InFlight* out, size_t* count, size_t max) {
   size_t at = *count < max ? (*count)++ : max;
@@ -37,6 +19,39 @@ void insert_oldest(InFlight found, InFlight* out, size_t* count, size_t max) {
     --at;
   }
   out[at] = found;
+}
+
+// Adds to `out` (`count` of them, the oldest `max` kept) the unfinished launches of `state` (sequence above
+// `after`) that read() names: the lowest-numbered, and where no breadcrumb write followed it, those after it
+// through the first that had one. Read without waiting and without allocating: nothing is added when another
+// thread holds the ring (in the fatal-signal path: the interrupted code). A stream gives at most `max`.
+void unfinished_now(StreamState& state, uint64_t after, InFlight* out, size_t* count, size_t max) {
+  if (state.lock.test_and_set(std::memory_order_acquire)) return;
+  uint64_t end = state.written.load(std::memory_order_relaxed);
+  uint64_t above = after;  // each pass takes the lowest-numbered unfinished launch above this
+  for (size_t taken = 0; taken < max; ++taken) {
+    const LaunchRecord* next = nullptr;
+    uint64_t next_place = 0;
+    for (uint64_t i = state.oldest_kept(end); i < end; ++i) {
+      const LaunchRecord& record = state.ring[i % state.capacity];
+      if (record.sequence > above && !record.refused && (!next || record.sequence < next->sequence)) {
+        next = &record;
+        next_place = i;
+      }
+    }
+    if (!next) break;
+    bool had_its_write =
+        state.breadcrumb_after[next_place % state.capacity].load(std::memory_order_acquire) == next->sequence;
+    // Known not to have completed: the first, where its own write did not land. A later one's write not
+    // landing says only that it or one before it did not complete.
+    bool unfinished = taken == 0 && had_its_write;
+    insert_oldest(InFlight{next->sequence, next->kernel, next->stream, next->kernel_ordinal, next->grid,
+                           next->block, next->shared_memory, unfinished},
+                  out, count, max);
+    above = next->sequence;
+    if (had_its_write) break;
+  }
+  state.lock.clear(std::memory_order_release);
 }
 
 bool earlier(const ReportedLaunch& a, const ReportedLaunch& b) {
@@ -106,8 +121,7 @@ size_t BreadcrumbSlots::in_flight_now(const LaunchLedger& ledger, InFlight* out,
     if (slot < 0) return;  // no breadcrumbs on it: how far it got is unknown
     uint64_t after =
         std::max({device_synced, state.synced_through.load(std::memory_order_acquire), slots[slot]});
-    InFlight found{};
-    if (first_unfinished_now(state, after, &found)) insert_oldest(found, out, &count, max);
+    unfinished_now(state, after, out, &count, max);
   });
   return count;
 }

@@ -35,6 +35,7 @@ struct InFlight {
   uint64_t kernel_ordinal;  // and its configuration, for the log's line (launch_configuration's form)
   Dim3 grid, block;
   uint64_t shared_memory;
+  bool unfinished;  // known not to have completed; else only not known to have completed
 };
 
 class BreadcrumbSlots {
@@ -58,7 +59,9 @@ class BreadcrumbSlots {
 
   // Raises each stream's known-complete mark in `ledger` to its slot's value, then says what is unfinished.
   BreadcrumbView read(LaunchLedger& ledger) const;
-  // Each stream's first launch that has not completed, oldest first, up to `max`; the count written.
+  // The launches not known to have completed, as read() names them (each stream's first unfinished one and,
+  // where no breadcrumb write followed it, those after it through one that had), oldest first, up to `max`;
+  // the count written.
   // Async-signal-safe, for the fatal-signal record: no allocation, and a stream whose ring another thread
   // holds at that moment is left out rather than waited for.
   size_t in_flight_now(const LaunchLedger& ledger, InFlight* out, size_t max) const;

@@ -71,19 +71,28 @@ int tier(ProcessOutcome::Kind kind) {
 }
 
 // What the breadcrumbs said was still running when a fatal signal came: an NCCL collective first (a rank
-// stuck in it), else the oldest unfinished launch; "" without breadcrumbs or with nothing unfinished.
+// stuck in it), else the oldest unfinished launch; "" without breadcrumbs or with nothing unfinished. A
+// launch only not known to have completed (no breadcrumb write of its own: `unfinished` false) is said as
+// such. Records from before `unfinished` was written count as unfinished (each stream's first launch only).
 std::string in_flight_text(const Json& fatal_signal) {
   const Json* in_flight = array_member(fatal_signal, key::in_flight);
   if (!in_flight || in_flight->empty()) return "";
+  auto unfinished = [](const Json& launch) {
+    const Json* known = member(launch, key::unfinished);
+    return !known || !known->is_boolean() || known->get<bool>();
+  };
   for (const Json& launch : *in_flight) {
     std::string collective = string_member(launch, key::collective);
-    if (!collective.empty())
-      return fmt::format("; stuck in NCCL {} (launch #{} had not completed)", collective,
-                         whole_member(launch, key::seq));
+    if (collective.empty()) continue;
+    return unfinished(launch) ? fmt::format("; stuck in NCCL {} (launch #{} had not completed)", collective,
+                                            whole_member(launch, key::seq))
+                              : fmt::format("; maybe in NCCL {} (launch #{} not known to have completed)",
+                                            collective, whole_member(launch, key::seq));
   }
   const Json& oldest = in_flight->front();
-  return fmt::format("; not completed: kernel {}, launch #{}", string_member(oldest, key::kernel, "?"),
-                     whole_member(oldest, key::seq));
+  return fmt::format("; {}: kernel {}, launch #{}",
+                     unfinished(oldest) ? "not completed" : "not known to have completed",
+                     string_member(oldest, key::kernel, "?"), whole_member(oldest, key::seq));
 }
 
 // One line: what became of a process.

@@ -191,6 +191,8 @@ TEST(Distributed, ARankStuckInACollectiveIsToldApartFromTheRankThatFaulted) {
                        "\"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)\","
                        "\"collective\":\"AllReduce\",\"stream\":\"0x"))
       << record;
+  EXPECT_TRUE(contains(record, "\"collective\":\"AllReduce\",\"stream\":\"0x")) << record;
+  EXPECT_TRUE(contains(record, "\"unfinished\":true}")) << "its own breadcrumb not written: " << record;
   ProcessResult merged = run_process({kWrapper, "report", directory}, {});
   EXPECT_TRUE(contains(merged.out, "\nfirst to fail: rank 0 (pid ")) << merged.out;
   EXPECT_TRUE(contains(merged.out, "\nafter it:\n  rank 1 (pid ")) << merged.out;
@@ -199,6 +201,26 @@ TEST(Distributed, ARankStuckInACollectiveIsToldApartFromTheRankThatFaulted) {
                "fatal signal SIGABRT sent to it (a watchdog's abort(), the launcher, a kill), no CUDA error "
                "seen; stuck in NCCL AllReduce (launch #3 had not completed)\n"))
       << merged.out;
+
+  // With one write per 4 launches the all-reduce had none of its own: it is listed, with the launches before
+  // it on its stream and the other stream's, as not known to have completed, and said so.
+  std::string every_directory = fresh_directory("job_stuck_every_4");
+  ProcessResult every = run_process(
+      {kWrapper, "--breadcrumbs", "--breadcrumb-every", "4", "--report", every_directory + "/r.%r.jsonl",
+       "--", kApp, "stuck-collective"},
+      clean(
+          {{"RANK", "1"}, {"CUDA_SIM_FAULT", "ncclDevKernel_AllReduce_Sum_f32_RING_LL:1"}, kSurfaceAtSync}));
+  EXPECT_EQ(every.status, 128 + SIGABRT) << every.err;
+  EXPECT_TRUE(contains(every.err,
+                       "]   not known to have completed (breadcrumbs): kernel "
+                       "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"))
+      << every.err;
+  EXPECT_FALSE(contains(every.err, "]   not completed (breadcrumbs)")) << every.err;
+  ProcessResult every_merged = run_process({kWrapper, "report", every_directory}, {});
+  EXPECT_TRUE(
+      contains(every_merged.out,
+               "no CUDA error seen; maybe in NCCL AllReduce (launch #3 not known to have completed)\n"))
+      << every_merged.out;
 
   // torchrun ends the other ranks with SIGTERM when one fails (as on the 2-GPU machine): the stuck rank's
   // record is written then too, and it dies of the signal as without the shim.

@@ -160,6 +160,36 @@ TEST_F(BreadcrumbSlotsTest, InFlightNowListsTheOldestFirstUpToTheRoomGiven) {
   EXPECT_EQ(out[0].sequence, second_head);
 }
 
+// The fatal-signal record lists what read() would name: a launch without its write brings those after it
+// through one with its write, and only the first with its own write is known not to have completed.
+TEST_F(BreadcrumbSlotsTest, InFlightNowListsTheLaunchesAfterOneWithoutItsWrite) {
+  breadcrumbs.set(slots, 1);
+  StreamState* main = ledger.stream(stream(0x1));
+  breadcrumbs.slot_of(*main);
+  uint64_t done = launch(main);
+  uint64_t unwritten = launch(main, false);
+  uint64_t next = launch(main, false);
+  uint64_t written = launch(main);
+  launch(main);  // after one with its write: not listed
+  slots[0] = done;
+  InFlight out[4];
+  ASSERT_EQ(breadcrumbs.in_flight_now(ledger, out, 4), 3u);
+  EXPECT_EQ(out[0].sequence, unwritten);
+  EXPECT_EQ(out[1].sequence, next);
+  EXPECT_EQ(out[2].sequence, written);
+  for (const InFlight& launch : out) EXPECT_FALSE(launch.unfinished) << launch.sequence;
+  // Once the GPU is past those three, the next one had its write: known not to have completed.
+  slots[0] = written;
+  ASSERT_EQ(breadcrumbs.in_flight_now(ledger, out, 4), 1u);
+  EXPECT_EQ(out[0].sequence, written + 1);
+  EXPECT_TRUE(out[0].unfinished);
+  // The room given is kept to: the oldest first.
+  slots[0] = done;
+  ASSERT_EQ(breadcrumbs.in_flight_now(ledger, out, 2), 2u);
+  EXPECT_EQ(out[0].sequence, unwritten);
+  EXPECT_EQ(out[1].sequence, next);
+}
+
 }  // namespace
 }  // namespace blockrun
 // SPDX-License-Identifier: MIT
