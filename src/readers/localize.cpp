@@ -36,7 +36,7 @@ std::set<std::string> suspected_kernels(const Json& first_error) {
 // the space the instruction works on) and 719 (launch failed: cuda.h's "common causes include dereferencing
 // an invalid device pointer"). The GPU does not always give one such access the same code: on the H200 a
 // scatter far out of range (tests/gpu/callsite_oob.cu) surfaced as 717 in one run and as 700 in the next,
-// which had blocked the launches before it.
+// which had blocked the launches before it, and the other way round in a later session.
 bool is_bad_memory_access(double code) {
   return code == 700 || code == 716 || code == 717 || code == 719;
 }

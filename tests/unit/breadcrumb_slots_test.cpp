@@ -172,12 +172,12 @@ TEST_F(BreadcrumbSlotsTest, InFlightNowListsTheLaunchesAfterOneWithoutItsWrite) 
   uint64_t written = launch(main);
   launch(main);  // after one with its write: not listed
   slots[0] = done;
-  InFlight out[4];
+  InFlight out[4] = {};
   ASSERT_EQ(breadcrumbs.in_flight_now(ledger, out, 4), 3u);
   EXPECT_EQ(out[0].sequence, unwritten);
   EXPECT_EQ(out[1].sequence, next);
   EXPECT_EQ(out[2].sequence, written);
-  for (const InFlight& launch : out) EXPECT_FALSE(launch.unfinished) << launch.sequence;
+  for (size_t i = 0; i < 3; ++i) EXPECT_FALSE(out[i].unfinished) << out[i].sequence;
   // Once the GPU is past those three, the next one had its write: known not to have completed.
   slots[0] = written;
   ASSERT_EQ(breadcrumbs.in_flight_now(ledger, out, 4), 1u);
