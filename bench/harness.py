@@ -385,6 +385,20 @@ def median_interval(values, resamples=2000, seed=0):
     return medians[int(0.025 * resamples)], medians[int(0.975 * resamples) - 1]
 
 
+def paired_column(values, bound=None, added=False):
+    """One paired cell and whether it settles `bound`: "median [low-high] n=N" for ratios, "+median us [+low,
+    +high] n=N" for added microseconds (`added`); `settled` is "yes" when the whole 95% interval lies on one side
+    of `bound`, "no" when it holds it, "-" without a bound."""
+    low, high = median_interval(values)
+    middle = statistics.median(values)
+    if added:
+        text = f"{middle:+.3f} us [{low:+.3f}, {high:+.3f}] n={len(values)}"
+    else:
+        text = f"{fmt(middle)} [{fmt(low)}-{fmt(high)}] n={len(values)}"
+    settled = "-" if bound is None else "yes" if high <= bound or low > bound else "no"
+    return text, settled
+
+
 def ordered_configs(result_sets):
     present = set()
     for results in result_sets:
@@ -449,8 +463,7 @@ def render(result_sets, out):
                 if not values:
                     row.append("-")
                     continue
-                low, high = median_interval(values)
-                row.append(f"{fmt(statistics.median(values))} [{fmt(low)}-{fmt(high)}] n={len(values)}")
+                row.append(paired_column(values)[0])
             lines.append("| " + " | ".join(row) + " |")
         lines.append("")
     lines.append("Medians, with the fastest and slowest run and the number of runs:")
@@ -522,10 +535,7 @@ def targets(ratios, samples, paired, differences):
         target = f"<= {CONFIGS[against]['title']} ({fmt(bound)})" if against else f"<= {fmt(bound)}"
         pairs, settled = "-", "-"
         if not against and paired.get(metric, {}).get(config):
-            values = paired[metric][config]
-            low, high = median_interval(values)
-            pairs = f"{fmt(statistics.median(values))} [{fmt(low)}-{fmt(high)}] n={len(values)}"
-            settled = "yes" if high <= bound or low > bound else "no"
+            pairs, settled = paired_column(paired[metric][config], bound)
         rows.append(f"| {label} | {metric} | {fmt(ratio)} | {target} | {verdict} | {pairs} | {settled} |")
 
     def check_added(label, metric, config, limit):
@@ -536,10 +546,7 @@ def targets(ratios, samples, paired, differences):
         verdict = "met" if added <= limit else f"missed by {added - limit:.3f} us"
         pairs, settled = "-", "-"
         if differences.get(metric, {}).get(config):
-            each = differences[metric][config]
-            low, high = median_interval(each)
-            pairs = f"{statistics.median(each):+.3f} us [{low:+.3f}, {high:+.3f}] n={len(each)}"
-            settled = "yes" if high <= limit or low > limit else "no"
+            pairs, settled = paired_column(differences[metric][config], limit, added=True)
         rows.append(f"| {label} | {metric} | {added:+.3f} us | <= {limit:g} us | {verdict} | {pairs} | {settled} |")
 
     for metric in sorted(ratios):
