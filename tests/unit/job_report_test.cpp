@@ -125,6 +125,32 @@ TEST(JobReport, AFaultOfTheProgramsOwnCountsAsAFailureByTime) {
       << joined(describe_job(job));
 }
 
+// A signal sent to a rank whose breadcrumbs show launches in flight: "stuck in" a collective only where its
+// own breadcrumb was not written (`unfinished`); a record from before that key counts as unfinished.
+TEST(JobReport, WhatWasInFlightAtASignalIsSaidAsFarAsItIsKnown) {
+  auto killed = [](const std::string& in_flight) {
+    std::string record = fatal(50.0, "SIGABRT", true);
+    record.insert(record.rfind('}'), ",\"in_flight\":[" + in_flight + "]");
+    std::vector<ProcessOutcome> job = read_job({{"a", start(0, 10) + record}});
+    return joined(describe_job(job));
+  };
+  const std::string fill = R"j({"seq":1,"kernel":"fill(float*)","collective":null,"stream":"0x0")j";
+  const std::string reduce =
+      R"j({"seq":3,"kernel":"ncclDevKernel_AllReduce(...)","collective":"AllReduce","stream":"0x5")j";
+  std::string text = killed(fill + R"j(,"unfinished":false},)j" + reduce + R"j(,"unfinished":true})j");
+  EXPECT_NE(text.find("; stuck in NCCL AllReduce (launch #3 had not completed)\n"), std::string::npos)
+      << text;
+  text = killed(fill + R"j(,"unfinished":false},)j" + reduce + R"j(,"unfinished":false})j");
+  EXPECT_NE(text.find("; maybe in NCCL AllReduce (launch #3 not known to have completed)\n"),
+            std::string::npos)
+      << text;
+  text = killed(fill + R"j(,"unfinished":false})j");
+  EXPECT_NE(text.find("; not known to have completed: kernel fill(float*), launch #1\n"), std::string::npos)
+      << text;
+  text = killed(fill + "}");  // written before `unfinished` was
+  EXPECT_NE(text.find("; not completed: kernel fill(float*), launch #1\n"), std::string::npos) << text;
+}
+
 TEST(JobReport, NoFailureIsSaid) {
   std::vector<ProcessOutcome> job =
       read_job({{"a", start(0, 10) + kSummary}, {"b", start(1, 11) + kSummary}});
