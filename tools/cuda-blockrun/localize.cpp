@@ -143,21 +143,22 @@ void say_second_run_plan(const blockrun::Json& first_error, const std::string& p
 void say_verdict(const blockrun::Json& first_error, const blockrun::RunFinding& second,
                  const std::string& policy, int second_status) {
   bool exact = blockrun::is_exact(first_error);
-  switch (blockrun::compare_runs(first_error, second)) {
+  blockrun::SecondRun outcome = blockrun::compare_runs(first_error, second);
+  switch (outcome) {
     case blockrun::SecondRun::Pinned:
+    case blockrun::SecondRun::PinnedRecoded: {
+      // Recoded: the same launch, its bad memory access under another code than run 1's.
+      bool recoded = outcome == blockrun::SecondRun::PinnedRecoded;
       say_culprit(second.first_error);
-      say(exact ? "  found in run 1 by breadcrumbs; run 2, which blocked '" + policy +
-                      "', confirmed it and took its call site"
-                : "  found in run 2, which blocked '" + policy + "'; run 1 gave the same error unpinned");
+      say(exact ? "  found in run 1 by breadcrumbs; run 2, which blocked '" + policy + "', confirmed " +
+                      (recoded ? "the launch" : "it") + " and took its call site"
+                : "  found in run 2, which blocked '" + policy + "'; run 1 " +
+                      (recoded ? "failed unpinned" : "gave the same error unpinned"));
+      if (recoded)
+        say("  run 1 saw it as " + blockrun::string_member(first_error, "error") +
+            ": a bad memory access both times, and the GPU does not always give one the same code");
       break;
-    case blockrun::SecondRun::PinnedRecoded:
-      say_culprit(second.first_error);
-      say(exact ? "  found in run 1 by breadcrumbs; run 2, which blocked '" + policy +
-                      "', confirmed the launch and took its call site"
-                : "  found in run 2, which blocked '" + policy + "'; run 1 failed unpinned");
-      say("  run 1 saw it as " + blockrun::string_member(first_error, "error") +
-          ": a bad memory access both times, and the GPU does not always give one the same code");
-      break;
+    }
     case blockrun::SecondRun::NotPinned:
       say("localize: run 2 (--block '" + policy + "') failed with " +
           blockrun::string_member(second.first_error, "error") +
