@@ -108,7 +108,13 @@ CONFIGS = {
                         "wrapper": ["--block", "{block_one}", "--gpu-time"]},
     "block_all": {"title": "shim, --block all", "wrapper": ["--block", "all"]},
     "sanitizer": {"title": "compute-sanitizer memcheck (shortened run)", "sanitizer": True},
+    # The benchmark shim, switched off and on inside one process (bench/bench_switch.py): the workloads print
+    # what it costs against itself switched off, which the process-to-process spread does not blur.
+    "shim_switched": {"title": "shim, nothing blocked, switched off and on in one process", "switched": {}},
+    "breadcrumbs_switched": {"title": "shim, breadcrumbs, switched off and on in one process",
+                             "switched": {"CUDA_BLOCKRUN_BREADCRUMBS": "1"}},
 }
+BENCH_SHIM = "libcuda_blockrun_bench.so"  # in the build's lib/ (CMakeLists.txt, CUDA_BLOCKRUN_BENCH_SHIM)
 
 SUMMARY = re.compile(r"summary: (\d+) launch(?:es)?, (\d+) blocked")
 
@@ -213,6 +219,12 @@ def config_argv(config, workload, build, scratch, sanitizer, scale, cpus=None):
         if not sanitizer:
             return None
         argv = [sanitizer, "--tool", "memcheck", "--print-limit", "20", *argv]
+    elif "switched" in spec:  # preloaded directly: the wrapper preloads the shim users get
+        shim = os.path.join(build, "lib", BENCH_SHIM)
+        if not os.path.exists(shim):
+            return None
+        env["LD_PRELOAD"] = ":".join(filter(None, [shim, env.get("LD_PRELOAD")]))
+        env.update(spec["switched"])
     if cpus:
         argv = ["taskset", "-c", cpus, *argv]
     return argv, env
@@ -274,6 +286,10 @@ def command_run(args):
     sanitizer = find_sanitizer()
     if "sanitizer" in configs and not sanitizer:
         print("harness: compute-sanitizer not found: its rows are left out", flush=True)
+    switched = [config for config in configs if "switched" in CONFIGS[config]]
+    if switched and not os.path.exists(os.path.join(build, "lib", BENCH_SHIM)):
+        print(f"harness: {BENCH_SHIM} not built (-DCUDA_BLOCKRUN_BENCH_SHIM=OFF): the rows of "
+              f"{', '.join(switched)} are left out", flush=True)
     results = {
         "cpus": args.cpus,
         "schema": SCHEMA,
@@ -441,7 +457,7 @@ def render(result_sets, out):
     lines.append("")
     lines.append("| workload | " + " | ".join(titles) + " |")
     lines.append("|---" * (len(configs) + 1) + "|")
-    for metric in metrics:
+    for metric in ratios:
         row = [metric]
         for config in configs:
             ratio = ratios.get(metric, {}).get(config)
@@ -456,7 +472,7 @@ def render(result_sets, out):
         lines.append("")
         lines.append("| workload | " + " | ".join(titles[1:]) + " |")
         lines.append("|---" * len(configs) + "|")
-        for metric in metrics:
+        for metric in ratios:
             row = [metric]
             for config in configs[1:]:
                 values = paired.get(metric, {}).get(config)
@@ -494,6 +510,20 @@ def render(result_sets, out):
                 row.append(f"{statistics.median(values) - base:+.3f}" if values else "-")
             lines.append("| " + " | ".join(row) + " |")
         lines.append("")
+    switched = [m for m in metrics if is_switched_metric(m)]
+    if switched:
+        lines.append("In one process, the shim against itself switched off (bench/bench_switch.py): each run's figure "
+                     "is the median over its pairs of neighbouring chunks or bursts, one with the shim on and one "
+                     "off; here the median over the runs, its 95% bootstrap interval, and the number of runs:")
+        lines.append("")
+        lines.append("| measure | configuration | unit | median [95%] n |")
+        lines.append("|---|---|---|---|")
+        for metric in switched:
+            for config, values in samples[metric].items():
+                added = units[metric] == "us"
+                lines.append(f"| {metric} | {CONFIGS[config]['title']} | {'us a launch' if added else 'on / off'} | "
+                             f"{paired_column(values, added=added)[0]} |")
+        lines.append("")
     lines.append("Launches seen and blocked by the shim in each run (from its summary line):")
     lines.append("")
     block_one = {}
@@ -516,6 +546,12 @@ def render(result_sets, out):
         file.write(text)
     print(text, flush=True)
     plot(ratios, metrics, configs, machine, os.path.join(out, "performance.png"))
+
+
+def is_switched_metric(metric):
+    """A figure of the shim against itself switched off, in one process (`launch_call_added`,
+    `train_step_switched_ratio`, with a workload's suffix)."""
+    return "_added" in metric or "_switched_ratio" in metric
 
 
 def targets(ratios, samples, paired, differences):
@@ -562,13 +598,37 @@ def targets(ratios, samples, paired, differences):
     for metric in training_loops:
         check("breadcrumbs, training loop", metric, "breadcrumbs", 1.05)
     for metric in sorted(samples):
-        if metric.startswith(("empty_launch", "launch_call")):  # the whole loop, and its bursts (the host alone)
+        if metric.startswith(("empty_launch", "launch_call")) and not is_switched_metric(metric):
+            # the whole loop, and its bursts (the host alone)
             check_added("nothing blocked, us added per launch", metric, "shim", 0.15)
             check_added("breadcrumbs, us added per launch", metric, "breadcrumbs", 1.0)
+
+    def check_switched(label, metric, config, limit):
+        values = samples[metric].get(config)
+        if not values:
+            return
+        added = "_added" in metric
+        measured = statistics.median(values)
+        if added:
+            verdict = "met" if measured <= limit else f"missed by {measured - limit:.3f} us"
+            shown, bound = f"{measured:+.3f} us", f"<= {limit:g} us"
+        else:
+            verdict = "met" if measured <= limit else f"missed by {100 * (measured / limit - 1):.2f}%"
+            shown, bound = fmt(measured), f"<= {fmt(limit)}"
+        pairs, settled = paired_column(values, limit, added=added)
+        rows.append(f"| {label}, in one process | {metric} | {shown} | {bound} | {verdict} | {pairs} | {settled} |")
+
+    for metric in sorted(samples):
+        if "_added" in metric:
+            check_switched("nothing blocked, us added per launch", metric, "shim_switched", 0.15)
+        elif "_switched_ratio" in metric and metric.startswith(training_loops):
+            check_switched("nothing blocked, training loop", metric, "shim_switched", 1.02)
+            check_switched("breadcrumbs, training loop", metric, "breadcrumbs_switched", 1.05)
     if not rows:
         return []
     return ["Targets (ratios to native, medians; paired: as in the table above, or for added microseconds each "
-            "run minus its repetition's native run):", "",
+            "run minus its repetition's native run; in one process: each run's own figure against the shim "
+            "switched off, the median over the runs and its interval):", "",
             "| target | workload | measured | bound | verdict | paired [95%] | settled |",
             "|---|---|---|---|---|---|---|", *rows]
 

@@ -39,9 +39,22 @@ def check_training_loop_targets(out):
              "metrics": {metric: {"value": value, "unit": "ms"}}}
             for workload, metric in (("train", "train_step"), ("transformer", "transformer_step"))
             for config, value in medians.items()]
-    table, failures = render_made_up(out, runs, medians)
+    # In one process (bench/bench_switch.py): each run's own ratio against the shim switched off.
+    switched = {"shim_switched": [1.01, 1.00, 1.02], "breadcrumbs_switched": [1.03, 1.06, 1.02]}
+    runs += [{"workload": workload, "config": config, "repetition": repetition, "status": 0, "wall_s": 1.0,
+              "metrics": {f"{metric}_switched_ratio": {"value": value, "unit": "x"}}}
+             for workload, metric in (("train", "train_step"), ("transformer", "transformer_step"))
+             for config, values in switched.items() for repetition, value in enumerate(values)]
+    table, failures = render_made_up(out, runs, {**medians, **switched})
     if failures:
         return failures
+    for metric in ("train_step", "transformer_step"):
+        for needle in (f"| nothing blocked, training loop, in one process | {metric}_switched_ratio | 1.010 | <= 1.020 "
+                       "| met | 1.010 [1.000-1.020] n=3 | yes |",
+                       f"| breadcrumbs, training loop, in one process | {metric}_switched_ratio | 1.030 | <= 1.050 | "
+                       "met | 1.030 [1.020-1.060] n=3 | no |"):
+            if needle not in table:
+                failures.append(f"rendered table lacks {needle!r}")
     for metric in ("train_step", "transformer_step"):
         for needle in (f"| {metric} | 1.000 | 1.010 | 1.075 | 1.020 |",
                        f"| nothing blocked, training loop | {metric} | 1.010 | <= 1.020 | met | 1.010 [1.010-1.010] "
@@ -82,7 +95,8 @@ def main():
     completed = subprocess.run(
         [sys.executable, os.path.join(HERE, "harness.py"), "run", "--build", build, "--out", out,
          "--repetitions", "2", "--scale", "0.05", "--workloads", "launch_loop,cublas,matmul,transformer",
-         "--configs", "native,clb,shim,breadcrumbs,log,block_one,block_all,sanitizer"],
+         "--configs", "native,clb,shim,breadcrumbs,log,block_one,block_all,sanitizer,shim_switched,"
+         "breadcrumbs_switched"],
         capture_output=True, text=True, timeout=300)
     failures = []
     if completed.returncode != 0:
@@ -126,6 +140,21 @@ def main():
                         failures.append(f"{workload}/{config}: {blocked} of {run['launches']} blocked")
                     elif config in ("shim", "breadcrumbs") and blocked != 0:
                         failures.append(f"{workload}/{config}: {blocked} blocked")
+        # The benchmark shim switched off for half the bursts: the shim saw as many launches as the shim always
+        # on does (the off bursts' launches went past it), and the loop printed what it adds in one process.
+        if workload == "launch_loop":
+            seen = {run.get("launches") for run in by_config.get((workload, "shim"), [])}
+            for config in ("shim_switched", "breadcrumbs_switched"):
+                got = by_config.get((workload, config), [])
+                if len(got) != 2:
+                    failures.append(f"{workload}/{config}: {len(got)} runs, expected 2")
+                for run in got:
+                    if {run.get("launches")} != seen or run.get("blocked") != 0:
+                        failures.append(f"{workload}/{config}: saw {run.get('launches')} launches "
+                                        f"({run.get('blocked')} blocked), the shim always on {seen}")
+                    for metric in ("launch_call_added", "launch_call_off_median", "launch_call_min"):
+                        if metric not in run["metrics"]:
+                            failures.append(f"{workload}/{config}: no {metric} in {run['metrics']}")
         # The simulated stack has no compute-sanitizer: its rows are left out, with a message.
         if by_config.get((workload, "sanitizer")) and "compute-sanitizer" not in completed.stdout:
             failures.append("sanitizer rows without compute-sanitizer")
@@ -139,7 +168,9 @@ def main():
     for needle in ("simulated CUDA stack", "| empty_launch |", "| cublas_sgemm_512 |",
                    "cost added per launch", "--block all vs CUDA_LAUNCH_BLOCKING=1",
                    "| shim, breadcrumbs (nothing blocked) |", "breadcrumbs, us added per launch",
-                   "nothing blocked, us added per launch", "| launch_call_min |", "Paired ratios to native"):
+                   "nothing blocked, us added per launch", "| launch_call_min |", "Paired ratios to native",
+                   "| nothing blocked, us added per launch, in one process | launch_call_added |",
+                   "| launch_call_added | shim, breadcrumbs, switched off and on in one process | us a launch |"):
         if needle not in table:
             failures.append(f"table lacks {needle!r}")
     failures.extend(check_training_loop_targets(os.path.join(scratch, "harness_test_render")))

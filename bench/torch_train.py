@@ -6,12 +6,16 @@
 #   python3 torch_train.py [--scale S] [--chunks N]   (S multiplies the timed steps: a shortened run for slow
 #   tools; N: chunks, 10)
 # Prints "BENCH train_step <milliseconds per step> ms" for bench/harness.py, and "BENCH train_step_min" of the
-# fastest chunk: the loop when nothing else on the machine got in the way (issue 21's comparisons).
+# fastest chunk: the loop when nothing else on the machine got in the way (issue 21's comparisons). Under the
+# benchmark shim (bench/bench_switch.py) it runs as many chunks again with the shim switched off, in alternation,
+# and prints "BENCH train_step_switched_ratio" too.
 import argparse
 import statistics
 import time
 
 import torch
+
+from bench_switch import alternate, find_switch, print_switched
 
 
 def main():
@@ -41,15 +45,25 @@ def main():
     for _ in range(50):
         step()
     torch.cuda.synchronize()
-    per_step = []
-    for _ in range(chunks):
+    loss = None
+
+    def timed_chunk():
+        nonlocal loss
         start = time.perf_counter()
         for _ in range(steps):
             loss = step()
         torch.cuda.synchronize()
-        per_step.append((time.perf_counter() - start) / steps)
+        return (time.perf_counter() - start) / steps
+
+    switch = find_switch()
+    if switch:  # the benchmark shim: as many chunks again with it switched off, in alternation
+        per_step, off = alternate(switch, chunks, timed_chunk)
+    else:
+        per_step = [timed_chunk() for _ in range(chunks)]
     print(f"BENCH train_step {statistics.median(per_step) * 1e3:.5f} ms", flush=True)
     print(f"BENCH train_step_min {min(per_step) * 1e3:.5f} ms", flush=True)
+    if switch:
+        print_switched("train_step", "ms", 1e3, per_step, off)
     print(f"final loss {loss.item():.6f}", flush=True)
 
 

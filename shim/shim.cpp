@@ -586,11 +586,29 @@ inline void note_caller(void* return_address) {
     thread_context().entry_caller = reinterpret_cast<uintptr_t>(return_address);
 }
 
+#ifdef CUDA_BLOCKRUN_BENCH_SWITCH
+// libcuda_blockrun_bench.so (CMakeLists.txt, CUDA_BLOCKRUN_BENCH_SHIM), never the shim users preload: the
+// same shim, with one more export, cuda_blockrun_bench_switch(on), with which a benchmark turns it off and on
+// inside one process and compares the two in alternation (bench/harness.py, the `*_switched` configurations).
+// A process's speed varies more from one run to the next than the shim costs; inside one process that
+// variation cancels out.
+std::atomic<bool> g_bench_switched_off{false};
+inline bool bench_switched_off() {
+  return g_bench_switched_off.load(std::memory_order_relaxed);
+}
+#endif
+
 template <Hook id, typename... Args>
 typename HookTraits<id>::Result intercept(Args... args) {
   using Traits = HookTraits<id>;
   auto real_function = real<id>();
   if (!real_function) return missing_real<id>();
+#ifdef CUDA_BLOCKRUN_BENCH_SWITCH
+  // The benchmark variant only: while switched off it forwards every call, as if the shim were not there, but
+  // for the lookups (cuGetProcAddress), which must keep handing out the wrappers for later.
+  if constexpr (Traits::kind != Kind::ProcAddress)
+    if (bench_switched_off()) return real_function(args...);
+#endif
   // Before the engine check: a capture that begins before the first launch must still be known.
   if constexpr (Traits::kind == Kind::CaptureBegin) note_capture_begins();
   Engine* engine = active_engine();
@@ -632,6 +650,14 @@ typename HookTraits<id>::Result intercept(Args... args) {
     return blockrun::shim::intercept<blockrun::shim::Hook::name> arguments;               \
   }
 #include "hooks.def"
+
+#ifdef CUDA_BLOCKRUN_BENCH_SWITCH
+// on != 0: the shim acts (as at start); 0: every wrapper forwards. The caller switches between launches, with
+// the device synchronized.
+extern "C" __attribute__((visibility("default"))) void cuda_blockrun_bench_switch(int on) {
+  blockrun::shim::g_bench_switched_off.store(on == 0, std::memory_order_relaxed);
+}
+#endif
 
 namespace blockrun::shim {
 
