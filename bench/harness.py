@@ -113,6 +113,9 @@ CONFIGS = {
     "shim_switched": {"title": "shim, nothing blocked, switched off and on in one process", "switched": {}},
     "breadcrumbs_switched": {"title": "shim, breadcrumbs, switched off and on in one process",
                              "switched": {"CUDA_BLOCKRUN_BREADCRUMBS": "1"}},
+    "breadcrumbs_every_8_switched": {"title": "shim, one write per 8 launches, switched off and on in one process",
+                                     "switched": {"CUDA_BLOCKRUN_BREADCRUMBS": "1",
+                                                  "CUDA_BLOCKRUN_BREADCRUMB_EVERY": "8"}},
 }
 BENCH_SHIM = "libcuda_blockrun_bench.so"  # in the build's lib/ (CMakeLists.txt, CUDA_BLOCKRUN_BENCH_SHIM)
 
@@ -621,9 +624,11 @@ def targets(ratios, samples, paired, differences):
     for metric in sorted(samples):
         if "_added" in metric:
             check_switched("nothing blocked, us added per launch", metric, "shim_switched", 0.15)
+            check_switched("breadcrumbs, us added per launch", metric, "breadcrumbs_switched", 1.0)
         elif "_switched_ratio" in metric and metric.startswith(training_loops):
             check_switched("nothing blocked, training loop", metric, "shim_switched", 1.02)
             check_switched("breadcrumbs, training loop", metric, "breadcrumbs_switched", 1.05)
+            check_switched("breadcrumbs every 8, training loop", metric, "breadcrumbs_every_8_switched", 1.05)
     if not rows:
         return []
     return ["Targets (ratios to native, medians; paired: as in the table above, or for added microseconds each "
