@@ -109,10 +109,17 @@ struct Layout {
   int code_instructions = 0;      // co_code_adaptive (3.11+): the first instruction
   // co_version (3.12+): a number CPython gives each code object it makes, from a counter (0 once 2^32 were
   // made), so no other code object of the process has it. -1 before 3.12: nothing tells a code object from
-  // another made at its address, and no line is remembered (capture_site).
+  // another made at its address, so a remembered line is keyed by what the line is made of instead
+  // (content_identity): the two fields below, with the file and the function.
   int code_version = -1;
+  int code_first_line = -1;  // co_firstlineno (3.8-3.11)
+  int code_line_table = -1;  // co_lnotab (3.8, 3.9), co_linetable (3.10, 3.11): a bytes object
 
   int object_type = 8;  // PyObject.ob_type, after the 8-byte ob_refcnt
+
+  // bytes (PyBytesObject), as 3.8-3.11 have it: ob_size 16 (PyObject_VAR_HEAD), ob_shash 24, ob_sval 32.
+  int bytes_size = 16;
+  int bytes_data = 32;
 
   // str (PyASCIIObject / PyCompactUnicodeObject).
   int unicode_length = 16;         // PyASCIIObject.length (code points), after ob_refcnt and ob_type
@@ -143,6 +150,8 @@ constexpr Layout layout_3_8() {
   // co_varnames 72, co_freevars 80, co_cellvars 88, co_cell2arg 96, co_filename 104, co_name 112.
   layout.code_filename = 104;
   layout.code_function = 112;
+  layout.code_first_line = 40;
+  layout.code_line_table = 120;  // co_lnotab; 3.10's co_linetable, where it is
   // PyASCIIObject: length 16, hash 24, state 32 (4 bytes, 4 padding), `wchar_t *wstr` 40: size 48.
   // PyCompactUnicodeObject: utf8_length 48, utf8 56, wstr_length 64: size 72.
   layout.unicode_ascii_size = 48;
@@ -195,6 +204,8 @@ constexpr Layout layout_3_11() {
   layout.code_function = 128;
   layout.code_first_traceable = 168;
   layout.code_instructions = 184;
+  layout.code_first_line = 72;
+  layout.code_line_table = 136;
   // str: as 3.8-3.10 (PyASCIIObject still has `wchar_t *wstr`): sizes 48 and 72, `ready` bit present.
   layout.unicode_ascii_size = 48;
   layout.unicode_compact_size = 72;
@@ -396,6 +407,7 @@ struct Cpython {
   // Type objects, to check what a pointer points to.
   uintptr_t code_type = 0;     // &PyCode_Type
   uintptr_t unicode_type = 0;  // &PyUnicode_Type
+  uintptr_t bytes_type = 0;    // &PyBytes_Type (a line table, 3.8-3.11)
   uintptr_t frame_type = 0;    // &PyFrame_Type
 
   Layout layout;                             // reading without the GIL
@@ -496,7 +508,8 @@ bool resolve_required(void* scope, Cpython& py) {
   py.code_type = reinterpret_cast<uintptr_t>(real_dlsym(scope, "PyCode_Type"));
   py.unicode_type = reinterpret_cast<uintptr_t>(real_dlsym(scope, "PyUnicode_Type"));
   py.frame_type = reinterpret_cast<uintptr_t>(real_dlsym(scope, "PyFrame_Type"));
-  return found && py.code_type && py.unicode_type && py.frame_type;
+  py.bytes_type = reinterpret_cast<uintptr_t>(real_dlsym(scope, "PyBytes_Type"));
+  return found && py.code_type && py.unicode_type && py.frame_type && py.bytes_type;
 }
 
 // Optional: finalization (the thread states may be freed under a thread without the GIL), and the
@@ -692,7 +705,7 @@ void copy_code_points(const unsigned char* data, int kind, int64_t length, char*
 // one classification (one search and one pass over the path, no allocation) per frame up to the program's
 // first, none after it. No cache per code object here: without the GIL nothing keeps a code object alive
 // between two launches, and its address can be reused by another code object with another file (the cache of
-// whole walks, python_site_cache.h, tells them apart: code_identity).
+// whole walks, python_site_cache.h, tells them apart: frame_words).
 class FrameFilter {
  public:
   explicit FrameFilter(PythonStack* out) : out_(out) {}
@@ -950,20 +963,97 @@ const char* read_frames(const Cpython& py, uintptr_t thread, PythonStack* out) {
 
 // ---- a launch's line from the cache (python_site_cache.h) ----
 
-// What tells the code object at `code` from any other that was or will be at its address: co_version (3.12+).
-// A code object is immutable, so the same one gives the same file, function and line for the same position.
-// False where there is nothing to tell it by (co_version 0, once 2^32 were made).
-bool code_identity(const Cpython& py, uintptr_t code, uint32_t* identity) {
-  *identity = load<uint32_t>(code + py.layout.code_version);
-  return *identity != 0;
+// Mixes `value` into `state`: a multiply-xorshift finalizer, so that a bit changed in either moves about half
+// the bits of the result.
+uint64_t mix(uint64_t state, uint64_t value) {
+  uint64_t x = (state ^ value) * 0x9E3779B97F4A7C15ull;
+  x ^= x >> 32;
+  x *= 0xD6E8FEB86659FD93ull;
+  return x ^ (x >> 32);
 }
 
-// A frame's two words (python_site_cache.h): the code object's address; and its identity beside where the
-// frame is in it, the instruction's offset. (Only 3.12+ frames are looked up, never traced: FrameAt.traced is
-// 3.8-3.10's.)
-void frame_words(const FrameAt& at, uint32_t identity, uint64_t* code, uint64_t* detail) {
-  *code = at.code;
-  *detail = uint64_t{identity} << 32 | static_cast<uint32_t>(at.offset);
+// A 64-bit hash of `size` bytes, a word at a time: each step a bijection of the state for a given word (an
+// xor, an odd multiply, a rotation), so inputs that differ only in their last word never meet, and others
+// meet about once in 2^64; `mix` at the end. The texts hashed here are a few dozen bytes, hashed for every
+// frame of every launch's walk: this takes about a third of std::hash's instructions for them.
+uint64_t hash_bytes(const unsigned char* data, size_t size, uint64_t seed) {
+  uint64_t state = seed ^ size * 0xC2B2AE3D27D4EB4Full;
+  size_t index = 0;
+  for (; index + 8 <= size; index += 8) {
+    uint64_t word;
+    std::memcpy(&word, data + index, 8);
+    state = (state ^ word) * 0x9E3779B97F4A7C15ull;
+    state = state << 29 | state >> 35;
+  }
+  uint64_t last = 0;
+  for (size_t shift = 0; index < size; ++index, shift += 8) last |= uint64_t{data[index]} << shift;
+  return mix(state, last);
+}
+
+// The hash of a str object's text (its canonical data). False where it fails a check.
+bool hash_str(const Cpython& py, uintptr_t text, uint64_t* out) {
+  StrData str;
+  if (!read_str(py, text, &str)) return false;
+  *out = hash_bytes(str.data, static_cast<size_t>(str.length) * static_cast<size_t>(str.kind),
+                    static_cast<uint64_t>(str.kind));
+  return true;
+}
+
+// The longest line table hashed (bytes): a frame of a longer function is read in full each time.
+constexpr int64_t kMaxHashedLineTable = int64_t{1} << 16;
+
+// The hash of the last file text hashed in one walk, by the str object's address: the frames of a walk keep
+// their code objects, and these their file names, alive until it ends, so within one walk the same address is
+// the same text. Frames of one module share one file name object; their walks hash it once.
+struct FileMemo {
+  uintptr_t text = 0;
+  uint64_t hash = 0;
+};
+
+// 3.8-3.11: what the full read's answer for a frame of the code object at `code` is made of, hashed: the
+// texts of its file and function, co_firstlineno and the line table. The line is a function of these and the
+// frame's offset (PyCode_Addr2Line reads nothing else), the file and the function are their texts; so a code
+// object made where a freed one was hashes apart from it unless it gives the same answers anyway. 64 bits:
+// two different contents meet one hash about once in 2^64 pairs. False where a pointer fails a check or the
+// line table is longer than kMaxHashedLineTable.
+bool content_identity(const Cpython& py, uintptr_t code, FileMemo* memo, uint64_t* out) {
+  const Layout& layout = py.layout;
+  uintptr_t file_text = load<uintptr_t>(code + layout.code_filename);
+  if (file_text != memo->text) {
+    if (!hash_str(py, file_text, &memo->hash)) return false;
+    memo->text = file_text;
+  }
+  uint64_t function;
+  if (!hash_str(py, load<uintptr_t>(code + layout.code_function), &function)) return false;
+  uintptr_t table = load<uintptr_t>(code + layout.code_line_table);
+  if (!is_object_of(table, py.bytes_type, layout)) return false;
+  int64_t size = load<int64_t>(table + layout.bytes_size);
+  if (size < 0 || size > kMaxHashedLineTable) return false;
+  uint64_t lines = hash_bytes(reinterpret_cast<const unsigned char*>(table + layout.bytes_data),
+                              static_cast<size_t>(size), load<uint32_t>(code + layout.code_first_line));
+  *out = mix(mix(memo->hash, function), lines) | 1;  // never 0, the end marker's
+  return true;
+}
+
+// A frame's two words (python_site_cache.h): what tells its code object from any other that was or will be at
+// its address (a code object never changes, so the same one gives the same file, function and line for the
+// same position), and where the frame is in it. 3.12+: the code object's address; and co_version, a number no
+// other code object of the process has, beside the instruction's offset. 3.8-3.11, where nothing numbers
+// code objects: the hash of what the answer is made of (content_identity); and the offset. False where the
+// frame cannot be told apart: co_version 0 (once 2^32 were made), a pointer that fails a check, a line table
+// too long, or a traced frame (3.8-3.10: its line is f_lineno, in no word); it is then read in full.
+bool frame_words(const Cpython& py, const FrameAt& at, FileMemo* memo, uint64_t* code, uint64_t* detail) {
+  if (at.traced) return false;
+  if (py.layout.code_version >= 0) {
+    uint32_t version = load<uint32_t>(at.code + py.layout.code_version);
+    if (version == 0) return false;
+    *code = at.code;
+    *detail = uint64_t{version} << 32 | static_cast<uint32_t>(at.offset);
+    return true;
+  }
+  if (py.layout.code_line_table < 0 || !content_identity(py, at.code, memo, code)) return false;
+  *detail = static_cast<uint32_t>(at.offset);
+  return true;
 }
 
 // The lookup: builds the walk's key a frame at a time and looks each prefix up, stopping at the first that
@@ -973,10 +1063,8 @@ class SiteLookup {
   SiteLookup(const Cpython& py, const PythonSiteCache& cache, PythonWalkKey* key, PythonLaunchSite* out)
       : py_(py), cache_(cache), key_(key), out_(out) {}
   Step frame(const FrameAt& at) {
-    uint32_t identity;
-    if (!code_identity(py_, at.code, &identity)) return Step::Stop;
     uint64_t code, detail;
-    frame_words(at, identity, &code, &detail);
+    if (!frame_words(py_, at, &file_memo_, &code, &detail)) return Step::Stop;
     if (!key_->add_frame(code, detail)) return Step::Stop;
     if (!cache_.find(*key_, out_)) return Step::Next;
     found_ = true;
@@ -990,6 +1078,7 @@ class SiteLookup {
   const PythonSiteCache& cache_;
   PythonWalkKey* key_;
   PythonLaunchSite* out_;
+  FileMemo file_memo_;
   bool found_ = false;
 };
 
@@ -1169,19 +1258,12 @@ void capture_site(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite
     *out = cache.keep(*scratch, nullptr);
     return;
   }
-  // Before 3.12 nothing in a code object tells it from another made at its address after it was freed, and
-  // CPython's allocator reuses addresses at once: a function compiled again from edited source (a reload, an
-  // exec) lands where the old one was. Counting frees would mean wrapping PyCode_Type's tp_dealloc, a change
-  // to the host's interpreter; so there every launch's line is read in full, and nothing remembered.
-  bool remembers = py.layout.code_version >= 0;
   PythonWalkKey key;
-  if (remembers) {
-    SiteLookup lookup(py, cache, &key, out);
-    // A walk that fails a check is read in full, which fails the same check: Unavailable with its reason.
-    if (!walk_frames(py, reading.thread, lookup) && lookup.found()) return;
-  }
+  SiteLookup lookup(py, cache, &key, out);
+  // A walk that fails a check is read in full, which fails the same check: Unavailable with its reason.
+  if (!walk_frames(py, reading.thread, lookup) && lookup.found()) return;
   read_in_place(reading, reading.held ? kReadInPlaceWithGil : py.layout.method, scratch);
-  *out = cache.keep(*scratch, remembers ? &key : nullptr);
+  *out = cache.keep(*scratch, &key);
 }
 
 // Sets what every capture starts from. Returns false where the answer is NoPython without looking: no CPython

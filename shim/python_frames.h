@@ -27,12 +27,13 @@ namespace blockrun::shim {
 void read_python_stack(PythonStack* out);
 
 // The calling thread's Python line as a launch record keeps it: the numbers, in cache.sites(), of the frame
-// python_call_site chooses and of the innermost one. Safe as read_python_stack is. On CPython 3.12 and 3.13,
+// python_call_site chooses and of the innermost one. Safe as read_python_stack is. On CPython 3.8-3.13,
 // with or without the GIL, the frames are walked in place reading a few words of each and looked up in
-// `cache` (no allocation, no lock, no text: out->cached); only a walk the cache does not know is read in full
-// into `scratch`, without the public C API even with the GIL, and remembered. `scratch` is written only then.
-// On 3.8-3.11 (no co_version to tell a code object from the next at its address) they are read in full, in
-// place, into `scratch` every time. Another version with the GIL: the public C API, every time.
+// `cache` (no allocation, no lock, no text copied: out->cached); only a walk the cache does not know is read
+// in full into `scratch`, without the public C API even with the GIL, and remembered. `scratch` is written only
+// then. (On 3.8-3.11, with no co_version to tell a code object from the next at its address, a frame's words
+// include a hash of its code object's file, function and line table: a few short texts hashed a frame.)
+// Another version with the GIL: the public C API, every time.
 void read_python_site(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite* out);
 
 }  // namespace blockrun::shim

@@ -24,7 +24,9 @@
 // same function compiled again (a reload), its line table and constants where the old ones were too:
 // comparing what the code object holds by address does not tell them apart. So the words also tell a code
 // object from any other that was or will be at its address: CPython 3.12+ numbers the code objects it makes
-// (co_version). Before 3.12 nothing does, and nothing is remembered (the reader reads every line in full).
+// (co_version). Before 3.12 nothing does, and the words are instead a hash of what the answer is made of (the
+// texts of the file and function, the first line and the line table): a code object made where another was
+// gives another hash unless it gives the same answer (one chance in 2^64 of two contents meeting one hash).
 //
 // Also the same: the classification of a file, which reads nothing else but the Inductor cache directory, set
 // once before any line is chosen (sites.h). Only Captured reads are remembered, so a hit is Captured; how the

@@ -9,7 +9,7 @@ Every scenario runs in both modes, and both must give the same frames. Lines are
 
 Through read_python_site (a launch's line as breadcrumbs keep it: looked up by the words of its frames,
 read in full the first time) the line must be the one the full read chooses, from the cache the second time
-(3.12+; before, every time in full).
+(3.8+).
 
     test_python_frames.py              the tests
     test_python_frames.py --benchmark  ns per capture, GIL held and released (prints, asserts nothing)
@@ -39,8 +39,9 @@ MODES = {"held": HELD, "released": RELEASED}
 # capture(mode) reads the frames (read_python_stack); capture(SITE + mode) the line through read_python_site, then
 # the frames, from the same call: {"site": ..., "stack": ...}.
 SITE = "site "
-# Whether read_python_site remembers lines: from 3.12, whose code objects carry co_version.
-REMEMBERS_LINES = sys.version_info >= (3, 12)
+# Whether read_python_site remembers lines: on every version the shim reads without the GIL (3.8+), by
+# co_version from 3.12, by what a line is made of before (shim/python_frames.cpp, frame_words).
+REMEMBERS_LINES = sys.version_info >= (3, 8)
 PROBES = {**{mode: library.blockrun_probe_capture for mode, library in MODES.items()},
           **{SITE + mode: library.blockrun_probe_site for mode, library in MODES.items()}}
 THIS_FILE = (lambda: None).__code__.co_filename
@@ -452,7 +453,7 @@ class PythonFramesTest(unittest.TestCase):
 
     def assert_site_is_the_full_reads_choice(self, call, new_place=True):
         """Runs `call(SITE + mode)` three times from one line in both modes: read_python_site gives the frames the
-        full read chooses (and the innermost), and from the second time on from the cache (3.12+). The cache
+        full read chooses (and the innermost), and from the second time on from the cache. The cache
         remembers places, not modes: both modes launch from the same place, so only the first mode's first
         launch is read in full, and only if no launch came from that place before (`new_place`; the cache is
         the process's, shared by every test)."""
@@ -465,7 +466,7 @@ class PythonFramesTest(unittest.TestCase):
                     chosen = stack["call_site"]
                     self.assertEqual(site["site"], stack["frames"][chosen], (site, stack))
                     self.assertEqual(site["innermost"], stack["frames"][0] if chosen > 0 else None, (site, stack))
-                    # Remembered from 3.12 on (co_version tells code objects apart); read in full before.
+                    # Remembered (3.8+): the first launch from a place is read in full, the next from the cache.
                     seen = attempt > 0 or index > 0
                     if seen or new_place or not REMEMBERS_LINES:
                         self.assertEqual(site["cached"], seen and REMEMBERS_LINES, (call, mode, attempt, site))
@@ -540,22 +541,26 @@ class PythonFramesTest(unittest.TestCase):
 
     def test_site_of_a_code_object_made_where_another_was(self):
         # Without the GIL nothing keeps a code object alive between launches: one freed and another made at its
-        # address must not be taken for it. Two versions of one function, compiled again and again from one file
-        # name (the same str object): the same bytecode and name, the launch on line 2 or, after a blank line, 3.
+        # address must not be taken for it. Three versions of one function, compiled again and again: the same
+        # bytecode and name, from one file name (the same str object) the launch on line 2 or, after a blank line,
+        # 3; and from another file name, line 2.
         filename = "/home/me/reloaded.py"
+        other_filename = "/home/me/renamed.py"
         sources = ("def launch(probe, buffer):\n    return probe(buffer, len(buffer))\n",
                    "def launch(probe, buffer):\n\n    return probe(buffer, len(buffer))\n")
+        versions = ((filename, sources[0], 2), (filename, sources[1], 3), (other_filename, sources[0], 2))
         reused = 0
         for mode in MODES:
             addresses = {}
-            for attempt in range(400):
-                version = attempt % 2
+            for attempt in range(600):
+                version = attempt % len(versions)
+                file, source, line = versions[version]
                 scope = {}
-                exec(compile(sources[version], filename, "exec"), scope)
+                exec(compile(source, file, "exec"), scope)
                 launch = scope.pop("launch")
                 buffer = ctypes.create_string_buffer(1 << 16)
                 result = decode(buffer, launch(PROBES[SITE + mode], buffer))
-                self.assertEqual(result["site"]["site"], {"file": filename, "line": 2 + version, "function": "launch"})
+                self.assertEqual(result["site"]["site"], {"file": file, "line": line, "function": "launch"})
                 address = id(launch.__code__)
                 reused += addresses.get(address, version) != version
                 addresses[address] = version
@@ -588,7 +593,7 @@ def benchmark():
 
     results = {mode: nested(10, library) for mode, library in MODES.items()}
     version = ".".join(map(str, sys.version_info[:3]))
-    remembered = "from its cache" if REMEMBERS_LINES else "read in full: no cache before 3.12"
+    remembered = "from its cache" if REMEMBERS_LINES else "read in full: no cache before 3.8"
     print(f"python frame capture, Python {version}, {iterations} captures of 8 frames each: "
           f"GIL held {results['held']:.0f} ns, GIL released {results['released']:.0f} ns per capture")
 
