@@ -164,7 +164,7 @@ template <Hook id, typename... Args>
     try {
       LaunchRequest request =
           kernel_request(engine, parameters, owner, thread_context().layers, Traits::per_thread);
-      engine.begin_launch(request, new (&launch) Launch);
+      engine.begin_launch(request, &launch);
       recorded = true;
     } catch (...) {
     }
@@ -226,10 +226,10 @@ template <Hook id, typename Function, typename... Args>
   ThreadLayers& layers = context.layers;
   LaunchOwner owner = driver_launch_owner(layers, Traits::name, own_caller);
   // A runtime launch's record is the runtime wrapper's; a Launch of its own is made only where there is none
-  // (raw storage: std::optional would zero all of it, 2.7 KB, on every launch).
+  // (raw storage: std::optional would zero all of it, 2.7 KB, on every launch). begin_launch makes it.
   alignas(Launch) unsigned char own_storage[sizeof(Launch)];
-  Launch& launch =
-      *new (owner.into_runtime_launch ? static_cast<void*>(layers.runtime_launch) : own_storage) Launch;
+  Launch& launch = *static_cast<Launch*>(owner.into_runtime_launch ? static_cast<void*>(layers.runtime_launch)
+                                                                   : static_cast<void*>(own_storage));
   bool recorded = false;
   bool blocks = false;  // the policy's answer, read once
   {
