@@ -136,9 +136,11 @@ void note_capture(LaunchRequest* request, CUstream stream) {
                                                            const LaunchOwner& owner,
                                                            const ThreadLayers& layers, bool per_thread) {
   // The kernel first: naming a new one calls out, and the request's fields, all set after it, are then stored
-  // once (its defaults are overwritten before anything can read them).
+  // once (its defaults are overwritten before anything can read them). The namer takes the handle by value:
+  // one that referred to `parameters` would keep them in memory, stored and read back, on every launch.
   const KernelInfo* kernel =
-      engine.kernel(parameters.handle, [&] { return parameters.name_of(parameters.handle); });
+      engine.kernel(parameters.handle,
+                    [handle = parameters.handle, name_of = parameters.name_of] { return name_of(handle); });
   LaunchRequest request;
   request.kernel = kernel;
   request.stream = parameters.stream;
