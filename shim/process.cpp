@@ -284,8 +284,6 @@ void on_driver_log(void* data, CUlogLevel, char* message, size_t length) {
   }
 }
 
-std::atomic<bool> g_first_launch_seen{false};
-
 // At exit, before the runtime's own exit handlers (registered earlier, so run later) release the context: a
 // kernel that faulted after the program's last CUDA call left a sticky error that nobody saw. One
 // non-blocking query of the legacy stream returns it (and "not ready" or success otherwise); the engine
@@ -374,8 +372,7 @@ __attribute__((destructor)) void on_unload() {
 
 }  // namespace
 
-void at_first_launch() {
-  if (g_first_launch_seen.load(std::memory_order_relaxed)) return;
+void at_first_launch_slow() {
   // Once: a function missing from the loaded driver (before CUDA 12.9) stays missing.
   if (g_first_launch_seen.exchange(true)) return;
   std::atexit(check_context_at_exit);

@@ -132,25 +132,57 @@ void note_capture(LaunchRequest* request, CUstream stream) {
   if (request->in_capture) request->capture_id = capture_id(stream);
 }
 
-LaunchRequest kernel_request(Engine& engine, const LaunchParameters& parameters, const LaunchOwner& owner,
-                             const ThreadLayers& layers, bool per_thread) {
+[[gnu::always_inline]] inline LaunchRequest kernel_request(Engine& engine, const LaunchParameters& parameters,
+                                                           const LaunchOwner& owner,
+                                                           const ThreadLayers& layers, bool per_thread) {
+  // The kernel first: naming a new one calls out, and the request's fields, all set after it, are then stored
+  // once (its defaults are overwritten before anything can read them). The namer takes the handle by value:
+  // one that referred to `parameters` would keep them in memory, stored and read back, on every launch.
+  const KernelInfo* kernel =
+      engine.kernel(parameters.handle,
+                    [handle = parameters.handle, name_of = parameters.name_of] { return name_of(handle); });
   LaunchRequest request;
-  set_owner(owner, layers, &request);
-  request.kernel = engine.kernel(parameters.handle, [&] { return parameters.name_of(parameters.handle); });
+  request.kernel = kernel;
   request.stream = parameters.stream;
   request.per_thread_default_stream = per_thread;
   request.grid = parameters.grid;
   request.block = parameters.block;
   request.shared_memory = parameters.shared_memory;
+  set_owner(owner, layers, &request);
   note_capture(&request, driver_stream(parameters.stream, per_thread));
   return request;
+}
+
+// The end of a runtime launch that has more to do than return: the driver did not record it, it failed, or
+// the policy or the trace wants more of it. Out of line, so that the usual launch does not prepare for it.
+template <Hook id, typename... Args>
+[[gnu::noinline]] cudaError_t end_runtime_launch(Engine& engine, Launch& launch, bool recorded,
+                                                 const LaunchOwner& owner, cudaError_t result, Args... args) {
+  using Traits = HookTraits<id>;
+  LaunchParameters parameters = launch_parameters(args...);
+  if (!recorded) {
+    ErrnoKeeper keep_errno;
+    ReentryGuard guard;
+    try {
+      LaunchRequest request =
+          kernel_request(engine, parameters, owner, thread_context().layers, Traits::per_thread);
+      engine.begin_launch(request, &launch);
+      recorded = true;
+    } catch (...) {
+    }
+  }
+  if (!recorded) return result;
+  return finish_launch(engine, launch, result, Layer::Runtime, parameters.stream, Traits::per_thread);
 }
 
 // Runtime launches: the driver wrapper records the launch when the runtime continues into it (the
 // usual case); this wrapper then blocks at the runtime level, so the runtime's own error state is what
 // CUDA_LAUNCH_BLOCKING=1 would leave. Where the driver did not see it, the launch is recorded here.
+// Inlined into the exported wrapper (as handle_driver_launch and kernel_request are): every launch passes
+// here, and a call of its own would pass all the launch's arguments once more.
 template <Hook id, typename Function, typename... Args>
-cudaError_t handle_runtime_launch(Engine& engine, Function real_function, Args... args) {
+[[gnu::always_inline]] inline cudaError_t handle_runtime_launch(Engine& engine, Function real_function,
+                                                                Args... args) {
   using Traits = HookTraits<id>;
   ThreadContext& context = thread_context();
   ThreadLayers& layers = context.layers;
@@ -172,31 +204,21 @@ cudaError_t handle_runtime_launch(Engine& engine, Function real_function, Args..
     result = real_function(args...);
   }
   bool recorded = layers.driver_recorded;
-  LaunchOwner owner = runtime_launch_owner(layers);
+  // Only a launch the driver did not record has an owner to find (from the layers as they were in the call).
+  LaunchOwner owner;
+  if (!recorded) owner = runtime_launch_owner(layers);
   layers.runtime_api = saved_api;
   layers.runtime_launch = saved_launch;
   layers.driver_recorded = saved_recorded;
   layers.runtime_caller = saved_caller;
   if (recorded && result == cudaSuccess && engine.ends_quietly(launch)) return result;
-
-  LaunchParameters parameters = launch_parameters(args...);
-  if (!recorded) {
-    ErrnoKeeper keep_errno;
-    ReentryGuard guard;
-    try {
-      LaunchRequest request = kernel_request(engine, parameters, owner, layers, Traits::per_thread);
-      engine.begin_launch(request, new (launch_storage) Launch);
-      recorded = true;
-    } catch (...) {
-    }
-  }
-  if (!recorded) return result;
-  return finish_launch(engine, launch, result, Layer::Runtime, parameters.stream, Traits::per_thread);
+  return end_runtime_launch<id>(engine, launch, recorded, owner, result, args...);
 }
 
 // Driver launches: every launch of the process passes here, however the caller found the function.
 template <Hook id, typename Function, typename... Args>
-CUresult handle_driver_launch(Engine& engine, Function real_function, Args... args) {
+[[gnu::always_inline]] inline CUresult handle_driver_launch(Engine& engine, Function real_function,
+                                                            Args... args) {
   using Traits = HookTraits<id>;
   ThreadContext& context = thread_context();
   uintptr_t own_caller = context.entry_caller;
@@ -206,11 +228,12 @@ CUresult handle_driver_launch(Engine& engine, Function real_function, Args... ar
   ThreadLayers& layers = context.layers;
   LaunchOwner owner = driver_launch_owner(layers, Traits::name, own_caller);
   // A runtime launch's record is the runtime wrapper's; a Launch of its own is made only where there is none
-  // (raw storage: std::optional would zero all of it, 2.7 KB, on every launch).
+  // (raw storage: std::optional would zero all of it, 2.7 KB, on every launch). begin_launch makes it.
   alignas(Launch) unsigned char own_storage[sizeof(Launch)];
-  Launch& launch =
-      *new (owner.into_runtime_launch ? static_cast<void*>(layers.runtime_launch) : own_storage) Launch;
+  Launch& launch = *static_cast<Launch*>(owner.into_runtime_launch ? static_cast<void*>(layers.runtime_launch)
+                                                                   : static_cast<void*>(own_storage));
   bool recorded = false;
+  bool blocks = false;  // the policy's answer, read once
   {
     ErrnoKeeper keep_errno;  // naming a new kernel calls into the driver
     ReentryGuard guard;
@@ -219,7 +242,8 @@ CUresult handle_driver_launch(Engine& engine, Function real_function, Args... ar
       if (owner.in_library_call) layers.library_kernels++;
       engine.begin_launch(request, &launch);
       recorded = true;
-      if (launch.block()) {
+      blocks = launch.block();
+      if (blocks) {
         if (engine.config().gpu_time) {
           start_block_timing(&launch.timing, parameters.stream, Traits::per_thread);
         } else {
@@ -230,10 +254,10 @@ CUresult handle_driver_launch(Engine& engine, Function real_function, Args... ar
     }
   }
   CUresult result = real_function(args...);
-  if (recorded && result == CUDA_SUCCESS && (launch.block() || engine.wants_breadcrumbs())) {
+  if (recorded && result == CUDA_SUCCESS && (blocks || engine.wants_breadcrumbs())) {
     ErrnoKeeper keep_errno;
     ReentryGuard guard;
-    if (launch.block()) end_block_timing(launch.timing, parameters.stream, Traits::per_thread);
+    if (blocks) end_block_timing(launch.timing, parameters.stream, Traits::per_thread);
     drop_breadcrumb(engine, launch, parameters.stream, Traits::per_thread);
   }
   if (recorded && owner.into_runtime_launch) {

@@ -127,8 +127,13 @@ inline ThreadContext& thread_context() {
 
 // Once, at the first driver launch (the driver is loaded then, and the call is not inside the runtime's
 // initialization): registers the shim's listener for the driver's error log (CUDA 12.9+), and the check of
-// the context at exit (after the runtime's exit handlers, so that it runs before them). Cheap after that.
-void at_first_launch();
+// the context at exit (after the runtime's exit handlers, so that it runs before them). Inline: every later
+// launch pays one load; the first one's work is at_first_launch_slow (process.cpp).
+inline std::atomic<bool> g_first_launch_seen{false};
+void at_first_launch_slow();
+inline void at_first_launch() {
+  if (!g_first_launch_seen.load(std::memory_order_relaxed)) at_first_launch_slow();
+}
 
 // Whether the shim acts in this process (configured, enabled, not in secure-execution mode).
 bool shim_active();

@@ -16,6 +16,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
+#include <type_traits>
 
 #include "cuda_errors.h"
 #include "names.h"
@@ -199,9 +201,12 @@ StreamId Engine::stream_id(const void* handle, bool per_thread_default_stream) c
   return id;
 }
 
-void Engine::fill_record(const LaunchRequest& request, LaunchRecord* out) {
+// Fills a record begin_launch has just made, with the numbers it took before.
+inline void Engine::fill_record(const LaunchRequest& request, const LaunchNumbers& numbers,
+                                LaunchRecord* out) {
   LaunchRecord& record = *out;
-  record.sequence = ledger_.number_launch();
+  record.sequence = numbers.sequence;
+  record.kernel_ordinal = numbers.kernel_ordinal;
   record.api = request.api;
   record.driver_api = request.driver_api;
   record.kernel = request.kernel;
@@ -212,16 +217,12 @@ void Engine::fill_record(const LaunchRequest& request, LaunchRecord* out) {
   record.block = request.block;
   record.shared_memory = request.shared_memory;
   record.caller = request.caller;
-  record.thread = current_thread_number();
-  record.stream = stream_id(request.stream, request.per_thread_default_stream);
-  if (request.kernel) {
-    uint64_t launches = const_cast<KernelInfo*>(request.kernel)->launches.fetch_add(1) + 1;
-    record.kernel_ordinal = request.kernel->past_table ? 0 : launches;
-  }
+  record.thread = numbers.thread;
+  record.stream = numbers.stream;
+  record.in_capture = request.in_capture;
 }
 
 Decision Engine::decide(const LaunchRequest& request, const LaunchRecord& record) const {
-  if (config_.block.blocks_nothing()) return Decision{};
   if (request.kernel && request.kernel->decided) return request.kernel->decision;
   LaunchFacts facts;
   facts.kernel = request.kernel ? &request.kernel->name : nullptr;
@@ -275,33 +276,40 @@ inline void Engine::count_api(const char* api) {
   count_api_first(api);
 }
 
+static_assert(std::is_trivially_destructible_v<Launch>, "begin_launch makes a Launch over an old one");
+
 void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
-  Launch& launch = *out;
+  uint64_t began_ns = request.began_ns ? request.began_ns : call_clock();
+  LaunchNumbers numbers;
+  numbers.sequence = ledger_.number_launch();
+  if (request.kernel) {
+    uint64_t launches = const_cast<KernelInfo*>(request.kernel)->launches.fetch_add(1) + 1;
+    numbers.kernel_ordinal = request.kernel->past_table ? 0 : launches;
+  }
+  numbers.thread = current_thread_number();
+  numbers.stream = stream_id(request.stream, request.per_thread_default_stream);
+  // Made here, over whatever `out` held (a Launch is trivially destructible), once the numbers above are
+  // taken: with no call or atomic between the making and the filling, each field is stored once. The fields
+  // the record does not take from the request keep their defaults (no stack, no Python site, not refused).
+  Launch& launch = *new (out) Launch;
   LaunchRecord& record = launch.record;
-  launch.began_ns = request.began_ns ? request.began_ns : call_clock();
-  fill_record(request, &record);
-  launch.decision = decide(request, record);
+  fill_record(request, numbers, &record);
+  launch.began_ns = began_ns;
+  // No rules (the common case): every launch runs, and the policy is not asked.
+  if (!config_.block.blocks_nothing()) launch.decision = decide(request, record);
   record.blocked = launch.decision.blocks();
-  record.has_stack = false;
-  record.refused = false;
   // A launch into a capture is where the user wrote a graph node: its stack is walked (captures are rare and
   // not a hot path), since a C++ program's own frame is often below the CUDA runtime's.
   if (take_stack_ && (wants_stack(launch.decision) || request.in_capture)) {
     take_stack_(&launch.stack);
     record.has_stack = true;
   }
-  record.python_site = record.python_innermost = 0;
-  record.python_status = PythonStatus::NotCaptured;
   if (read_python_ && (python_every_launch_ || request.in_capture)) keep_python_site(launch);
   count_api(record.api);
-  record.graph_replay = 0;
   if (record.graph)
     record.graph_replay = static_cast<uint32_t>(
         const_cast<GraphInfo*>(record.graph)->launches.fetch_add(1, std::memory_order_relaxed) + 1);
-  launch.graph_slot = -1;
-  launch.capture_position = 0;
   if (request.in_capture && request.capture_id) keep_captured_launch(launch, request.capture_id);
-  record.in_capture = request.in_capture;
   launch.stream = stream_state(record.stream);
   // A launch into a capture becomes a graph node and runs only when the graph does (as that graph launch's
   // work): it is never one of its stream's unfinished launches.

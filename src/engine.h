@@ -158,7 +158,8 @@ class Engine {
   void note_graph_kernel_node(const void* graph, const KernelInfo* kernel, uintptr_t caller);
 
   // Numbers and records a launch and asks the policy; captures its call site when it needs one
-  // (wants_stack). Cheap: no lock but the stream's own, no allocation for known kernels and streams.
+  // (wants_stack). Cheap: no lock but the stream's own, no allocation for known kernels and streams. Makes
+  // *launch anew, over whatever it held: a Launch, or raw storage for one (the shim's, not zeroed twice).
   void begin_launch(const LaunchRequest& request, Launch* launch);
 
   // Whether a launch with this decision gets its call site captured as it is launched
@@ -305,7 +306,15 @@ class Engine {
   const KernelInfo* new_kernel(const void* handle, const std::function<const char*()>& resolve_mangled_name);
   StreamState* stream_state(StreamId id) { return ledger_.stream(id); }
   StreamId stream_id(const void* handle, bool per_thread_default_stream) const;
-  void fill_record(const LaunchRequest& request, LaunchRecord* record);
+  // What begin_launch takes for a launch before it makes its Launch: the numbers (atomics) and the thread's.
+  struct LaunchNumbers {
+    uint64_t sequence = 0;
+    uint64_t kernel_ordinal = 0;
+    uint32_t thread = 0;
+    StreamId stream;
+  };
+  void fill_record(const LaunchRequest& request, const LaunchNumbers& numbers, LaunchRecord* record);
+  // The policy's decision, where it has rules (begin_launch asks only then).
   Decision decide(const LaunchRequest& request, const LaunchRecord& record) const;
   // end_launch's three ways: the launch itself failed, it was blocked, the block was skipped (capture).
   void launch_failed(Launch& launch, ErrorCode launch_result);
