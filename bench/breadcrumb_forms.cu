@@ -40,7 +40,12 @@
 //   build/bench/breadcrumb_forms 20000 7 0 legacy  the same on the legacy default stream, where PyTorch and a
 //                                             plain <<<>>> launch go (issue 21: the shim's breadcrumbs cost
 //                                             more there than the created stream's write)
-//   breadcrumb_forms [launches=20000] [rounds=7] [kernel_ns=0] [created|legacy] | fault
+//   build/bench/breadcrumb_forms 5000 5 0 legacy 20000  the same with host work between launches: 20,000 steps of
+//                                             a random read-modify-write walk over 1 MiB (about 30 us, as a
+//                                             PyTorch loop's Python runs between its launches): "added" then
+//                                             also holds whatever a form slows the host's own work by (issue
+//                                             21: breadcrumbs cost a training loop more than their calls take)
+//   breadcrumb_forms [launches=20000] [rounds=7] [kernel_ns=0] [created|legacy] [host_work=0] | fault
 //                                             (fault-child <kind>: the child's mode)
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -412,6 +417,22 @@ struct Round {
 
 bool g_context_broken = false;
 
+// The fifth argument's host work between launches: steps of a dependent random walk that reads and writes a
+// 1 MiB buffer, a fixed amount of work (not of time), so that a form that slows the host's memory or caches makes
+// it take longer.
+long g_host_work = 0;
+uint64_t g_work_buffer[1 << 17];
+uint64_t g_work_state = 1;
+
+void host_work() {
+  uint64_t x = g_work_state;
+  for (long i = 0; i < g_host_work; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    g_work_buffer[(x >> 40) & ((1 << 17) - 1)] += x;
+  }
+  g_work_state = x;
+}
+
 // `launches` launches of the form, timed from the first to the stream's completion of the last.
 Round run_round(const Form& form, const Target& target, cudaStream_t stream, int launches) {
   Round round;
@@ -430,6 +451,7 @@ Round run_round(const Form& form, const Target& target, cudaStream_t stream, int
       if ((failed = write_crumb(form.op, cu_stream, target.address, static_cast<cuuint64_t>(i))) != CUDA_SUCCESS)
         break;
     }
+    if (g_host_work) host_work();
   }
   cudaError_t synchronized = cudaStreamSynchronize(stream);
   auto stop = std::chrono::steady_clock::now();
@@ -733,14 +755,18 @@ int main(int argc, char** argv) {
   int rounds = argc > 2 ? std::atoi(argv[2]) : 7;
   long long kernel_ns = argc > 3 ? std::atoll(argv[3]) : 0;
   const char* stream = argc > 4 ? argv[4] : "created";
+  g_host_work = argc > 5 ? std::atol(argv[5]) : 0;
   bool legacy = std::strcmp(stream, "legacy") == 0;
-  if (launches <= 0 || rounds <= 0 || kernel_ns < 0 || (!legacy && std::strcmp(stream, "created") != 0)) {
-    std::fprintf(stderr, "usage: %s [launches=20000] [rounds=7] [kernel_ns=0] [created|legacy] | fault\n",
+  if (launches <= 0 || rounds <= 0 || kernel_ns < 0 || g_host_work < 0 ||
+      (!legacy && std::strcmp(stream, "created") != 0)) {
+    std::fprintf(stderr,
+                 "usage: %s [launches=20000] [rounds=7] [kernel_ns=0] [created|legacy] [host_work=0] | fault\n",
                  argv[0]);
     return 2;
   }
   g_kernel_ns = static_cast<unsigned long long>(kernel_ns);
   if (g_kernel_ns) std::printf("kernel: spins %llu ns on the GPU's global timer (GPU-bound)\n", g_kernel_ns);
+  if (g_host_work) std::printf("host work between launches: %ld steps of a random walk over 1 MiB\n", g_host_work);
   return timing_mode(launches, rounds, legacy);
 }
 // SPDX-License-Identifier: MIT
