@@ -35,6 +35,17 @@ ErrorMeaning error_meaning(ErrorCode code) {
                                                                       : cuda_meaning(code.code);
 }
 
+bool is_bad_memory_access(int cuda_code) {
+  switch (cuda_code) {
+#define CUDA_BLOCKRUN_BAD_ACCESS(number) \
+  case number:                           \
+    return true;
+#include "cuda_errors.def"
+    default:
+      return false;
+  }
+}
+
 const char* error_meaning_name(ErrorMeaning meaning) {
   switch (meaning) {
     case ErrorMeaning::Own:

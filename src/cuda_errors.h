@@ -15,6 +15,10 @@ enum class ErrorMeaning {
 ErrorMeaning error_meaning(ErrorCode code);
 const char* error_meaning_name(ErrorMeaning meaning);
 
+// A CUDA code a kernel's load or store on a bad address comes back as (700, 716, 717, 719: the table's
+// CUDA_BLOCKRUN_BAD_ACCESS rows). One access may come back as any of them.
+bool is_bad_memory_access(int cuda_code);
+
 // An error that may be an earlier kernel's, surfacing at this call: asynchronous or unknown.
 inline bool may_have_surfaced(ErrorCode code) {
   return !code.ok() && error_meaning(code) != ErrorMeaning::Own;

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 
+#include "cuda_errors.h"
 #include "report/keys.h"
 #include "report/launch_writer.h"
 
@@ -32,13 +33,11 @@ std::set<std::string> suspected_kernels(const Json& first_error) {
   return kernels;
 }
 
-// A kernel's load or store on a bad address: 700 (illegal address), 716 (misaligned), 717 (an address outside
-// the space the instruction works on) and 719 (launch failed: cuda.h's "common causes include dereferencing
-// an invalid device pointer"). The GPU does not always give one such access the same code: on the H200 a
-// scatter far out of range (tests/gpu/callsite_oob.cu) surfaced as 717 in one run and as 700 in the next,
-// which had blocked the launches before it, and the other way round in a later session.
-bool is_bad_memory_access(double code) {
-  return code == 700 || code == 716 || code == 717 || code == 719;
+// A report's error code (a JSON number) that is a kernel's load or store on a bad address
+// (src/cuda_errors.def).
+bool reports_bad_memory_access(double code) {
+  return code >= 0 && code < 1e6 && code == static_cast<int>(code) &&
+         is_bad_memory_access(static_cast<int>(code));
 }
 
 // A graph launch's capture record (launch.graph.capture), or null: not a graph, or its capture not seen.
@@ -182,8 +181,9 @@ SecondRun compare_runs(const Json& first, const RunFinding& second) {
   double second_code = number_member(second.first_error, key::code);
   if (first_code == second_code) return SecondRun::Pinned;
   // A bad memory access both times, in a launch run 1 suspected: the same fault, coded differently.
-  return is_bad_memory_access(first_code) && is_bad_memory_access(second_code) ? SecondRun::PinnedRecoded
-                                                                               : SecondRun::Diverged;
+  return reports_bad_memory_access(first_code) && reports_bad_memory_access(second_code)
+             ? SecondRun::PinnedRecoded
+             : SecondRun::Diverged;
 }
 
 std::vector<std::string> describe_culprit(const Json& first_error) {

@@ -28,6 +28,15 @@ TEST(ErrorMeaning, KernelFaultsAreAsynchronousInBothNumberings) {
   }
 }
 
+TEST(ErrorMeaning, BadMemoryAccessesAreTheirFourAsynchronousCodes) {
+  for (int code : {700, 716, 717, 719}) {
+    EXPECT_TRUE(is_bad_memory_access(code)) << code;
+    EXPECT_EQ(error_meaning({Layer::Driver, code}), ErrorMeaning::Asynchronous) << code;
+  }
+  // an assert, an illegal instruction, a hardware stack error, an invalid value, unknown
+  for (int code : {710, 715, 714, 1, 999, 0}) EXPECT_FALSE(is_bad_memory_access(code)) << code;
+}
+
 TEST(ErrorMeaning, ALaunchsOwnErrorsAreItsOwn) {
   // invalid value, out of memory, invalid configuration, out of resources, no binary, invalid handle, not
   // supported, a capture invalidated, a cooperative launch too large
