@@ -51,3 +51,4 @@ print("us a step, median over 12 chunks: phase  on  off  (on-off)")
 for k in keys:
     a = statistics.median(c[k] for c in on); b = statistics.median(c[k] for c in off)
     print(f"  {k:10s} {a:8.1f} {b:8.1f} {a - b:+7.1f}")
+# SPDX-License-Identifier: MIT
