@@ -45,7 +45,12 @@
 //                                             PyTorch loop's Python runs between its launches): "added" then
 //                                             also holds whatever a form slows the host's own work by (issue
 //                                             21: breadcrumbs cost a training loop more than their calls take)
-//   breadcrumb_forms [launches=20000] [rounds=7] [kernel_ns=0] [created|legacy] [host_work=0] | fault
+//   build/bench/breadcrumb_forms 4000 5 0 legacy 3000 64  a walk over 64 MiB, more than the last-level cache
+//                                             (3,000 steps: some 30 us, as the walk's loads overlap): each
+//                                             launch's path then runs with cold caches, as between the launches
+//                                             of a program with a large working set (PyTorch's; issue 21: there
+//                                             breadcrumbs cost 2.4-3.3 us a launch, in a tight loop 1.1-1.7)
+//   breadcrumb_forms [launches=20000] [rounds=7] [kernel_ns=0] [created|legacy] [host_work=0] [work_mib=1] | fault
 //                                             (fault-child <kind>: the child's mode)
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -418,17 +423,19 @@ struct Round {
 bool g_context_broken = false;
 
 // The fifth argument's host work between launches: steps of a dependent random walk that reads and writes a
-// 1 MiB buffer, a fixed amount of work (not of time), so that a form that slows the host's memory or caches makes
-// it take longer.
+// buffer of the sixth argument's size (MiB, a power of two), a fixed amount of work (not of time), so that a form
+// that slows the host's memory or caches makes it take longer, and a buffer larger than the caches leaves each
+// launch's path to run cold.
 long g_host_work = 0;
-uint64_t g_work_buffer[1 << 17];
+std::vector<uint64_t> g_work_buffer;
 uint64_t g_work_state = 1;
 
 void host_work() {
   uint64_t x = g_work_state;
+  const uint64_t mask = g_work_buffer.size() - 1;
   for (long i = 0; i < g_host_work; ++i) {
     x = x * 6364136223846793005ull + 1442695040888963407ull;
-    g_work_buffer[(x >> 40) & ((1 << 17) - 1)] += x;
+    g_work_buffer[(x >> 24) & mask] += x;
   }
   g_work_state = x;
 }
@@ -756,17 +763,22 @@ int main(int argc, char** argv) {
   long long kernel_ns = argc > 3 ? std::atoll(argv[3]) : 0;
   const char* stream = argc > 4 ? argv[4] : "created";
   g_host_work = argc > 5 ? std::atol(argv[5]) : 0;
+  long work_mib = argc > 6 ? std::atol(argv[6]) : 1;
   bool legacy = std::strcmp(stream, "legacy") == 0;
-  if (launches <= 0 || rounds <= 0 || kernel_ns < 0 || g_host_work < 0 ||
-      (!legacy && std::strcmp(stream, "created") != 0)) {
+  if (launches <= 0 || rounds <= 0 || kernel_ns < 0 || g_host_work < 0 || work_mib <= 0 || work_mib > 4096 ||
+      (work_mib & (work_mib - 1)) != 0 || (!legacy && std::strcmp(stream, "created") != 0)) {
     std::fprintf(stderr,
-                 "usage: %s [launches=20000] [rounds=7] [kernel_ns=0] [created|legacy] [host_work=0] | fault\n",
+                 "usage: %s [launches=20000] [rounds=7] [kernel_ns=0] [created|legacy] [host_work=0] "
+                 "[work_mib=1, a power of two up to 4096] | fault\n",
                  argv[0]);
     return 2;
   }
   g_kernel_ns = static_cast<unsigned long long>(kernel_ns);
   if (g_kernel_ns) std::printf("kernel: spins %llu ns on the GPU's global timer (GPU-bound)\n", g_kernel_ns);
-  if (g_host_work) std::printf("host work between launches: %ld steps of a random walk over 1 MiB\n", g_host_work);
+  if (g_host_work) {
+    g_work_buffer.assign(static_cast<size_t>(work_mib) << 17, 0);  // 8-byte cells: 2^17 a MiB
+    std::printf("host work between launches: %ld steps of a random walk over %ld MiB\n", g_host_work, work_mib);
+  }
   return timing_mode(launches, rounds, legacy);
 }
 // SPDX-License-Identifier: MIT
