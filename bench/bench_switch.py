@@ -7,9 +7,8 @@ and off in alternation inside one process, and prints what the shim costs agains
 ratio per pair of neighbouring chunks, the median over the pairs. Switched off, every wrapper forwards at once
 (a few nanoseconds a call: the process is as near native as a preloaded shim can make it).
 
-    switch = find_switch()                      # None without the benchmark shim: time as usual
-    on, off = alternate(switch, chunks, timed)  # timed(): runs one chunk, synchronized; returns its time
-    print_switched("train_step", "ms", 1e3, on, off)
+    on, off = time_chunks(chunks, timed)  # timed(): runs one chunk, synchronized; returns its time
+    print_switched("train_step", "ms", 1e3, on, off)  # nothing without the benchmark shim (off is None)
 """
 import ctypes
 import statistics
@@ -39,9 +38,22 @@ def alternate(switch, pairs, timed):
     return on, off
 
 
+def time_chunks(chunks, timed):
+    """`chunks` chunks timed by `timed()`, and under the benchmark shim as many again with it switched off, in
+    alternation (`alternate`). Returns the times with the shim as loaded, and those switched off (None without
+    the benchmark shim)."""
+    switch = find_switch()
+    if not switch:
+        return [timed() for _ in range(chunks)], None
+    return alternate(switch, chunks, timed)
+
+
 def print_switched(metric, unit, scale, on, off):
     """BENCH lines of a switched run: `<metric>_off`, the median chunk with the shim off (times `scale`, in
-    `unit`), and `<metric>_switched_ratio`, the median over pairs of on over off."""
+    `unit`), and `<metric>_switched_ratio`, the median over pairs of on over off. Nothing where `off` is None (no
+    benchmark shim)."""
+    if off is None:
+        return
     ratios = [a / b for a, b in zip(on, off)]
     print(f"BENCH {metric}_off {statistics.median(off) * scale:.5f} {unit}", flush=True)
     print(f"BENCH {metric}_switched_ratio {statistics.median(ratios):.5f} x", flush=True)

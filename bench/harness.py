@@ -523,7 +523,7 @@ def render(result_sets, out):
         lines.append("|---|---|---|---|")
         for metric in switched:
             for config, values in samples[metric].items():
-                added = units[metric] == "us"
+                added = "_added" in metric
                 lines.append(f"| {metric} | {CONFIGS[config]['title']} | {'us a launch' if added else 'on / off'} | "
                              f"{paired_column(values, added=added)[0]} |")
         lines.append("")

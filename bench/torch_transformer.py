@@ -32,7 +32,7 @@ except ImportError as error:
     print(f"SKIPPED: {error}", flush=True)
     sys.exit(0)
 
-from bench_switch import alternate, find_switch, print_switched
+from bench_switch import print_switched, time_chunks
 
 VOCABULARY = 28782
 EMBEDDING = 200
@@ -153,15 +153,10 @@ def main():
         scheduler.step()
         return elapsed
 
-    switch = find_switch()
-    if switch:  # the benchmark shim: as many epochs again with it switched off, in alternation
-        per_step, off = alternate(switch, args.chunks, timed_epoch)
-    else:
-        per_step = [timed_epoch() for _ in range(args.chunks)]
+    per_step, off = time_chunks(args.chunks, timed_epoch)  # off: under the benchmark shim only
     print(f"BENCH transformer_step {statistics.median(per_step) * 1e3:.5f} ms", flush=True)
     print(f"BENCH transformer_step_min {min(per_step) * 1e3:.5f} ms", flush=True)
-    if switch:
-        print_switched("transformer_step", "ms", 1e3, per_step, off)
+    print_switched("transformer_step", "ms", 1e3, per_step, off)
     print(f"final loss {loss:.6f}", flush=True)
     return 0
 
