@@ -9,9 +9,16 @@ ratio per pair of neighbouring chunks, the median over the pairs. Switched off, 
 
     on, off = time_chunks(chunks, timed)  # timed(): runs one chunk, synchronized; returns its time
     print_switched("train_step", "ms", 1e3, on, off)  # nothing without the benchmark shim (off is None)
+
+With BLOCKRUN_BENCH_CALLS=FILE in the environment the shim also times every hooked call, and after each chunk
+appends the tallies (calls and time per hook, on or off) to FILE: bench/call_times.py FILE tells from them where
+the shim's cost lies, in which calls or outside all of them. The timer adds two clock reads to every hooked call,
+on and off alike: leave it unset when the ratio is what is measured.
 """
 import ctypes
+import os
 import statistics
+import time
 
 
 def find_switch():
@@ -25,15 +32,47 @@ def find_switch():
     return switch
 
 
+def find_call_tallies():
+    """With BLOCKRUN_BENCH_CALLS=FILE and the benchmark shim: the call timer turned on, and a function
+    `tallies(label)` that appends the hooked calls' tallies since its last call to FILE, each line headed by
+    `label`. None otherwise."""
+    path = os.environ.get("BLOCKRUN_BENCH_CALLS")
+    if not path:
+        return None
+    process = ctypes.CDLL(None)
+    try:
+        time_calls, report = process.cuda_blockrun_bench_time_calls, process.cuda_blockrun_bench_calls
+    except AttributeError:
+        return None
+    time_calls.argtypes = [ctypes.c_int]
+    time_calls.restype = None
+    report.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    report.restype = ctypes.c_int
+    time_calls(1)
+
+    def tallies(label):
+        if report(path.encode(), label.encode()) != 0:
+            raise OSError(f"BLOCKRUN_BENCH_CALLS: cannot append to {path}")
+
+    return tallies
+
+
 def alternate(switch, pairs, timed):
     """Runs `pairs` pairs of chunks, one with the shim on and one off, in the order on-off then off-on (a drift
     within the run falls on both alike); leaves the shim on. Returns the chunks' times, on and off, pair by
-    pair."""
+    pair. With BLOCKRUN_BENCH_CALLS each chunk's call tallies go to that file, labelled with the chunk's pair,
+    state and wall time in seconds."""
     on, off = [], []
+    tallies = find_call_tallies()
+    if tallies:
+        tallies("warm-up 0 0")  # what ran before the first chunk: not a chunk's
     for pair in range(pairs):
         for state in ((1, 0) if pair % 2 == 0 else (0, 1)):
             switch(state)
+            start = time.perf_counter()
             (on if state else off).append(timed())
+            if tallies:
+                tallies(f"chunk{pair} {state} {time.perf_counter() - start:.9f}")
     switch(1)
     return on, off
 

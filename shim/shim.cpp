@@ -18,6 +18,14 @@
 #include "facts.h"
 #include "shim.h"
 
+#ifdef CUDA_BLOCKRUN_BENCH_SWITCH
+#include "bench_switch.h"
+// A span of a driver launch, timed in the benchmark shim only (bench_switch.h); nothing in the shim users load.
+#define CUDA_BLOCKRUN_BENCH_SPAN(slot, name) bench::Span bench_span(bench::slot, name, false)
+#else
+#define CUDA_BLOCKRUN_BENCH_SPAN(slot, name)
+#endif
+
 namespace blockrun::shim {
 
 namespace {
@@ -253,11 +261,16 @@ template <Hook id, typename Function, typename... Args>
     } catch (...) {
     }
   }
-  CUresult result = real_function(args...);
+  CUresult result;
+  {
+    CUDA_BLOCKRUN_BENCH_SPAN(kLaunchCall, "driver launch: the real call");
+    result = real_function(args...);
+  }
   if (recorded && result == CUDA_SUCCESS && (blocks || engine.wants_breadcrumbs())) {
     ErrnoKeeper keep_errno;
     ReentryGuard guard;
     if (blocks) end_block_timing(launch.timing, parameters.stream, Traits::per_thread);
+    CUDA_BLOCKRUN_BENCH_SPAN(kBreadcrumbWrite, "driver launch: the breadcrumb");
     drop_breadcrumb(engine, launch, parameters.stream, Traits::per_thread);
   }
   if (recorded && owner.into_runtime_launch) {
@@ -610,28 +623,18 @@ inline void note_caller(void* return_address) {
     thread_context().entry_caller = reinterpret_cast<uintptr_t>(return_address);
 }
 
-#ifdef CUDA_BLOCKRUN_BENCH_SWITCH
-// libcuda_blockrun_bench.so (CMakeLists.txt, CUDA_BLOCKRUN_BENCH_SHIM), never the shim users preload: the
-// same shim, with one more export, cuda_blockrun_bench_switch(on), with which a benchmark turns it off and on
-// inside one process and compares the two in alternation (bench/harness.py, the `*_switched` configurations).
-// A process's speed varies more from one run to the next than the shim costs; inside one process that
-// variation cancels out.
-std::atomic<bool> g_bench_switched_off{false};
-inline bool bench_switched_off() {
-  return g_bench_switched_off.load(std::memory_order_relaxed);
-}
-#endif
-
 template <Hook id, typename... Args>
 typename HookTraits<id>::Result intercept(Args... args) {
   using Traits = HookTraits<id>;
   auto real_function = real<id>();
   if (!real_function) return missing_real<id>();
 #ifdef CUDA_BLOCKRUN_BENCH_SWITCH
-  // The benchmark variant only: while switched off it forwards every call, as if the shim were not there, but
-  // for the lookups (cuGetProcAddress), which must keep handing out the wrappers for later.
+  // The benchmark variant only (bench_switch.h): the call timed, on or switched off; while switched off it
+  // forwards every call, as if the shim were not there, but for the lookups (cuGetProcAddress), which must keep
+  // handing out the wrappers for later.
+  bench::Span bench_span(static_cast<size_t>(id), Traits::name, true);
   if constexpr (Traits::kind != Kind::ProcAddress)
-    if (bench_switched_off()) return real_function(args...);
+    if (bench::switched_off()) return real_function(args...);
 #endif
   // Before the engine check: a capture that begins before the first launch must still be known.
   if constexpr (Traits::kind == Kind::CaptureBegin) note_capture_begins();
@@ -679,7 +682,16 @@ typename HookTraits<id>::Result intercept(Args... args) {
 // on != 0: the shim acts (as at start); 0: every wrapper forwards. The caller switches between launches, with
 // the device synchronized.
 extern "C" __attribute__((visibility("default"))) void cuda_blockrun_bench_switch(int on) {
-  blockrun::shim::g_bench_switched_off.store(on == 0, std::memory_order_relaxed);
+  blockrun::shim::bench::g_switched_off.store(on == 0, std::memory_order_relaxed);
+}
+// on != 0: every hooked call is timed from now on (bench_switch.h); 0: none (as at start).
+extern "C" __attribute__((visibility("default"))) void cuda_blockrun_bench_time_calls(int on) {
+  blockrun::shim::bench::g_timing.store(on != 0, std::memory_order_relaxed);
+}
+// Appends the calls' tallies since the last report to `path`, each line headed by `label`; 0, or -1.
+extern "C" __attribute__((visibility("default"))) int cuda_blockrun_bench_calls(const char* path,
+                                                                                const char* label) {
+  return path && label ? blockrun::shim::bench::report(path, label) : -1;
 }
 #endif
 
