@@ -46,12 +46,15 @@ inline Tally g_tallies[2][kSlots];  // [0: switched off, 1: on][slot]
 
 inline thread_local int t_depth = 0;  // hooked calls this thread is inside
 
-// Times one hooked call (`hook`: its tally also counts toward kOutermost when no other encloses it) or one span
-// inside a call; does nothing but a load while the timer is off.
+// Times one hooked call (`hook`: its tally also counts toward kOutermost when no other encloses it) or one
+// span inside a call; does nothing but a load while the timer is off.
 class Span {
  public:
   Span(size_t slot, const char* name, bool hook)
-      : slot_(slot), name_(name), hook_(hook), on_(!switched_off()),
+      : slot_(slot),
+        name_(name),
+        hook_(hook),
+        on_(!switched_off()),
         began_(g_timing.load(std::memory_order_relaxed) ? steady_now_ns() : 0) {
     if (began_ && hook_) t_depth++;
   }

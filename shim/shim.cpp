@@ -20,7 +20,8 @@
 
 #ifdef CUDA_BLOCKRUN_BENCH_SWITCH
 #include "bench_switch.h"
-// A span of a driver launch, timed in the benchmark shim only (bench_switch.h); nothing in the shim users load.
+// A span of a driver launch, timed in the benchmark shim only (bench_switch.h); nothing in the shim users
+// load.
 #define CUDA_BLOCKRUN_BENCH_SPAN(slot, name) bench::Span bench_span(bench::slot, name, false)
 #else
 #define CUDA_BLOCKRUN_BENCH_SPAN(slot, name)
@@ -630,8 +631,8 @@ typename HookTraits<id>::Result intercept(Args... args) {
   if (!real_function) return missing_real<id>();
 #ifdef CUDA_BLOCKRUN_BENCH_SWITCH
   // The benchmark variant only (bench_switch.h): the call timed, on or switched off; while switched off it
-  // forwards every call, as if the shim were not there, but for the lookups (cuGetProcAddress), which must keep
-  // handing out the wrappers for later.
+  // forwards every call, as if the shim were not there, but for the lookups (cuGetProcAddress), which must
+  // keep handing out the wrappers for later.
   bench::Span bench_span(static_cast<size_t>(id), Traits::name, true);
   if constexpr (Traits::kind != Kind::ProcAddress)
     if (bench::switched_off()) return real_function(args...);
