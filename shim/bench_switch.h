@@ -8,8 +8,8 @@
 //   variation cancels out (bench/harness.py, the `*_switched` configurations).
 // - The call timer, cuda_blockrun_bench_time_calls(on) and cuda_blockrun_bench_calls(path, label): how many
 //   calls of each hook, and how long they took, with the shim on and switched off, plus three spans of a
-//   driver launch (the real launch call, the breadcrumb's write) and the time in outermost hooked calls. A
-//   benchmark's chunk time minus that is the time the program spent outside every hooked call: where a cost
+//   driver launch (the record, the real launch call, the breadcrumb) and the time in outermost hooked calls.
+//   A benchmark's chunk time minus that is the time the program spent outside every hooked call: where a cost
 //   shows there, it is not in any call the shim wraps (bench/call_times.py reads the tallies).
 #pragma once
 
@@ -32,8 +32,10 @@ inline bool switched_off() {
 // A tally per hook, then the spans that are not hooks of their own.
 enum Slot : size_t {
   kOutermost = static_cast<size_t>(Hook::Count),  // hooked calls not made inside another hooked call
+  kRecord,                                        // a driver launch wrapper's record (engine, Python line)
   kLaunchCall,                                    // a driver launch wrapper's call of the real launch
   kBreadcrumbWrite,                               // a driver launch wrapper's breadcrumb write
+  kTimer,                                         // the timer's own cost: empty spans, when turned on
   kSlots
 };
 
@@ -81,6 +83,14 @@ class Span {
   bool on_;
   uint64_t began_;
 };
+
+// Turns the timer on or off; turned on, it first times a thousand empty spans of its own (kTimer), so that
+// the spans a wrapper adds inside a call can be told from the call's cost.
+inline void time_calls(bool on) {
+  g_timing.store(on, std::memory_order_relaxed);
+  if (!on) return;
+  for (int i = 0; i < 1000; ++i) Span span(kTimer, "the timer: one empty span", false);
+}
 
 // Appends every tally since the last report to `path` as tab-separated lines (label, on|off, name, calls, ns)
 // and starts them again. 0, or -1 where the file cannot be written.

@@ -246,6 +246,7 @@ template <Hook id, typename Function, typename... Args>
   {
     ErrnoKeeper keep_errno;  // naming a new kernel calls into the driver
     ReentryGuard guard;
+    CUDA_BLOCKRUN_BENCH_SPAN(kRecord, "driver launch: the record");
     try {
       LaunchRequest request = kernel_request(engine, parameters, owner, layers, Traits::per_thread);
       if (owner.in_library_call) layers.library_kernels++;
@@ -687,7 +688,7 @@ extern "C" __attribute__((visibility("default"))) void cuda_blockrun_bench_switc
 }
 // on != 0: every hooked call is timed from now on (bench_switch.h); 0: none (as at start).
 extern "C" __attribute__((visibility("default"))) void cuda_blockrun_bench_time_calls(int on) {
-  blockrun::shim::bench::g_timing.store(on != 0, std::memory_order_relaxed);
+  blockrun::shim::bench::time_calls(on != 0);
 }
 // Appends the calls' tallies since the last report to `path`, each line headed by `label`; 0, or -1.
 extern "C" __attribute__((visibility("default"))) int cuda_blockrun_bench_calls(const char* path,
