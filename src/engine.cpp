@@ -143,6 +143,7 @@ void Engine::start(ProcessInfo info, std::unique_ptr<ReportFile> report, StackFu
                          python_sites_.get());
   }
   time_calls_ = tracer_ || config_.log_launches;
+  skip_policy_and_stack_ = config_.block.blocks_nothing() && !(take_stack_ && wants_stack(Decision{}));
   start_steady_ns_ = trace::Tracer::now();
   if (report_) report_->write_record(start_record(process_));
 }

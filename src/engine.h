@@ -466,6 +466,9 @@ class Engine {
   bool python_every_launch_ = false;               // breadcrumbs: every launch's line; else captured ones
   PythonSiteFunction read_python_site_ = nullptr;
   std::unique_ptr<PythonSiteCache> python_site_cache_;  // with read_python_site_
+  // No rules, and no stack walked for a launch outside a capture (set by start()): begin_launch then leaves
+  // every such launch's decision Run and its stack not taken, without asking either.
+  bool skip_policy_and_stack_ = false;
 
   ProcessInfo process_;
   std::unique_ptr<ReportFile> report_;
@@ -580,14 +583,18 @@ inline void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
   LaunchRecord& record = launch.record;
   fill_record(request, numbers, &record);
   launch.began_ns = began_ns;
-  // No rules (the common case): every launch runs, and the policy is not asked.
-  if (!config_.block.blocks_nothing()) launch.decision = decide(record, request.family);
-  record.blocked = launch.decision.blocks();
-  // A launch into a capture is where the user wrote a graph node: its stack is walked (captures are rare and
-  // not a hot path), since a C++ program's own frame is often below the CUDA runtime's.
-  if (take_stack_ && (wants_stack(launch.decision) || request.in_capture)) {
-    take_stack_(&launch.stack);
-    record.has_stack = true;
+  // The policy and the stack walk: a launch nothing selects (the common case) needs neither, and pays one
+  // test for both (skip_policy_and_stack_).
+  if (!skip_policy_and_stack_ || request.in_capture) {
+    // No rules: every launch runs, and the policy is not asked.
+    if (!config_.block.blocks_nothing()) launch.decision = decide(record, request.family);
+    record.blocked = launch.decision.blocks();
+    // A launch into a capture is where the user wrote a graph node: its stack is walked (captures are rare
+    // and not a hot path), since a C++ program's own frame is often below the CUDA runtime's.
+    if (take_stack_ && (wants_stack(launch.decision) || request.in_capture)) {
+      take_stack_(&launch.stack);
+      record.has_stack = true;
+    }
   }
   if (read_python_ && (python_every_launch_ || request.in_capture)) keep_python_site(launch);
   count_api(record.api);
