@@ -114,6 +114,7 @@ Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescr
   uint64_t every = std::strtoull(config_.breadcrumb_every.c_str(), nullptr, 10);
   breadcrumb_mask_ = every > 1 && (every & (every - 1)) == 0 ? every - 1 : 0;
   graph_breadcrumbs_ = config_.graph_breadcrumbs;
+  any_breadcrumbs_ = stream_breadcrumbs_ || graph_breadcrumbs_;
   symbolizer_ = std::make_unique<Symbolizer>(config_.libdw);
 }
 

@@ -257,7 +257,7 @@ class Engine {
   // graph was made from its capture.
   bool graph_breadcrumbs() const { return graph_breadcrumbs_; }
   // Either kind of breadcrumb is on (the shim's launch path asks before anything else of them).
-  bool wants_breadcrumbs() const { return stream_breadcrumbs_ || graph_breadcrumbs_; }
+  bool wants_breadcrumbs() const { return any_breadcrumbs_; }
   // With stream breadcrumbs, whether the launch is one that gets its stream's write
   // (CUDA_BLOCKRUN_BREADCRUMB_EVERY: every N-th launch of a stream).
   bool takes_breadcrumb(const Launch& launch) const {
@@ -453,6 +453,7 @@ class Engine {
   bool stream_breadcrumbs_ = false;  // Config::breadcrumbs: a breadcrumb after every launch
   uint64_t breadcrumb_mask_ = 0;     // Config::breadcrumb_every N (a power of two) less 1: or every N-th
   bool graph_breadcrumbs_ = false;   // breadcrumb nodes in captured graphs
+  bool any_breadcrumbs_ = false;     // either of the two: one test, twice on every launch (wants_breadcrumbs)
   // Launches kept per stream: 8 (StreamState::kRing), Config::ring with breadcrumbs.
   static size_t ring_capacity_for(const Config& config) {
     return config.breadcrumbs ? std::max(config.ring, StreamState::kRing) : StreamState::kRing;
