@@ -163,10 +163,11 @@ void note_capture(LaunchRequest* request, CUstream stream) {
 }
 
 // The end of a runtime launch that has more to do than return: the driver did not record it, it failed, or
-// the policy or the trace wants more of it. Out of line, so that the usual launch does not prepare for it.
+// the policy or the trace wants more of it. Out of line, so that the usual launch does not prepare for it
+// (the owner too is taken by value: by reference, every launch stored one).
 template <Hook id, typename... Args>
 [[gnu::noinline]] cudaError_t end_runtime_launch(Engine& engine, Launch& launch, bool recorded,
-                                                 const LaunchOwner& owner, cudaError_t result, Args... args) {
+                                                 LaunchOwner owner, cudaError_t result, Args... args) {
   using Traits = HookTraits<id>;
   LaunchParameters parameters = launch_parameters(args...);
   if (!recorded) {

@@ -35,8 +35,6 @@ constexpr size_t kPythonSiteCapacity = 1 << 12;
 constexpr size_t kCapturedFrames = 32;   // of a captured launch's stack, kept to name its capture line
 constexpr size_t kApiCapacity = 1 << 7;  // launch entry points: a few dozen exist
 constexpr uint64_t kMaxBlockedErrorRecords = 64;  // later ones are counted in the summary
-const void* const kLegacyStream = reinterpret_cast<const void*>(0x1);     // cudaStreamLegacy
-const void* const kPerThreadStream = reinterpret_cast<const void*>(0x2);  // cudaStreamPerThread
 
 uint64_t now_ms() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -97,13 +95,6 @@ const char* layer_name(Layer layer) {
   return "unknown";
 }
 
-uint32_t current_thread_number() {
-  static std::atomic<uint32_t> next{1};
-  thread_local uint32_t number = 0;
-  if (number == 0) number = next.fetch_add(1, std::memory_order_relaxed);
-  return number;
-}
-
 Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescriber describe,
                Terminate terminate)
     : config_(std::move(config)),
@@ -123,6 +114,7 @@ Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescr
   uint64_t every = std::strtoull(config_.breadcrumb_every.c_str(), nullptr, 10);
   breadcrumb_mask_ = every > 1 && (every & (every - 1)) == 0 ? every - 1 : 0;
   graph_breadcrumbs_ = config_.graph_breadcrumbs;
+  any_breadcrumbs_ = stream_breadcrumbs_ || graph_breadcrumbs_;
   symbolizer_ = std::make_unique<Symbolizer>(config_.libdw);
 }
 
@@ -152,6 +144,7 @@ void Engine::start(ProcessInfo info, std::unique_ptr<ReportFile> report, StackFu
                          python_sites_.get());
   }
   time_calls_ = tracer_ || config_.log_launches;
+  skip_policy_and_stack_ = config_.block.blocks_nothing() && !(take_stack_ && wants_stack(Decision{}));
   start_steady_ns_ = trace::Tracer::now();
   if (report_) report_->write_record(start_record(process_));
 }
@@ -189,131 +182,23 @@ const KernelInfo* Engine::new_kernel(const void* handle,
   return overflow;
 }
 
-StreamId Engine::stream_id(const void* handle, bool per_thread_default_stream) const {
-  StreamId id;
-  if (handle == kLegacyStream) handle = nullptr;
-  if (handle == kPerThreadStream || (handle == nullptr && per_thread_default_stream)) {
-    id.handle = kPerThreadStream;
-    id.per_thread_owner = current_thread_number();
-    return id;
-  }
-  id.handle = handle;
-  return id;
-}
-
-// Fills a record begin_launch has just made, with the numbers it took before.
-inline void Engine::fill_record(const LaunchRequest& request, const LaunchNumbers& numbers,
-                                LaunchRecord* out) {
-  LaunchRecord& record = *out;
-  record.sequence = numbers.sequence;
-  record.kernel_ordinal = numbers.kernel_ordinal;
-  record.api = request.api;
-  record.driver_api = request.driver_api;
-  record.kernel = request.kernel;
-  record.graph = request.graph;
-  record.library_api = request.library_api;
-  record.library = request.library;
-  record.grid = request.grid;
-  record.block = request.block;
-  record.shared_memory = request.shared_memory;
-  record.caller = request.caller;
-  record.thread = numbers.thread;
-  record.stream = numbers.stream;
-  record.in_capture = request.in_capture;
-}
-
-Decision Engine::decide(const LaunchRequest& request, const LaunchRecord& record) const {
-  if (request.kernel && request.kernel->decided) return request.kernel->decision;
+Decision Engine::decide(const LaunchRecord& record, LaunchFamily family) const {
+  if (record.kernel && record.kernel->decided) return record.kernel->decision;
   LaunchFacts facts;
-  facts.kernel = request.kernel ? &request.kernel->name : nullptr;
-  if (request.kernel) {
-    facts.name_mask = &request.kernel->rule_mask;
-    facts.nccl = request.kernel->nccl ? 1 : 0;
+  facts.kernel = record.kernel ? &record.kernel->name : nullptr;
+  if (record.kernel) {
+    facts.name_mask = &record.kernel->rule_mask;
+    facts.nccl = record.kernel->nccl ? 1 : 0;
   }
-  facts.family = request.family;
-  facts.library_api = request.graph ? "cuGraphLaunch" : request.library_api;
-  facts.library_unit = !request.kernel && facts.library_api;
+  facts.family = family;
+  facts.library_api = record.graph ? "cuGraphLaunch" : record.library_api;
+  facts.library_unit = !record.kernel && facts.library_api;
   facts.sequence = record.sequence;
   facts.kernel_ordinal = record.kernel_ordinal;
   facts.stream = record.stream.handle;
   facts.thread = record.thread;
   if (config_.block.uses_time()) facts.elapsed_ms = now_ms() - start_ms_;
   return config_.block.decide(facts);
-}
-
-namespace {
-// The calling thread's tallies of the entry points it launched through last (a thread uses one or a few),
-// for the engine numbered `engine`.
-struct ThreadTallies {
-  static constexpr int kKept = 4;
-  uint64_t engine;
-  const char* api[kKept];
-  std::atomic<uint64_t>* launches[kKept];
-  bool shared[kKept];  // the entry point's shared count (past kMaxApiTallies): added to atomically
-  int next;            // the entry a new one replaces
-};
-thread_local ThreadTallies t_tallies{};
-}  // namespace
-
-// Counted without an atomic read-modify-write (a lock prefix less on the launch path): each thread counts its
-// launches through an entry point in a word of its own, which only it writes (a load and a store) and the
-// summary adds up.
-inline void Engine::count_api(const char* api) {
-  if (!api) return;
-  if (__builtin_expect(t_tallies.engine == serial_, 1)) {
-    for (int i = 0; i < ThreadTallies::kKept; ++i) {
-      if (t_tallies.api[i] == api) {
-        std::atomic<uint64_t>& launches = *t_tallies.launches[i];
-        if (__builtin_expect(t_tallies.shared[i], 0)) {
-          launches.fetch_add(1, std::memory_order_relaxed);
-        } else {
-          launches.store(launches.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        }
-        return;
-      }
-    }
-  }
-  count_api_first(api);
-}
-
-static_assert(std::is_trivially_destructible_v<Launch>, "begin_launch makes a Launch over an old one");
-
-void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
-  uint64_t began_ns = request.began_ns ? request.began_ns : call_clock();
-  LaunchNumbers numbers;
-  numbers.sequence = ledger_.number_launch();
-  if (request.kernel) {
-    uint64_t launches = const_cast<KernelInfo*>(request.kernel)->launches.fetch_add(1) + 1;
-    numbers.kernel_ordinal = request.kernel->past_table ? 0 : launches;
-  }
-  numbers.thread = current_thread_number();
-  numbers.stream = stream_id(request.stream, request.per_thread_default_stream);
-  // Made here, over whatever `out` held (a Launch is trivially destructible), once the numbers above are
-  // taken: with no call or atomic between the making and the filling, each field is stored once. The fields
-  // the record does not take from the request keep their defaults (no stack, no Python site, not refused).
-  Launch& launch = *new (out) Launch;
-  LaunchRecord& record = launch.record;
-  fill_record(request, numbers, &record);
-  launch.began_ns = began_ns;
-  // No rules (the common case): every launch runs, and the policy is not asked.
-  if (!config_.block.blocks_nothing()) launch.decision = decide(request, record);
-  record.blocked = launch.decision.blocks();
-  // A launch into a capture is where the user wrote a graph node: its stack is walked (captures are rare and
-  // not a hot path), since a C++ program's own frame is often below the CUDA runtime's.
-  if (take_stack_ && (wants_stack(launch.decision) || request.in_capture)) {
-    take_stack_(&launch.stack);
-    record.has_stack = true;
-  }
-  if (read_python_ && (python_every_launch_ || request.in_capture)) keep_python_site(launch);
-  count_api(record.api);
-  if (record.graph)
-    record.graph_replay = static_cast<uint32_t>(
-        const_cast<GraphInfo*>(record.graph)->launches.fetch_add(1, std::memory_order_relaxed) + 1);
-  if (request.in_capture && request.capture_id) keep_captured_launch(launch, request.capture_id);
-  launch.stream = stream_state(record.stream);
-  // A launch into a capture becomes a graph node and runs only when the graph does (as that graph launch's
-  // work): it is never one of its stream's unfinished launches.
-  if (launch.stream && !record.in_capture) launch.ring_place = launch.stream->push(record, &launch.stack);
 }
 
 // With breadcrumbs a culprit is named long after its launch: keep the Python line of every launch (no native
@@ -354,7 +239,7 @@ PythonCallSite Engine::python_call_site_of(const LaunchRecord& record, const Cal
 }
 
 void Engine::count_api_first(const char* api) {
-  if (t_tallies.engine != serial_) t_tallies = ThreadTallies{serial_, {}, {}, {}, 0};
+  if (t_tallies_.engine != serial_) t_tallies_ = ThreadTallies{serial_, {}, {}, {}, 0};
   ApiCount* count = api_counts_.find_or_insert(reinterpret_cast<uint64_t>(api), [&] {
     auto* created = new ApiCount;
     created->api = api;
@@ -374,11 +259,11 @@ void Engine::count_api_first(const char* api) {
                                                std::memory_order_relaxed)) {
     }
   }
-  int at = t_tallies.next;
-  t_tallies.next = (at + 1) % ThreadTallies::kKept;
-  t_tallies.api[at] = api;
-  t_tallies.launches[at] = shared ? &count->launches : &tally->launches;
-  t_tallies.shared[at] = shared;
+  int at = t_tallies_.next;
+  t_tallies_.next = (at + 1) % ThreadTallies::kKept;
+  t_tallies_.api[at] = api;
+  t_tallies_.launches[at] = shared ? &count->launches : &tally->launches;
+  t_tallies_.shared[at] = shared;
   count_api(api);
 }
 

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <set>
 #include <string>
 #include <vector>
@@ -160,7 +161,9 @@ class Engine {
   // Numbers and records a launch and asks the policy; captures its call site when it needs one
   // (wants_stack). Cheap: no lock but the stream's own, no allocation for known kernels and streams. Makes
   // *launch anew, over whatever it held: a Launch, or raw storage for one (the shim's, not zeroed twice).
-  void begin_launch(const LaunchRequest& request, Launch* launch);
+  // Inline (defined below the class): every launch of the process passes here, and the shim's wrapper then
+  // writes the record straight from its arguments, where a call took the request through memory.
+  [[gnu::always_inline]] inline void begin_launch(const LaunchRequest& request, Launch* launch);
 
   // Whether a launch with this decision gets its call site captured as it is launched
   // (CUDA_BLOCKRUN_CALLSITES). With `auto`, only launches that are logged: a blocked launch is captured only
@@ -254,7 +257,7 @@ class Engine {
   // graph was made from its capture.
   bool graph_breadcrumbs() const { return graph_breadcrumbs_; }
   // Either kind of breadcrumb is on (the shim's launch path asks before anything else of them).
-  bool wants_breadcrumbs() const { return stream_breadcrumbs_ || graph_breadcrumbs_; }
+  bool wants_breadcrumbs() const { return any_breadcrumbs_; }
   // With stream breadcrumbs, whether the launch is one that gets its stream's write
   // (CUDA_BLOCKRUN_BREADCRUMB_EVERY: every N-th launch of a stream).
   bool takes_breadcrumb(const Launch& launch) const {
@@ -305,7 +308,7 @@ class Engine {
   }  // 0: empty
   const KernelInfo* new_kernel(const void* handle, const std::function<const char*()>& resolve_mangled_name);
   StreamState* stream_state(StreamId id) { return ledger_.stream(id); }
-  StreamId stream_id(const void* handle, bool per_thread_default_stream) const;
+  inline StreamId stream_id(const void* handle, bool per_thread_default_stream) const;
   // What begin_launch takes for a launch before it makes its Launch: the numbers (atomics) and the thread's.
   struct LaunchNumbers {
     uint64_t sequence = 0;
@@ -313,9 +316,11 @@ class Engine {
     uint32_t thread = 0;
     StreamId stream;
   };
-  void fill_record(const LaunchRequest& request, const LaunchNumbers& numbers, LaunchRecord* record);
-  // The policy's decision, where it has rules (begin_launch asks only then).
-  Decision decide(const LaunchRequest& request, const LaunchRecord& record) const;
+  inline void fill_record(const LaunchRequest& request, const LaunchNumbers& numbers, LaunchRecord* record);
+  // The policy's decision for a record begin_launch filled, where it has rules (begin_launch asks only then).
+  // From the record, not the request: the request is then never taken by address, and the shim's inlined
+  // begin_launch keeps its fields in registers.
+  Decision decide(const LaunchRecord& record, LaunchFamily family) const;
   // end_launch's three ways: the launch itself failed, it was blocked, the block was skipped (capture).
   void launch_failed(Launch& launch, ErrorCode launch_result);
   void launch_blocked(Launch& launch, ErrorCode sync_result, const char* sync_api);
@@ -371,7 +376,7 @@ class Engine {
   }
   void note_blocked(Launch& launch);
   BlockStats* stats_of(const LaunchRecord& record);
-  void count_api(const char* api);
+  inline void count_api(const char* api);
   [[gnu::cold, gnu::noinline]] void count_api_first(const char* api);  // a new (engine, thread, api)
   void keep_python_site(Launch& launch);
   PythonCallSite python_call_site_of(const LaunchRecord& record, const CallStack* stack) const;
@@ -432,11 +437,23 @@ class Engine {
   static constexpr uint32_t kMaxApiTallies = 4096;
   std::atomic<ApiTally*> api_tallies_{nullptr};
   std::atomic<uint32_t> api_tally_count_{0};
+  // The calling thread's tallies of the entry points it launched through last (a thread uses one or a few),
+  // for the engine numbered `engine`.
+  struct ThreadTallies {
+    static constexpr int kKept = 4;
+    uint64_t engine;
+    const char* api[kKept];
+    std::atomic<uint64_t>* launches[kKept];
+    bool shared[kKept];  // the entry point's shared count (past kMaxApiTallies): added to atomically
+    int next;            // the entry a new one replaces
+  };
+  static inline thread_local ThreadTallies t_tallies_{};
   std::atomic<uint64_t> blocking_ns_{0};
 
   bool stream_breadcrumbs_ = false;  // Config::breadcrumbs: a breadcrumb after every launch
   uint64_t breadcrumb_mask_ = 0;     // Config::breadcrumb_every N (a power of two) less 1: or every N-th
   bool graph_breadcrumbs_ = false;   // breadcrumb nodes in captured graphs
+  bool any_breadcrumbs_ = false;     // either of the two: one test, twice on every launch (wants_breadcrumbs)
   // Launches kept per stream: 8 (StreamState::kRing), Config::ring with breadcrumbs.
   static size_t ring_capacity_for(const Config& config) {
     return config.breadcrumbs ? std::max(config.ring, StreamState::kRing) : StreamState::kRing;
@@ -450,6 +467,9 @@ class Engine {
   bool python_every_launch_ = false;               // breadcrumbs: every launch's line; else captured ones
   PythonSiteFunction read_python_site_ = nullptr;
   std::unique_ptr<PythonSiteCache> python_site_cache_;  // with read_python_site_
+  // No rules, and no stack walked for a launch outside a capture (set by start()): begin_launch then leaves
+  // every such launch's decision Run and its stack not taken, without asking either.
+  bool skip_policy_and_stack_ = false;
 
   ProcessInfo process_;
   std::unique_ptr<ReportFile> report_;
@@ -477,8 +497,117 @@ class Engine {
   bool libdw_noted_ = false;  // the note on call sites without file:line was logged (note_missing_libdw)
 };
 
-// Host thread number (1-based, in order of first use), cheap after the first call in a thread.
-uint32_t current_thread_number();
+// Host thread number (1-based, in order of first use), cheap after the first call in a thread. Inline: every
+// launch asks (begin_launch).
+inline uint32_t current_thread_number() {
+  static std::atomic<uint32_t> next{1};
+  thread_local uint32_t number = 0;
+  if (number == 0) number = next.fetch_add(1, std::memory_order_relaxed);
+  return number;
+}
+
+// The launch path (begin_launch and what it calls on every launch), inline so that the shim's wrappers take
+// it without a call.
+inline const void* const kLegacyStream = reinterpret_cast<const void*>(0x1);     // cudaStreamLegacy
+inline const void* const kPerThreadStream = reinterpret_cast<const void*>(0x2);  // cudaStreamPerThread
+
+inline StreamId Engine::stream_id(const void* handle, bool per_thread_default_stream) const {
+  StreamId id;
+  if (handle == kLegacyStream) handle = nullptr;
+  if (handle == kPerThreadStream || (handle == nullptr && per_thread_default_stream)) {
+    id.handle = kPerThreadStream;
+    id.per_thread_owner = current_thread_number();
+    return id;
+  }
+  id.handle = handle;
+  return id;
+}
+
+// Fills a record begin_launch has just made, with the numbers it took before.
+inline void Engine::fill_record(const LaunchRequest& request, const LaunchNumbers& numbers,
+                                LaunchRecord* out) {
+  LaunchRecord& record = *out;
+  record.sequence = numbers.sequence;
+  record.kernel_ordinal = numbers.kernel_ordinal;
+  record.api = request.api;
+  record.driver_api = request.driver_api;
+  record.kernel = request.kernel;
+  record.graph = request.graph;
+  record.library_api = request.library_api;
+  record.library = request.library;
+  record.grid = request.grid;
+  record.block = request.block;
+  record.shared_memory = request.shared_memory;
+  record.caller = request.caller;
+  record.thread = numbers.thread;
+  record.stream = numbers.stream;
+  record.in_capture = request.in_capture;
+}
+
+// Counted without an atomic read-modify-write (a lock prefix less on the launch path): each thread counts its
+// launches through an entry point in a word of its own, which only it writes (a load and a store) and the
+// summary adds up.
+inline void Engine::count_api(const char* api) {
+  if (!api) return;
+  if (__builtin_expect(t_tallies_.engine == serial_, 1)) {
+    for (int i = 0; i < ThreadTallies::kKept; ++i) {
+      if (t_tallies_.api[i] == api) {
+        std::atomic<uint64_t>& launches = *t_tallies_.launches[i];
+        if (__builtin_expect(t_tallies_.shared[i], 0)) {
+          launches.fetch_add(1, std::memory_order_relaxed);
+        } else {
+          launches.store(launches.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        }
+        return;
+      }
+    }
+  }
+  count_api_first(api);
+}
+
+static_assert(std::is_trivially_destructible_v<Launch>, "begin_launch makes a Launch over an old one");
+
+inline void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
+  uint64_t began_ns = request.began_ns ? request.began_ns : call_clock();
+  LaunchNumbers numbers;
+  numbers.sequence = ledger_.number_launch();
+  if (request.kernel) {
+    uint64_t launches = const_cast<KernelInfo*>(request.kernel)->launches.fetch_add(1) + 1;
+    numbers.kernel_ordinal = request.kernel->past_table ? 0 : launches;
+  }
+  numbers.thread = current_thread_number();
+  numbers.stream = stream_id(request.stream, request.per_thread_default_stream);
+  // Made here, over whatever `out` held (a Launch is trivially destructible), once the numbers above are
+  // taken: with no call or atomic between the making and the filling, each field is stored once. The fields
+  // the record does not take from the request keep their defaults (no stack, no Python site, not refused).
+  Launch& launch = *new (out) Launch;
+  LaunchRecord& record = launch.record;
+  fill_record(request, numbers, &record);
+  launch.began_ns = began_ns;
+  // The policy and the stack walk: a launch nothing selects (the common case) needs neither, and pays one
+  // test for both (skip_policy_and_stack_).
+  if (!skip_policy_and_stack_ || request.in_capture) {
+    // No rules: every launch runs, and the policy is not asked.
+    if (!config_.block.blocks_nothing()) launch.decision = decide(record, request.family);
+    record.blocked = launch.decision.blocks();
+    // A launch into a capture is where the user wrote a graph node: its stack is walked (captures are rare
+    // and not a hot path), since a C++ program's own frame is often below the CUDA runtime's.
+    if (take_stack_ && (wants_stack(launch.decision) || request.in_capture)) {
+      take_stack_(&launch.stack);
+      record.has_stack = true;
+    }
+  }
+  if (read_python_ && (python_every_launch_ || request.in_capture)) keep_python_site(launch);
+  count_api(record.api);
+  if (record.graph)
+    record.graph_replay = static_cast<uint32_t>(
+        const_cast<GraphInfo*>(record.graph)->launches.fetch_add(1, std::memory_order_relaxed) + 1);
+  if (request.in_capture && request.capture_id) keep_captured_launch(launch, request.capture_id);
+  launch.stream = stream_state(record.stream);
+  // A launch into a capture becomes a graph node and runs only when the graph does (as that graph launch's
+  // work): it is never one of its stream's unfinished launches.
+  if (launch.stream && !record.in_capture) launch.ring_place = launch.stream->push(record, &launch.stack);
+}
 
 }  // namespace blockrun
 // SPDX-License-Identifier: MIT

@@ -101,8 +101,11 @@ struct StreamState {
     size_t slot = place % capacity;
     if (place >= capacity) evicted_through = ring[slot].sequence;
     ring[slot] = record;
-    ring[slot].has_stack = stacks && stack && record.has_stack;
-    if (ring[slot].has_stack) stacks[slot] = *stack;
+    // The record's call stack is kept only where the ring keeps stacks (tested only for a record with one).
+    if (record.has_stack) {
+      ring[slot].has_stack = stacks && stack;
+      if (ring[slot].has_stack) stacks[slot] = *stack;
+    }
     if (record.sequence < newest_sequence) return kNoPlace;
     newest_sequence = record.sequence;
     return place;
