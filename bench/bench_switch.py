@@ -21,15 +21,20 @@ import statistics
 import time
 
 
-def find_switch():
-    """The benchmark shim's switch (one int argument: 1 on, 0 off), or None where it is not preloaded."""
+def find_export(name, restype, *argtypes):
+    """The benchmark shim's export `name`, typed, or None where it is not preloaded."""
     try:
-        switch = ctypes.CDLL(None).cuda_blockrun_bench_switch
+        function = getattr(ctypes.CDLL(None), name)
     except AttributeError:
         return None
-    switch.argtypes = [ctypes.c_int]
-    switch.restype = None
-    return switch
+    function.argtypes = list(argtypes)
+    function.restype = restype
+    return function
+
+
+def find_switch():
+    """The benchmark shim's switch (one int argument: 1 on, 0 off), or None where it is not preloaded."""
+    return find_export("cuda_blockrun_bench_switch", None, ctypes.c_int)
 
 
 def find_call_tallies():
@@ -39,15 +44,10 @@ def find_call_tallies():
     path = os.environ.get("BLOCKRUN_BENCH_CALLS")
     if not path:
         return None
-    process = ctypes.CDLL(None)
-    try:
-        time_calls, report = process.cuda_blockrun_bench_time_calls, process.cuda_blockrun_bench_calls
-    except AttributeError:
+    time_calls = find_export("cuda_blockrun_bench_time_calls", None, ctypes.c_int)
+    report = find_export("cuda_blockrun_bench_calls", ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p)
+    if not time_calls or not report:
         return None
-    time_calls.argtypes = [ctypes.c_int]
-    time_calls.restype = None
-    report.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
-    report.restype = ctypes.c_int
     time_calls(1)
 
     def tallies(label):
