@@ -1187,14 +1187,14 @@ bool begin_reading(PythonStack* out, Reading* reading) {
     out->reason = "CPython is finalizing: its thread states may be freed at any time";
     return false;
   }
-  Object* own = py.this_thread_state();
   // Whether this thread holds the GIL: the current thread state is its own. 3.12+ keeps the current
-  // thread state per thread (null once released); 3.8-3.11 keep one for the process (the GIL holder's),
-  // hence the comparison with this thread's.
-  Object* current = nullptr;
+  // thread state per thread (null once released), so one that is there is this thread's, and its own
+  // (PyGILState's, a thread-specific lookup) is not needed; 3.8-3.11 keep one for the process (the GIL
+  // holder's), hence the comparison with this thread's.
+  Object* current = py.current_thread_state ? py.current_thread_state() : nullptr;
+  Object* own = current && py.minor >= 12 ? current : py.this_thread_state();
   bool held;
   if (py.current_thread_state) {
-    current = py.current_thread_state();
     held = current && (py.minor >= 12 || current == own);
   } else {
     held = py.gil_state_check() == 1 && own;
@@ -1266,8 +1266,15 @@ void capture_site(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite
   *out = cache.keep(*scratch, &key);
 }
 
-// Sets what every capture starts from. Returns false where the answer is NoPython without looking: no CPython
-// in the process, and not this thread's turn to read the clock (a few ns).
+// Whether the answer is NoPython without looking: no CPython in the process, and not this thread's turn to
+// read the clock (a few instructions: a C++ program with breadcrumbs asks at every launch).
+bool no_python_yet() {
+  if (g_found.load(std::memory_order_acquire) || t_captures_until_clock <= 0) return false;
+  --t_captures_until_clock;
+  return true;
+}
+
+// Sets what every capture starts from. Returns false where the answer is known without reading frames.
 bool start_capture(PythonStack* out) {
   out->status = PythonStatus::NotCaptured;
   out->count = 0;
@@ -1276,8 +1283,7 @@ bool start_capture(PythonStack* out) {
   out->skipped = out->skipped_at = 0;
   out->method = nullptr;
   out->reason = nullptr;
-  if (!g_found.load(std::memory_order_acquire) && t_captures_until_clock > 0) {
-    --t_captures_until_clock;
+  if (no_python_yet()) {
     out->status = PythonStatus::NoPython;
     return false;
   }
@@ -1312,6 +1318,10 @@ void read_python_stack(PythonStack* out) {
 
 void read_python_site(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite* out) {
   *out = PythonLaunchSite{};
+  if (no_python_yet()) {  // the scratch is not read: left as it is
+    out->status = PythonStatus::NoPython;
+    return;
+  }
   if (start_capture(scratch)) {
     capture(cache, scratch, out);
   } else {

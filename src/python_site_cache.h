@@ -32,15 +32,22 @@
 // once before any line is chosen (sites.h). Only Captured reads are remembered, so a hit is Captured; how the
 // frames were read (PythonStack::method) belongs to a read, not to a place, and no launch record keeps it.
 //
-// Memory: `capacity` entries of 1,072 bytes (2.1 MiB for 2,048) and their 8-byte tags, allocated zeroed at
-// the first walk remembered (a process without Python pays nothing); the pages of entries never written stay
-// untouched. When the entries of a bucket are taken, a new walk replaces one: a program with more distinct
-// launch places than entries reads some in full again, never a wrong line.
+// A walk is found by a 64-bit hash of its words and frame count, not by comparing the words: a hit reads one
+// cache line (the bucket), where comparing the words read three or four more, each cold between a real
+// program's launches (issue 21: the line cost 0.46 us a launch in a training loop, against under 0.1 in a
+// tight loop). The hash is built a word at a time, each step a bijection of the state for the word it takes
+// (PythonWalkKey::add_frame), so two walks that differ in a single word never meet; walks that differ in more
+// meet about once in 2^64 pairs, as the words of 3.8-3.11 (hashes of contents) already accept.
 //
-// Threads: no lock and no allocation on a lookup. Each entry has a version (a sequence lock): a writer makes
-// it odd, writes, makes it even again; a reader takes the entry's words only if the version was even and did
-// not change while it read them. Two threads remembering at once: one wins, the other's walk is read in full
-// again next time.
+// Memory: `capacity` entries rounded up to buckets of kWays (64 KiB for the default), allocated zeroed at the
+// first walk remembered (a process without Python pays nothing). When a bucket's entries are taken, a new
+// walk replaces one: a program with more distinct launch places than entries reads some in full again,
+// never a wrong line.
+//
+// Threads: no lock and no allocation on a lookup. Each bucket has a version (a sequence lock): a writer makes
+// it odd, writes, makes it even again; a reader takes an entry only if the version was even and did not
+// change while it read it. Two threads remembering at once: one wins, the other's walk is read in full again
+// next time.
 #pragma once
 
 #include <atomic>
@@ -78,10 +85,12 @@ class PythonWalkKey {
     if (frames_ == kMaxFrames) return false;
     words_[frames_ * kWordsPerFrame] = code;
     words_[frames_ * kWordsPerFrame + 1] = detail;
-    // The frame's words mixed apart (independent multiplies), then one round into the running state.
-    uint64_t frame = code * 0x9E3779B97F4A7C15ull ^ detail * 0xC2B2AE3D27D4EB4Full;
-    uint64_t state = (frames_ == 0 ? kSeed : states_[frames_ - 1]) ^ frame;
-    states_[frames_] = ((state << 27) | (state >> 37)) * 0x27D4EB2F165667C5ull;
+    // One word at a time, each step a bijection of the state for a given word and of the word for a given
+    // state (xor, rotate, multiply by an odd constant): walks that differ in one word never share a state.
+    uint64_t state = frames_ == 0 ? kSeed : states_[frames_ - 1];
+    state = rotate(state ^ code) * 0x9E3779B97F4A7C15ull;
+    state = rotate(state ^ detail) * 0xC2B2AE3D27D4EB4Full;
+    states_[frames_] = state;
     ++frames_;
     return true;
   }
@@ -92,11 +101,22 @@ class PythonWalkKey {
   // Whether frame `index` is the end marker.
   bool end_at(size_t index) const { return index < frames_ && words_[index * kWordsPerFrame] == 0; }
   const uint64_t* words() const { return words_; }
-  // The hash of the first `frames` frames (frames <= frames()).
-  uint64_t hash(size_t frames) const;
+  // The hash of the first `frames` frames (frames <= frames()): never 0, the mark of an empty entry.
+  uint64_t hash(size_t frames) const {
+    // The state finished (MurmurHash3's finalizer, a bijection) with the frame count mixed in, so that a
+    // prefix and a longer walk differ.
+    uint64_t hash = (frames == 0 ? kSeed : states_[frames - 1]) ^ (frames * 0x165667B19E3779F9ull);
+    hash ^= hash >> 33;
+    hash *= 0xFF51AFD7ED558CCDull;
+    hash ^= hash >> 33;
+    hash *= 0xC4CEB9FE1A85EC53ull;
+    hash ^= hash >> 33;
+    return hash != 0 ? hash : 1;
+  }
 
  private:
   static constexpr uint64_t kSeed = 0x27D4EB2F165667C5ull;
+  static uint64_t rotate(uint64_t value) { return value << 29 | value >> 35; }
   uint64_t words_[kMaxFrames * kWordsPerFrame];
   uint64_t states_[kMaxFrames];  // the hash's state after each frame
   size_t frames_;
@@ -105,18 +125,23 @@ class PythonWalkKey {
 class PythonSiteCache {
  public:
   static constexpr size_t kDefaultCapacity = 2048;
+  static constexpr size_t kWays = 3;  // entries a walk may be in: a bucket, one cache line
 
-  // Remembers numbers of `sites`, which must outlive it. `capacity` is rounded up to a power of two, at least
-  // one bucket.
+  // Remembers numbers of `sites`, which must outlive it. Room for at least `capacity` entries, in a power of
+  // two of buckets (at least one).
   explicit PythonSiteCache(PythonSiteTable& sites, size_t capacity = kDefaultCapacity);
   ~PythonSiteCache();
   PythonSiteCache(const PythonSiteCache&) = delete;
   PythonSiteCache& operator=(const PythonSiteCache&) = delete;
 
   // The numbers remembered for a walk whose first frames are all of `key`'s: true and `out` filled (status
-  // Captured, `cached`), or false. Costs a bit test where no remembered walk has key.frames() frames, else
-  // the tags of one bucket and, where one matches, the entry's words.
-  bool find(const PythonWalkKey& key, PythonLaunchSite* out) const;
+  // Captured, `cached`), or false. Inline, called at every frame of a walk: a bit test where no remembered
+  // walk has key.frames() frames, else one bucket read.
+  bool find(const PythonWalkKey& key, PythonLaunchSite* out) const {
+    size_t frames = key.frames();
+    if (frames == 0 || !(depths_.load(std::memory_order_relaxed) & depth_bit(frames))) return false;
+    return probe(key.hash(frames), out);
+  }
 
   // A launch's numbers from the full read `python` of its frames: the frames python_call_site chooses,
   // interned. Where the read was Captured, both frames were interned and `key` (the same walk's words,
@@ -127,23 +152,18 @@ class PythonSiteCache {
   PythonSiteTable& sites() { return sites_; }
 
  private:
-  struct Entry;
-  struct Storage;
-  static constexpr size_t kWays = 4;  // entries a key may be in: a bucket
-  bool find(const PythonWalkKey& key, size_t frames, PythonLaunchSite* out) const;
-  void remember(const PythonWalkKey& key, size_t frames, uint32_t site, uint32_t innermost);
-  // Whether `entry` holds the first `frames` frames of `key` (hash `hash`), consistently; its numbers in
-  // *value.
-  static bool read_entry(const Entry& entry, const PythonWalkKey& key, size_t frames, uint64_t hash,
-                         uint64_t* value);
-  Storage* storage();
+  struct Bucket;
+  // The bit of depths_ for a walk of `frames` frames; the deepest share the last (a find there only looks).
+  static uint64_t depth_bit(size_t frames) { return uint64_t{1} << (frames < 63 ? frames : 63); }
+  bool probe(uint64_t hash, PythonLaunchSite* out) const;
+  void remember(uint64_t hash, size_t frames, uint32_t site, uint32_t innermost);
+  Bucket* storage();
 
   PythonSiteTable& sites_;
-  const size_t capacity_;
-  std::atomic<Storage*> storage_{nullptr};  // allocated at the first walk remembered
-  std::atomic<uint64_t> depths_{
-      0};  // bit n: some entry covers n frames (63: 63 or more), a find at n may hit
-  std::atomic<uint32_t> next_victim_{0};  // which entry of a full bucket a new walk replaces
+  const size_t buckets_;                  // a power of two
+  std::atomic<Bucket*> storage_{nullptr};  // allocated at the first walk remembered
+  // Bit n: some entry covers n frames (63: 63 or more), a find at n may hit.
+  std::atomic<uint64_t> depths_{0};
 };
 
 }  // namespace blockrun

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <initializer_list>
 #include <thread>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -200,7 +201,7 @@ TEST(PythonSiteCache, AFullSiteTableIsNotRememberedSoItIsCountedEachTime) {
 
 TEST(PythonSiteCache, WalksSharingABucketReplaceEachOtherButNeverAnswerForEachOther) {
   PythonSiteTable sites(256);
-  PythonSiteCache cache(sites, 4);  // one bucket: every walk collides
+  PythonSiteCache cache(sites, PythonSiteCache::kWays);  // one bucket: every walk collides
   std::vector<Walk> walks;
   for (int line = 1; line <= 12; ++line) walks.push_back(walk({{"/home/me/train.py", line, 0x4000, 4}}));
   std::vector<uint32_t> numbers;
@@ -212,14 +213,15 @@ TEST(PythonSiteCache, WalksSharingABucketReplaceEachOtherButNeverAnswerForEachOt
     ++found_count;
     EXPECT_EQ(found.site, numbers[i]) << "walk " << i;
   }
-  EXPECT_EQ(found_count, 4) << "the bucket's 4 entries hold the last 4 walks";
-  for (size_t i = walks.size() - 4; i < walks.size(); ++i) {
+  constexpr size_t kWays = PythonSiteCache::kWays;
+  EXPECT_EQ(found_count, static_cast<int>(kWays)) << "the bucket's entries hold the last walks";
+  for (size_t i = walks.size() - kWays; i < walks.size(); ++i) {
     PythonLaunchSite found;
     EXPECT_TRUE(look_up(cache, walks[i].key, &found)) << "walk " << i;
   }
   // Remembering a walk already there takes no other entry.
   cache.keep(walks.back().stack, &walks.back().key);
-  for (size_t i = walks.size() - 4; i < walks.size(); ++i) {
+  for (size_t i = walks.size() - kWays; i < walks.size(); ++i) {
     PythonLaunchSite found;
     EXPECT_TRUE(look_up(cache, walks[i].key, &found)) << "walk " << i;
   }
@@ -263,6 +265,43 @@ TEST(PythonSiteCache, KeysCoverTheBoundedWalkAndChoicesNeedingMoreFramesAreNotRe
   EXPECT_EQ(sites.get(kept.site)->line, 7);
   ASSERT_TRUE(look_up(cache, bound.key, &found));
   EXPECT_EQ(found.site, kept.site);
+}
+
+// The cache compares hashes, not words (python_site_cache.h): walks that differ in one word must never share a
+// hash, and walks as a program makes them (code objects 16 bytes apart, small offsets, few frames) must not meet.
+TEST(PythonSiteCache, WalksThatDifferNeverShareAHash) {
+  std::unordered_set<uint64_t> seen;
+  size_t made = 0;
+  for (uint64_t code = 0; code < 64; ++code) {
+    for (uint64_t offset = 0; offset < 64; ++offset) {
+      for (size_t frames = 1; frames <= 4; ++frames) {
+        PythonWalkKey key;
+        for (size_t i = 0; i < frames; ++i) {
+          // The innermost frame varies; the outer ones are the same few code objects.
+          key.add_frame(i == 0 ? 0x7f0000001000 + 16 * code : 0x7f0000100000 + 16 * i,
+                        i == 0 ? uint64_t{7} << 32 | 2 * offset : uint64_t{9} << 32 | 40);
+        }
+        seen.insert(key.hash(frames));
+        ++made;
+      }
+    }
+  }
+  EXPECT_EQ(seen.size(), made);
+  // One word changed by one bit, anywhere in a deep walk: never the same hash.
+  PythonWalkKey base;
+  for (size_t i = 0; i < 12; ++i) base.add_frame(0x7f0000200000 + 48 * i, uint64_t{i + 1} << 32 | 2 * i);
+  for (size_t word = 0; word < 24; ++word) {
+    for (int bit = 0; bit < 64; ++bit) {
+      PythonWalkKey changed;
+      for (size_t i = 0; i < 12; ++i) {
+        uint64_t code = base.words()[2 * i], detail = base.words()[2 * i + 1];
+        if (word == 2 * i) code ^= uint64_t{1} << bit;
+        if (word == 2 * i + 1) detail ^= uint64_t{1} << bit;
+        changed.add_frame(code, detail);
+      }
+      EXPECT_NE(changed.hash(12), base.hash(12)) << "word " << word << " bit " << bit;
+    }
+  }
 }
 
 TEST(PythonSiteCache, ThreadsRememberingAndFindingAtOnceNeverReadAHalfWrittenEntry) {
