@@ -33,7 +33,7 @@ void unfinished_now(StreamState& state, uint64_t after, InFlight* out, size_t* c
     const LaunchRecord* next = nullptr;
     uint64_t next_place = 0;
     for (uint64_t i = state.oldest_kept(end); i < end; ++i) {
-      const LaunchRecord& record = state.ring[i % state.capacity];
+      const LaunchRecord& record = state.ring[state.ring_index(i)];
       if (record.sequence > above && !record.refused && (!next || record.sequence < next->sequence)) {
         next = &record;
         next_place = i;
@@ -41,7 +41,7 @@ void unfinished_now(StreamState& state, uint64_t after, InFlight* out, size_t* c
     }
     if (!next) break;
     bool had_its_write =
-        state.breadcrumb_after[next_place % state.capacity].load(std::memory_order_acquire) == next->sequence;
+        state.breadcrumb_after[state.ring_index(next_place)].load(std::memory_order_acquire) == next->sequence;
     // Known not to have completed: the first, where its own write did not land. A later one's write not
     // landing says only that it or one before it did not complete.
     bool unfinished = taken == 0 && had_its_write;

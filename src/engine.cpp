@@ -568,16 +568,6 @@ void Engine::set_breadcrumbs(volatile uint64_t* slots, uint32_t count) {
   breadcrumbs_.set(slots, count);
 }
 
-int32_t Engine::breadcrumb_slot(const Launch& launch) {
-  if (!stream_breadcrumbs_ || !launch.stream) return -1;
-  return breadcrumbs_.slot_of(*launch.stream);
-}
-
-void Engine::breadcrumb_enqueued(const Launch& launch) {
-  if (launch.stream && !launch.record.in_capture)
-    launch.stream->note_breadcrumb(launch.ring_place, launch.record.sequence);
-}
-
 size_t Engine::in_flight_now(InFlight* out, size_t max) const {
   return breadcrumbs_.in_flight_now(ledger_, out, max);
 }

@@ -247,10 +247,18 @@ class Engine {
   // without breadcrumbs.
   void set_breadcrumbs(volatile uint64_t* slots, uint32_t count);
   // The slot of the launch's stream (given on first use), or -1: no breadcrumbs, or more streams than slots.
-  int32_t breadcrumb_slot(const Launch& launch);
+  // Inline, as the rest of the launch path: a stream's slot once given is one load.
+  int32_t breadcrumb_slot(const Launch& launch) {
+    if (!stream_breadcrumbs_ || !launch.stream) return -1;
+    int32_t slot = launch.stream->breadcrumb.load(std::memory_order_acquire);
+    return slot >= 0 ? slot : breadcrumbs_.slot_of(*launch.stream);
+  }
   // The shim enqueued the launch's breadcrumb write (it succeeded): only then can its slot falling short of
   // the launch show that the launch did not complete.
-  void breadcrumb_enqueued(const Launch& launch);
+  void breadcrumb_enqueued(const Launch& launch) {
+    if (launch.stream && !launch.record.in_capture)
+      launch.stream->note_breadcrumb(launch.ring_place, launch.record.sequence);
+  }
   // With graph breadcrumbs (CUDA_BLOCKRUN_GRAPH_BREADCRUMBS): a launch into a capture gets a breadcrumb node
   // after it (Launch::graph_slot, capture_position, set by begin_launch); a graph launch first resets the
   // slots of its graph's branches, returned here (nullptr: none). The list never changes once an executable
@@ -454,9 +462,11 @@ class Engine {
   uint64_t breadcrumb_mask_ = 0;     // Config::breadcrumb_every N (a power of two) less 1: or every N-th
   bool graph_breadcrumbs_ = false;   // breadcrumb nodes in captured graphs
   bool any_breadcrumbs_ = false;     // either of the two: one test, twice on every launch (wants_breadcrumbs)
-  // Launches kept per stream: 8 (StreamState::kRing), Config::ring with breadcrumbs.
+  // Launches kept per stream: 8 (StreamState::kRing), Config::ring with breadcrumbs (rounded up to a power
+  // of two, as the rings are).
   static size_t ring_capacity_for(const Config& config) {
-    return config.breadcrumbs ? std::max(config.ring, StreamState::kRing) : StreamState::kRing;
+    return StreamState::ring_size(config.breadcrumbs ? std::max(config.ring, StreamState::kRing)
+                                                     : StreamState::kRing);
   }
 
   bool stack_all_ = false;

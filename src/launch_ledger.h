@@ -54,8 +54,15 @@ class SpinGuard {
 // serializes launches into one stream anyway, so threads rarely meet here.
 struct StreamState {
   static constexpr size_t kRing = 8;  // "up to 8 suspects, newest last"
-  StreamState(size_t capacity, bool with_stacks)
-      : capacity(capacity),
+  // A ring's size: `wanted` rounded up to a power of two, so that a launch's place in it is a mask, not a
+  // division (two a launch with breadcrumbs, each a few tens of cycles).
+  static constexpr size_t ring_size(size_t wanted) {
+    size_t size = 1;
+    while (size < wanted) size <<= 1;
+    return size;
+  }
+  StreamState(size_t wanted, bool with_stacks)
+      : capacity(ring_size(wanted)),
         ring(new LaunchRecord[capacity]),
         stacks(with_stacks ? new CallStack[capacity] : nullptr),
         breadcrumb_after(new std::atomic<uint64_t>[capacity]()) {}
@@ -64,7 +71,7 @@ struct StreamState {
   // Records pushed: changed only under `lock`, read without it by note_breadcrumb.
   std::atomic<uint64_t> written{0};
   uint64_t evicted_through = 0;  // the newest launch pushed out of the ring
-  const size_t capacity;         // kRing, or the breadcrumbs' larger ring (Config::ring)
+  const size_t capacity;         // kRing, or the breadcrumbs' larger ring (Config::ring): a power of two
   std::unique_ptr<LaunchRecord[]> ring;
   // The call sites of the ring's launches, only with CUDA_BLOCKRUN_CALLSITES=all (about 2.5 KB each).
   std::unique_ptr<CallStack[]> stacks;
@@ -76,6 +83,8 @@ struct StreamState {
   static constexpr uint64_t kNoPlace = ~uint64_t{0};  // push: a place no breadcrumb write is noted for
   std::atomic<uint64_t> synced_through{0};
   std::atomic<int32_t> breadcrumb{-1};  // its slot in the breadcrumb memory, once it has one
+  // Where launch `place` (records pushed before it) is in the ring.
+  size_t ring_index(uint64_t place) const { return static_cast<size_t>(place) & (capacity - 1); }
   uint16_t number = 0;  // 1-based, in order of creation, for EventState's records (0: past their room)
 
   // Waits of this stream on events recorded on other streams (cuStreamWaitEvent; PyTorch's wait_stream):
@@ -98,7 +107,7 @@ struct StreamState {
     detail::SpinGuard guard(lock);
     uint64_t place = written.load(std::memory_order_relaxed);
     written.store(place + 1, std::memory_order_release);  // a plain store: the lock already excludes writers
-    size_t slot = place % capacity;
+    size_t slot = ring_index(place);
     if (place >= capacity) evicted_through = ring[slot].sequence;
     ring[slot] = record;
     // The record's call stack is kept only where the ring keeps stacks (tested only for a record with one).
@@ -116,7 +125,7 @@ struct StreamState {
   // goes as one without a write of its own (a candidate with the launches after it, never exact).
   void note_breadcrumb(uint64_t place, uint64_t sequence) {
     if (place == kNoPlace || written.load(std::memory_order_acquire) != place + 1) return;
-    breadcrumb_after[place % capacity].store(sequence, std::memory_order_release);
+    breadcrumb_after[ring_index(place)].store(sequence, std::memory_order_release);
   }
   // The places the ring still holds, [oldest_kept(end), end), where `end` is `written` read under the lock.
   uint64_t oldest_kept(uint64_t end) const { return end > capacity ? end - capacity : 0; }
@@ -125,12 +134,12 @@ struct StreamState {
     detail::SpinGuard guard(lock);
     uint64_t end = written.load(std::memory_order_relaxed);
     for (uint64_t i = oldest_kept(end); i < end; ++i) {
-      const LaunchRecord& record = ring[i % capacity];
+      const LaunchRecord& record = ring[ring_index(i)];
       if (record.sequence <= after || record.sequence == exclude || record.refused) continue;
       ReportedLaunch reported{record, nullptr};
       reported.record.breadcrumb =
-          breadcrumb_after[i % capacity].load(std::memory_order_acquire) == record.sequence;
-      if (record.has_stack) reported.stack = std::make_shared<CallStack>(stacks[i % capacity]);
+          breadcrumb_after[ring_index(i)].load(std::memory_order_acquire) == record.sequence;
+      if (record.has_stack) reported.stack = std::make_shared<CallStack>(stacks[ring_index(i)]);
       out->push_back(std::move(reported));
     }
   }
@@ -139,7 +148,7 @@ struct StreamState {
     detail::SpinGuard guard(lock);
     uint64_t end = written.load(std::memory_order_relaxed);
     for (uint64_t i = end, first = oldest_kept(end); i > first; --i) {
-      LaunchRecord& record = ring[(i - 1) % capacity];
+      LaunchRecord& record = ring[ring_index(i - 1)];
       if (record.sequence == sequence) {
         record.refused = true;
         break;
