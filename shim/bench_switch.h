@@ -18,6 +18,7 @@
 #include <cstdio>
 
 #include "blocking.h"
+#include "python_frames.h"
 #include "shim.h"
 
 namespace blockrun::shim::bench {
@@ -106,6 +107,14 @@ inline int report(const char* path, const char* label) {
                      static_cast<unsigned long long>(calls), static_cast<unsigned long long>(ns));
     }
   }
+  // Not a span: how many launches since the last report had their Python line read in full (the cache did
+  // not know the walk). Only the shim on reads lines.
+  static std::atomic<uint64_t> reported{0};
+  uint64_t read_in_full = python_lines_read_in_full();
+  uint64_t before = reported.exchange(read_in_full, std::memory_order_relaxed);
+  if (read_in_full > before)
+    std::fprintf(file, "%s\ton\tpython line: read in full\t%llu\t0\n", label,
+                 static_cast<unsigned long long>(read_in_full - before));
   return std::fclose(file) == 0 ? 0 : -1;
 }
 

@@ -420,6 +420,7 @@ std::atomic<const Cpython*> g_found{nullptr};  // non-null once CPython was foun
 std::atomic<int64_t> g_next_probe_ns{0};       // when to look for CPython again
 std::atomic<bool> g_probing{false};            // one thread looks at a time; the others answer NoPython
 thread_local bool t_capturing = false;         // a capture re-entered on its own thread
+std::atomic<uint64_t> g_read_in_full{0};     // python_lines_read_in_full (slow path only)
 thread_local int t_captures_until_clock = 0;   // this thread's captures before it reads the clock again
 
 int64_t coarse_now_ns() {
@@ -1254,6 +1255,7 @@ void capture_site(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite
   }
   const Cpython& py = *reading.py;
   if (py.layout.walker == Walker::None) {
+    g_read_in_full.fetch_add(1, std::memory_order_relaxed);
     capture_with_gil(py, scratch);
     *out = cache.keep(*scratch, nullptr);
     return;
@@ -1262,6 +1264,7 @@ void capture_site(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite
   SiteLookup lookup(py, cache, &key, out);
   // A walk that fails a check is read in full, which fails the same check: Unavailable with its reason.
   if (!walk_frames(py, reading.thread, lookup) && lookup.found()) return;
+  g_read_in_full.fetch_add(1, std::memory_order_relaxed);
   read_in_place(reading, reading.held ? kReadInPlaceWithGil : py.layout.method, scratch);
   *out = cache.keep(*scratch, &key);
 }
@@ -1314,6 +1317,10 @@ bool start_capture(PythonStack* out) {
 
 void read_python_stack(PythonStack* out) {
   if (start_capture(out)) capture(out);
+}
+
+uint64_t python_lines_read_in_full() {
+  return g_read_in_full.load(std::memory_order_relaxed);
 }
 
 void read_python_site(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite* out) {

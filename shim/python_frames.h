@@ -36,5 +36,10 @@ void read_python_stack(PythonStack* out);
 // Another version with the GIL: the public C API, every time.
 void read_python_site(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite* out);
 
+// How many launches' Python lines read_python_site has read in full (the cache did not know the walk) since
+// the process began: the benchmark shim's tallies show it (shim/bench_switch.h), to tell a program that pays
+// the full read often from one that pays the walk.
+uint64_t python_lines_read_in_full();
+
 }  // namespace blockrun::shim
 // SPDX-License-Identifier: MIT
