@@ -21,8 +21,7 @@ size_t round_up_to_power_of_two(size_t value) {
 
 // One cache line: a lookup reads nothing else. Every field is an atomic, read and written with acquire and
 // release (plain moves on x86-64): a reader that sees a word a writer wrote also sees that writer's odd
-// version, so a torn read is always noticed. Trivial, so that the zeroed memory it is made in is not written
-// until used.
+// version, so a torn read is always noticed. Trivial: zeroed memory is a bucket with no entries.
 struct alignas(64) PythonSiteCache::Bucket {
   std::atomic<uint64_t> version;  // odd while being written
   std::atomic<uint64_t> hashes[kWays];  // 0: no entry
