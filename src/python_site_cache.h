@@ -2,7 +2,8 @@
 // (issue 21). With breadcrumbs (or --trace) every launch keeps its Python line as two numbers in the
 // PythonSiteTable (python_sites.h). Reading it in full costs about 0.6 us without the GIL, 1-2 us with it:
 // the frames walked, their files copied and classified, the chosen frames' lines computed (a scan of the line
-// table) and their texts hashed to be interned. From the cache: under 0.1 us (docs/performance.md). A program
+// table) and their texts hashed to be interned. From the cache: about 0.2 us for a walk of 6 frames, most of
+// it the walk over CPython's frames and code objects (docs/performance.md). A program
 // launches from the same few hundred places millions of times, so the shim first walks the frames reading
 // only a few words of each (the code object, where in it the frame is, what tells that code object from
 // others) and looks that walk up here; only a walk not seen before is read in full, and its numbers
