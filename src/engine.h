@@ -27,6 +27,7 @@
 #include "handle_table.h"
 #include "instance_serial.h"
 #include "launch_ledger.h"
+#include "power_of_two.h"
 #include "python_site_cache.h"
 #include "python_sites.h"
 #include "records.h"
@@ -465,8 +466,8 @@ class Engine {
   // Launches kept per stream: 8 (StreamState::kRing), Config::ring with breadcrumbs (rounded up to a power
   // of two, as the rings are).
   static size_t ring_capacity_for(const Config& config) {
-    return StreamState::ring_size(config.breadcrumbs ? std::max(config.ring, StreamState::kRing)
-                                                     : StreamState::kRing);
+    return round_up_to_power_of_two(config.breadcrumbs ? std::max(config.ring, StreamState::kRing)
+                                                       : StreamState::kRing);
   }
 
   bool stack_all_ = false;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "handle_table.h"
+#include "power_of_two.h"
 #include "records.h"
 
 namespace blockrun {
@@ -54,15 +55,10 @@ class SpinGuard {
 // serializes launches into one stream anyway, so threads rarely meet here.
 struct StreamState {
   static constexpr size_t kRing = 8;  // "up to 8 suspects, newest last"
-  // A ring's size: `wanted` rounded up to a power of two, so that a launch's place in it is a mask, not a
+  // The ring holds `wanted` rounded up to a power of two, so that a launch's place in it is a mask, not a
   // division (two a launch with breadcrumbs, each a few tens of cycles).
-  static constexpr size_t ring_size(size_t wanted) {
-    size_t size = 1;
-    while (size < wanted) size <<= 1;
-    return size;
-  }
   StreamState(size_t wanted, bool with_stacks)
-      : capacity(ring_size(wanted)),
+      : capacity(round_up_to_power_of_two(wanted)),
         ring(new LaunchRecord[capacity]),
         stacks(with_stacks ? new CallStack[capacity] : nullptr),
         breadcrumb_after(new std::atomic<uint64_t>[capacity]()) {}

@@ -5,19 +5,10 @@
 #include <cstring>
 #include <type_traits>
 
+#include "power_of_two.h"
 #include "sites.h"
 
 namespace blockrun {
-
-namespace {
-
-size_t round_up_to_power_of_two(size_t value) {
-  size_t result = 1;
-  while (result < value) result <<= 1;
-  return result;
-}
-
-}  // namespace
 
 // One cache line: a lookup reads nothing else. Every field is an atomic, read and written with acquire and
 // release (plain moves on x86-64): a reader that sees a word a writer wrote also sees that writer's odd
