@@ -1270,15 +1270,15 @@ void capture_site(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite
 }
 
 // Whether the answer is NoPython without looking: no CPython in the process, and not this thread's turn to
-// read the clock (a few instructions: a C++ program with breadcrumbs asks at every launch).
+// read the clock (a few instructions).
 bool no_python_yet() {
   if (g_found.load(std::memory_order_acquire) || t_captures_until_clock <= 0) return false;
   --t_captures_until_clock;
   return true;
 }
 
-// Sets what every capture starts from. Returns false where the answer is known without reading frames.
-bool start_capture(PythonStack* out) {
+// Sets what every capture starts from.
+void reset_capture(PythonStack* out) {
   out->status = PythonStatus::NotCaptured;
   out->count = 0;
   out->gil_held = false;
@@ -1286,21 +1286,18 @@ bool start_capture(PythonStack* out) {
   out->skipped = out->skipped_at = 0;
   out->method = nullptr;
   out->reason = nullptr;
-  if (no_python_yet()) {
-    out->status = PythonStatus::NoPython;
-    return false;
-  }
-  if (t_capturing) {
-    // The GIL-held path can run a garbage collection (it creates frame objects), whose finalizers may
-    // launch kernels.
-    out->status = PythonStatus::Unavailable;
-    out->reason = "the capture re-entered itself on this thread (a finalizer ran during a capture)";
-    return false;
-  }
+}
+
+// Whether a capture is already under way on this thread (out says so): the GIL-held path can run a garbage
+// collection (it creates frame objects), whose finalizers may launch kernels.
+bool capture_re_entered(PythonStack* out) {
+  if (!t_capturing) return false;
+  out->status = PythonStatus::Unavailable;
+  out->reason = "the capture re-entered itself on this thread (a finalizer ran during a capture)";
   return true;
 }
 
-// The rest, out of line: the NoPython answer above stays a few instructions.
+// The rest, out of line: the NoPython answer stays a few instructions.
 [[gnu::noinline]] void capture(PythonStack* out) {
   t_capturing = true;
   capture_frames(out);
@@ -1316,7 +1313,12 @@ bool start_capture(PythonStack* out) {
 }  // namespace
 
 void read_python_stack(PythonStack* out) {
-  if (start_capture(out)) capture(out);
+  reset_capture(out);
+  if (no_python_yet()) {
+    out->status = PythonStatus::NoPython;
+    return;
+  }
+  if (!capture_re_entered(out)) capture(out);
 }
 
 uint64_t python_lines_read_in_full() {
@@ -1325,15 +1327,16 @@ uint64_t python_lines_read_in_full() {
 
 void read_python_site(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite* out) {
   *out = PythonLaunchSite{};
-  if (no_python_yet()) {  // the scratch is not read: left as it is
+  if (no_python_yet()) {  // before the scratch is written: a C++ program with breadcrumbs asks at every launch
     out->status = PythonStatus::NoPython;
     return;
   }
-  if (start_capture(scratch)) {
-    capture(cache, scratch, out);
-  } else {
+  reset_capture(scratch);
+  if (capture_re_entered(scratch)) {
     out->status = scratch->status;
+    return;
   }
+  capture(cache, scratch, out);
 }
 
 }  // namespace blockrun::shim
