@@ -27,6 +27,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from bench_switch import find_call_tallies  # noqa: E402
+from call_times import read_chunks  # noqa: E402
 
 # A library in the manner of torch.nn: a module's call goes through __call__ and _call_impl to forward, which
 # calls a functional op, which calls into C.
@@ -100,23 +101,20 @@ def main():
         model.step(net, 0)
     path = os.environ["BLOCKRUN_BENCH_CALLS"]
     open(path, "w").close()  # this run's tallies only
-    tallies("warm-up 0 0")
-    per_launch = []
+    tallies("warmup 1 0")  # a chunk of its own (call_times.read_chunks skips "warm-up" labels)
     for number in range(args.steps):
         model.step(net, 0)
         tallies(f"step{number} 1 0")
-    read_in_full = {"warm-up": 0, "timed": 0}
-    with open(path) as lines:
-        for line in lines:
-            label, _, name, calls, ns = line.rstrip("\n").split("\t")
-            part = "warm-up" if label.startswith("warm-up") else "timed"
-            if part == "timed" and name == "driver launch: the record":
-                per_launch.append(int(ns) / int(calls))
-            if name == "python line: read in full":
-                read_in_full[part] += int(calls)
+    chunks, _ = read_chunks(path)
+    warm_up = chunks.pop(("warmup", 1))["calls"]
+    per_launch = [ns / calls for calls, ns in
+                  (chunk["calls"][("on", "driver launch: the record")] for chunk in chunks.values())]
+    read_in_full = sum(chunk["calls"].get(("on", "python line: read in full"), (0, 0))[0]
+                       for chunk in chunks.values())
     print(f"BENCH record_span_ns {statistics.median(per_launch):.1f} ns "
           f"(steps {len(per_launch)}, launches a step {args.sites}, evict {args.evict_mib:g} MiB; lines read in "
-          f"full: {read_in_full['warm-up']} in the warm-up, {read_in_full['timed']} timed)")
+          f"full: {warm_up.get(('on', 'python line: read in full'), (0, 0))[0]} in the warm-up, "
+          f"{read_in_full} timed)")
 
 
 if __name__ == "__main__":
