@@ -420,7 +420,7 @@ std::atomic<const Cpython*> g_found{nullptr};  // non-null once CPython was foun
 std::atomic<int64_t> g_next_probe_ns{0};       // when to look for CPython again
 std::atomic<bool> g_probing{false};            // one thread looks at a time; the others answer NoPython
 thread_local bool t_capturing = false;         // a capture re-entered on its own thread
-std::atomic<uint64_t> g_read_in_full{0};     // python_lines_read_in_full (slow path only)
+std::atomic<uint64_t> g_read_in_full{0};       // python_lines_read_in_full (slow path only)
 thread_local int t_captures_until_clock = 0;   // this thread's captures before it reads the clock again
 
 int64_t coarse_now_ns() {
@@ -1327,7 +1327,8 @@ uint64_t python_lines_read_in_full() {
 
 void read_python_site(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite* out) {
   *out = PythonLaunchSite{};
-  if (no_python_yet()) {  // before the scratch is written: a C++ program with breadcrumbs asks at every launch
+  // Before the scratch is written: a C++ program with breadcrumbs asks at every launch.
+  if (no_python_yet()) {
     out->status = PythonStatus::NoPython;
     return;
   }

@@ -14,8 +14,8 @@ namespace blockrun {
 // release (plain moves on x86-64): a reader that sees a word a writer wrote also sees that writer's odd
 // version, so a torn read is always noticed. Trivial: zeroed memory is a bucket with no entries.
 struct alignas(64) PythonSiteCache::Bucket {
-  std::atomic<uint64_t> version;  // odd while being written
-  std::atomic<uint64_t> hashes[kWays];  // 0: no entry
+  std::atomic<uint64_t> version;         // odd while being written
+  std::atomic<uint64_t> hashes[kWays];   // 0: no entry
   std::atomic<uint64_t> numbers[kWays];  // site | innermost << 32
   std::atomic<uint64_t> victim;  // which entry a new walk replaces when all are taken (with the version odd)
 };

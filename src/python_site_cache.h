@@ -161,7 +161,7 @@ class PythonSiteCache {
   Bucket* storage();
 
   PythonSiteTable& sites_;
-  const size_t buckets_;                  // a power of two
+  const size_t buckets_;                   // a power of two
   std::atomic<Bucket*> storage_{nullptr};  // allocated at the first walk remembered
   // Bit n: some entry covers n frames (63: 63 or more), a find at n may hit.
   std::atomic<uint64_t> depths_{0};
