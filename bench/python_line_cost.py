@@ -111,10 +111,11 @@ def main():
                   (chunk["calls"][("on", "driver launch: the record")] for chunk in chunks.values())]
     read_in_full = sum(chunk["calls"].get(("on", "python line: read in full"), (0, 0))[0]
                        for chunk in chunks.values())
+    keyed = sum(("on", "python line: keyed by instruction pointers") in chunk["calls"] for chunk in chunks.values())
     print(f"BENCH record_span_ns {statistics.median(per_launch):.1f} ns "
           f"(steps {len(per_launch)}, launches a step {args.sites}, evict {args.evict_mib:g} MiB; lines read in "
           f"full: {warm_up.get(('on', 'python line: read in full'), (0, 0))[0]} in the warm-up, "
-          f"{read_in_full} timed)")
+          f"{read_in_full} timed; keyed by instruction pointers: {keyed}/{len(per_launch)} steps)")
 
 
 if __name__ == "__main__":

@@ -115,6 +115,9 @@ inline int report(const char* path, const char* label) {
   if (read_in_full > before)
     std::fprintf(file, "%s\ton\tpython line: read in full\t%llu\t0\n", label,
                  static_cast<unsigned long long>(read_in_full - before));
+  // Nor this: 1 where lines are looked up by instruction pointers alone (python_frames.h).
+  if (python_lines_keyed_by_instruction_pointers())
+    std::fprintf(file, "%s\ton\tpython line: keyed by instruction pointers\t1\t0\n", label);
   return std::fclose(file) == 0 ? 0 : -1;
 }
 

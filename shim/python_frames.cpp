@@ -35,6 +35,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "address_set.h"
 #include "loaded_objects.h"
 #include "real.h"
 #include "sites.h"
@@ -87,6 +88,7 @@ struct Layout {
   // `thread_cframe` >= 0, in the _PyCFrame the thread state points to at that offset (3.11, 3.12).
   int thread_cframe = -1;
   int thread_frame = 0;
+  int thread_interpreter = -1;  // PyThreadState.interp (3.12+: lines keyed by instruction pointers)
 
   // The frame: its code object, the next outer frame, the instruction pointer, the owner (3.11+).
   int frame_code = 0;
@@ -224,6 +226,7 @@ constexpr Layout layout_3_12() {
   // py_recursion_limit 32, c_recursion_remaining 36, recursion_headroom 40, tracing 44, what_event 48,
   // (4 padding), `_PyCFrame *cframe` 56.
   layout.thread_cframe = 56;
+  layout.thread_interpreter = 16;
   // _PyCFrame lost use_tracing in 3.12: `_PyInterpreterFrame *current_frame` 0, previous 8.
   layout.thread_frame = 0;
   // _PyInterpreterFrame (Include/internal/pycore_frame.h) was reordered in 3.12: `PyCodeObject *f_code` 0,
@@ -346,6 +349,8 @@ const char* layout_3_13(const void* runtime, Layout* layout) {
   layout->method = "read without the GIL (thread's own frozen frames, CPython 3.13 debug offsets)";
   layout->thread_cframe = -1;  // 3.13 dropped _PyCFrame: tstate->current_frame
   layout->thread_frame = static_cast<int>(thread.current_frame);
+  layout->thread_interpreter =
+      field_inside(thread.interp, 8, thread.size) ? static_cast<int>(thread.interp) : -1;
   layout->frame_code = static_cast<int>(frame.executable);  // f_executable: a code object, or None (C stack)
   layout->frame_back = static_cast<int>(frame.previous);
   layout->frame_instruction = static_cast<int>(frame.instr_ptr);
@@ -403,6 +408,13 @@ struct Cpython {
   void (*error_fetch)(Object**, Object**, Object**) = nullptr;  // PyErr_Fetch
   void (*error_restore)(Object*, Object*, Object*) = nullptr;   // PyErr_Restore
   const char* function_attribute = "co_name";                   // co_qualname on 3.11+
+
+  // 3.12+, optional: watching code objects die, so that a line can be looked up by instruction pointers
+  // alone (see "lines keyed by instruction pointers" below). Py_AddPendingCall needs neither the GIL nor a
+  // thread state; the others run in the function it schedules, with the GIL.
+  int (*add_pending_call)(int (*)(void*), void*) = nullptr;  // Py_AddPendingCall
+  int (*add_code_watcher)(int (*)(int, Object*)) = nullptr;  // PyCode_AddWatcher
+  Object* (*main_interpreter)() = nullptr;                   // PyInterpreterState_Main
 
   // Type objects, to check what a pointer points to.
   uintptr_t code_type = 0;     // &PyCode_Type
@@ -523,6 +535,11 @@ void resolve_optional(void* scope, Cpython& py) {
     resolve(scope, "_PyThreadState_UncheckedGet", &py.current_thread_state);
   }
   if (py.minor >= 11) py.function_attribute = "co_qualname";
+  if (py.minor >= 12 && !(resolve(scope, "Py_AddPendingCall", &py.add_pending_call) &&
+                          resolve(scope, "PyCode_AddWatcher", &py.add_code_watcher) &&
+                          resolve(scope, "PyInterpreterState_Main", &py.main_interpreter))) {
+    py.add_pending_call = nullptr;  // all three or none
+  }
 }
 
 // How this version's frames are read without the GIL, or why they are not.
@@ -847,28 +864,35 @@ bool offer_frame(Visitor& visitor, const FrameAt& at, const char** stopped) {
 }
 
 // The walks offer each frame that CPython's own walk shows, innermost first, to `visitor`: visitor.frame(at)
-// says what next, and visitor.end() is called where the chain ends before the visitor stopped. They return
-// the reason where the frames cannot be read. Both ways of using them (the full read, the lookup of its key)
-// go through the same walk: the frames a key's words were taken from are the frames the full read chose from.
+// says what next, visitor.incomplete() is told of each incomplete frame passed over (3.11+), and
+// visitor.end() is called where the chain ends before the visitor stopped. They return the reason where the
+// frames cannot be read. Both ways of using them (the full read, the lookup of its key) go through the same
+// walk: the frames a key's words were taken from are the frames the full read chose from. (Keyed by
+// instruction pointers, the lookup walks the same chain its own way: walk_instruction_pointers.)
 
-// 3.11+: the chain of _PyInterpreterFrame from tstate->[cframe->]current_frame through `previous`,
-// skipping what CPython's own frame walk (PyFrame_GetBack, PyThreadState_GetFrame) skips: the C-stack
-// entry frames and incomplete frames (pushed, but not yet past their first traceable instruction).
+// 3.11+: the innermost _PyInterpreterFrame of `thread`, tstate->[cframe->]current_frame, in *frame (0: none).
+// Returns the reason where it cannot be read.
+const char* innermost_interpreter_frame(const Layout& layout, uintptr_t thread, uintptr_t* frame) {
+  *frame = 0;
+  if (layout.thread_cframe < 0) {
+    *frame = load<uintptr_t>(thread + layout.thread_frame);
+    return nullptr;
+  }
+  uintptr_t cframe = load<uintptr_t>(thread + layout.thread_cframe);
+  if (!cframe) return nullptr;
+  if (!plausible(cframe)) return kLayoutMismatch;
+  *frame = load<uintptr_t>(cframe + layout.thread_frame);
+  return nullptr;
+}
+
+// 3.11+: the chain of _PyInterpreterFrame from the innermost through `previous`, skipping what CPython's own
+// frame walk (PyFrame_GetBack, PyThreadState_GetFrame) skips: the C-stack entry frames and incomplete frames
+// (pushed, but not yet past their first traceable instruction).
 template <typename Visitor>
 const char* walk_interpreter_frames(const Cpython& py, uintptr_t thread, Visitor& visitor) {
   const Layout& layout = py.layout;
   uintptr_t frame_address;
-  if (layout.thread_cframe >= 0) {
-    uintptr_t cframe = load<uintptr_t>(thread + layout.thread_cframe);
-    if (!cframe) {
-      visitor.end();
-      return nullptr;
-    }
-    if (!plausible(cframe)) return kLayoutMismatch;
-    frame_address = load<uintptr_t>(cframe + layout.thread_frame);
-  } else {
-    frame_address = load<uintptr_t>(thread + layout.thread_frame);
-  }
+  if (const char* failure = innermost_interpreter_frame(layout, thread, &frame_address)) return failure;
   for (int walked = 0; frame_address; ++walked) {
     if (!plausible(frame_address) || walked > kMaxFramesWalked) return kLayoutMismatch;
     int owner = load<signed char>(frame_address + layout.frame_owner);
@@ -884,7 +908,8 @@ const char* walk_interpreter_frames(const Cpython& py, uintptr_t thread, Visitor
     intptr_t offset = static_cast<intptr_t>(load<uintptr_t>(frame_address + layout.frame_instruction) -
                                             (code + layout.code_instructions));
     if (owner != kOwnedByGenerator && offset < 2 * intptr_t{load<int>(code + layout.code_first_traceable)}) {
-      frame_address = previous;  // incomplete
+      visitor.incomplete();
+      frame_address = previous;
       continue;
     }
     int64_t units = load<int64_t>(code + layout.code_units);
@@ -921,6 +946,31 @@ const char* walk_frame_objects(const Cpython& py, uintptr_t thread, Visitor& vis
   return nullptr;
 }
 
+// 3.12+, for a lookup keyed by instruction pointers: the chain walk_interpreter_frames walks, reading only
+// each frame's own words, no code object: visitor.frame(instruction, owner) for every frame but the C-stack
+// entry frames, incomplete frames included (telling them needs the code object; a line is remembered only
+// from a walk that had none, so a walk with one never matches a remembered key:
+// keyed_by_instruction_pointers).
+template <typename Visitor>
+const char* walk_instruction_pointers(const Cpython& py, uintptr_t thread, Visitor& visitor) {
+  const Layout& layout = py.layout;
+  if (!plausible(thread)) return kLayoutMismatch;
+  uintptr_t frame_address;
+  if (const char* failure = innermost_interpreter_frame(layout, thread, &frame_address)) return failure;
+  for (int walked = 0; frame_address; ++walked) {
+    if (!plausible(frame_address) || walked > kMaxFramesWalked) return kLayoutMismatch;
+    int owner = load<signed char>(frame_address + layout.frame_owner);
+    uintptr_t previous = load<uintptr_t>(frame_address + layout.frame_back);
+    if (owner != kOwnedByCStack) {
+      Step step = visitor.frame(load<uintptr_t>(frame_address + layout.frame_instruction), owner);
+      if (step != Step::Next) return step == Step::Fail ? kLayoutMismatch : nullptr;
+    }
+    frame_address = previous;
+  }
+  visitor.end();
+  return nullptr;
+}
+
 template <typename Visitor>
 const char* walk_frames(const Cpython& py, uintptr_t thread, Visitor& visitor) {
   if (!plausible(thread)) return kLayoutMismatch;
@@ -928,12 +978,24 @@ const char* walk_frames(const Cpython& py, uintptr_t thread, Visitor& visitor) {
                                                        : walk_frame_objects(py, thread, visitor);
 }
 
-// The full read: the frames FrameFilter keeps, their texts copied and lines computed.
+// What a line keyed by instruction pointers depends on, from its full read: the code objects of the frames
+// the walk offered, innermost first, and whether it passed over an incomplete frame.
+struct OfferedCodes {
+  uintptr_t codes[kMaxPythonFramesScanned];
+  size_t count = 0;
+  bool incomplete = false;
+};
+
+// The full read: the frames FrameFilter keeps, their texts copied and lines computed; the code objects of the
+// frames offered in `offered`, where given.
 class FrameReader {
  public:
-  FrameReader(const Cpython& py, PythonStack* out) : py_(py), filter_(out) {}
+  FrameReader(const Cpython& py, PythonStack* out, OfferedCodes* offered)
+      : py_(py), filter_(out), offered_(offered) {}
   Step frame(const FrameAt& at) {
     if (!filter_.room()) return Step::Stop;
+    // room() allows at most kMaxPythonFramesScanned frames.
+    if (offered_) offered_->codes[offered_->count++] = at.code;
     PythonFrame& frame = filter_.slot();
     bool wanted = false;
     if (!offer_file(py_, at.code, &frame, &filter_, &wanted)) return Step::Fail;
@@ -945,16 +1007,21 @@ class FrameReader {
     }
     return Step::Next;
   }
+  void incomplete() {
+    if (offered_) offered_->incomplete = true;
+  }
   void end() {}
 
  private:
   const Cpython& py_;
   FrameFilter filter_;
+  OfferedCodes* offered_;
 };
 
 // Reads the frames of `thread` (a PyThreadState*) in place. Returns the reason when they cannot be read.
-const char* read_frames(const Cpython& py, uintptr_t thread, PythonStack* out) {
-  FrameReader reader(py, out);
+const char* read_frames(const Cpython& py, uintptr_t thread, PythonStack* out,
+                        OfferedCodes* offered = nullptr) {
+  FrameReader reader(py, out, offered);
   const char* failure = walk_frames(py, thread, reader);
   for (uint8_t index = 0; index < out->count; ++index) {
     if (out->frames[index].line < 0) out->frames[index].line = 0;  // PyCode_Addr2Line's "unknown"
@@ -1071,6 +1138,7 @@ class SiteLookup {
     found_ = true;
     return Step::Stop;
   }
+  void incomplete() {}
   void end() { found_ = key_->add_end() && cache_.find(*key_, out_); }
   bool found() const { return found_; }
 
@@ -1080,6 +1148,133 @@ class SiteLookup {
   PythonWalkKey* key_;
   PythonLaunchSite* out_;
   FileMemo file_memo_;
+  bool found_ = false;
+};
+
+// ---- lines keyed by instruction pointers (3.12+) ----
+//
+// SiteLookup reads three lines of every frame's code object (its type, co_version, _co_firsttraceable): in a
+// training loop they are cold at every launch, and they were most of what the line cost
+// (docs/performance.md). A frame's instruction pointer alone would do, for it points into the frame's code
+// object, which the frame keeps alive: no other live code object holds that address. What it cannot tell is a
+// code object from one made later where a freed one was. CPython 3.12+ tells when a code object is freed
+// (PyCode_AddWatcher: the watcher is called before it is), so:
+// - the first time a line is read in full, the shim asks the main interpreter's main thread to register a
+// code
+//   watcher (Py_AddPendingCall: it runs there with the GIL at the thread's next check, a few instructions
+//   later in a running program; until it has, and in any other interpreter, lines are keyed by co_version);
+// - a line keyed by instruction pointers is remembered only after the code objects of its frames are in
+//   g_remembered_codes, and only from a full read that passed over no incomplete frame (so its frames are
+//   exactly those the lookup keyed);
+// - when one of those code objects is about to be freed, the watcher advances g_code_epoch, which is a word
+// of
+//   every frame: no line remembered before can be found again.
+// Why that is enough: a code object made where a remembered one was is made after it was freed, so after the
+// epoch moved; a frame that runs it was pushed after that by its thread, holding the GIL, and the thread's
+// walk comes after that, so it reads the new epoch. Under an unchanged epoch every remembered frame's code
+// object is still alive, so an equal instruction pointer is in the same code object at the same place, and
+// the full read would choose the same. Each epoch retires every line, so a program whose remembered code
+// objects keep dying goes back to co_version keys after kMaxCodeEpochs; and a program whose remembered code
+// objects do not fit in g_remembered_codes, at once. The watcher is a change to the interpreter the program
+// can see only by registering eight code watchers of its own (CPython's limit): the shim's then takes the
+// place of its eighth, which fails as it would have with eight registered before it.
+
+enum class Watch : int { NotAsked, Asked, Watching, GaveUp };
+
+constexpr int kCodeEventDestroy = 1;        // PY_CODE_EVENT_DESTROY (Include/cpython/code.h, 3.12, 3.13)
+constexpr uint64_t kMaxCodeEpochs = 1024;   // epochs before going back to co_version keys
+constexpr size_t kRememberedCodes = 16384;  // code objects whose lines may be remembered: 128 KiB at most
+
+std::atomic<Watch> g_watch{Watch::NotAsked};
+uintptr_t g_watched_interpreter = 0;  // the main interpreter, written before g_watch becomes Watching
+std::atomic<uint64_t> g_code_epoch{0};
+// Never freed: watchers and launches can come after static destructors.
+AddressSet* const g_remembered_codes = new AddressSet(kRememberedCodes);
+
+// The code watcher: CPython calls it, with the GIL, after a code object is made and before one is freed.
+int on_code_event(int event, Object* code) {
+  if (event == kCodeEventDestroy && g_remembered_codes->contains(reinterpret_cast<uintptr_t>(code))) {
+    g_code_epoch.fetch_add(1, std::memory_order_release);
+  }
+  return 0;
+}
+
+// Registers on_code_event: run by the main interpreter's main thread with the GIL (Py_AddPendingCall). Never
+// fails the pending call (that would raise in the program): a failed registration leaves co_version keys.
+int watch_code_objects(void*) {
+  const Cpython& py = g_python;
+  Object* type = nullptr;
+  Object* value = nullptr;
+  Object* traceback = nullptr;
+  py.error_fetch(&type, &value, &traceback);
+  int watcher = py.add_code_watcher(on_code_event);
+  Object* interpreter = py.main_interpreter();
+  py.error_restore(type, value, traceback);  // drops the RuntimeError of a failed registration
+  if (watcher < 0 || !interpreter) {
+    g_watch.store(Watch::GaveUp, std::memory_order_release);
+    return 0;
+  }
+  g_watched_interpreter = reinterpret_cast<uintptr_t>(interpreter);
+  g_watch.store(Watch::Watching, std::memory_order_release);
+  return 0;
+}
+
+// Asks for the watcher, once (from the full read: not on the path of a line found).
+void ask_to_watch_code_objects(const Cpython& py) {
+  if (!py.add_pending_call || py.layout.thread_interpreter < 0 ||
+      g_watch.load(std::memory_order_relaxed) != Watch::NotAsked)
+    return;
+  Watch expected = Watch::NotAsked;
+  if (!g_watch.compare_exchange_strong(expected, Watch::Asked, std::memory_order_relaxed)) return;
+  if (py.add_pending_call(watch_code_objects, nullptr) != 0)
+    g_watch.store(Watch::GaveUp, std::memory_order_relaxed);
+}
+
+// Whether this thread's line is keyed by instruction pointers, and under which epoch (*epoch).
+bool keyed_by_instruction_pointers(const Cpython& py, uintptr_t thread, uint64_t* epoch) {
+  if (g_watch.load(std::memory_order_acquire) != Watch::Watching || !plausible(thread) ||
+      load<uintptr_t>(thread + py.layout.thread_interpreter) != g_watched_interpreter)
+    return false;
+  *epoch = g_code_epoch.load(std::memory_order_acquire);
+  return *epoch < kMaxCodeEpochs;
+}
+
+// Whether a line keyed by instruction pointers may be remembered after the full read that gave `offered`: no
+// incomplete frame passed over, and every code object in g_remembered_codes (where one does not fit, lines go
+// back to co_version keys).
+bool remember_codes(const OfferedCodes& offered) {
+  if (offered.incomplete) return false;
+  for (size_t index = 0; index < offered.count; ++index) {
+    if (!g_remembered_codes->insert(offered.codes[index])) {
+      g_watch.store(Watch::GaveUp, std::memory_order_relaxed);
+      return false;
+    }
+  }
+  return true;
+}
+
+// The lookup keyed by instruction pointers: a frame's words are its instruction pointer and the epoch with
+// the frame's owner (a generator's frame is never incomplete, another's may be: python_site_cache.h's words
+// must determine what the full read takes from the frame).
+class InstructionLookup {
+ public:
+  InstructionLookup(const PythonSiteCache& cache, uint64_t epoch, PythonWalkKey* key, PythonLaunchSite* out)
+      : cache_(cache), detail_(epoch << 8), key_(key), out_(out) {}
+  Step frame(uintptr_t instruction, int owner) {
+    if (instruction == 0 || !key_->add_frame(instruction, detail_ | static_cast<uint8_t>(owner)))
+      return Step::Stop;
+    if (!cache_.find(*key_, out_)) return Step::Next;
+    found_ = true;
+    return Step::Stop;
+  }
+  void end() { found_ = key_->add_end() && cache_.find(*key_, out_); }
+  bool found() const { return found_; }
+
+ private:
+  const PythonSiteCache& cache_;
+  uint64_t detail_;
+  PythonWalkKey* key_;
+  PythonLaunchSite* out_;
   bool found_ = false;
 };
 
@@ -1216,12 +1411,14 @@ bool begin_reading(PythonStack* out, Reading* reading) {
   return true;
 }
 
-// Reads the frames of reading.thread in place (the thread's own, which cannot change while it runs C code).
-void read_in_place(const Reading& reading, const char* method, PythonStack* out) {
+// Reads the frames of reading.thread in place (the thread's own, which cannot change while it runs C code);
+// the code objects of the frames offered in `offered`, where given.
+void read_in_place(const Reading& reading, const char* method, PythonStack* out,
+                   OfferedCodes* offered = nullptr) {
   out->gil_held = reading.held;
   out->method = method;
   out->status = PythonStatus::Captured;
-  if (const char* failure = read_frames(*reading.py, reading.thread, out)) {
+  if (const char* failure = read_frames(*reading.py, reading.thread, out, offered)) {
     out->status = PythonStatus::Unavailable;
     out->reason = failure;
     out->count = 0;
@@ -1260,13 +1457,23 @@ void capture_site(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite
     *out = cache.keep(*scratch, nullptr);
     return;
   }
-  PythonWalkKey key;
-  SiteLookup lookup(py, cache, &key, out);
   // A walk that fails a check is read in full, which fails the same check: Unavailable with its reason.
-  if (!walk_frames(py, reading.thread, lookup) && lookup.found()) return;
+  PythonWalkKey key;
+  uint64_t epoch = 0;
+  bool by_pointers = keyed_by_instruction_pointers(py, reading.thread, &epoch);
+  if (by_pointers) {
+    InstructionLookup lookup(cache, epoch, &key, out);
+    if (!walk_instruction_pointers(py, reading.thread, lookup) && lookup.found()) return;
+  } else {
+    SiteLookup lookup(py, cache, &key, out);
+    if (!walk_frames(py, reading.thread, lookup) && lookup.found()) return;
+  }
   g_read_in_full.fetch_add(1, std::memory_order_relaxed);
-  read_in_place(reading, reading.held ? kReadInPlaceWithGil : py.layout.method, scratch);
-  *out = cache.keep(*scratch, &key);
+  ask_to_watch_code_objects(py);
+  OfferedCodes offered;
+  read_in_place(reading, reading.held ? kReadInPlaceWithGil : py.layout.method, scratch,
+                by_pointers ? &offered : nullptr);
+  *out = cache.keep(*scratch, !by_pointers || remember_codes(offered) ? &key : nullptr);
 }
 
 // Whether the answer is NoPython without looking: no CPython in the process, and not this thread's turn to
@@ -1323,6 +1530,11 @@ void read_python_stack(PythonStack* out) {
 
 uint64_t python_lines_read_in_full() {
   return g_read_in_full.load(std::memory_order_relaxed);
+}
+
+bool python_lines_keyed_by_instruction_pointers() {
+  return g_watch.load(std::memory_order_acquire) == Watch::Watching &&
+         g_code_epoch.load(std::memory_order_relaxed) < kMaxCodeEpochs;
 }
 
 void read_python_site(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite* out) {

@@ -30,16 +30,23 @@ void read_python_stack(PythonStack* out);
 // python_call_site chooses and of the innermost one. Safe as read_python_stack is. On CPython 3.8-3.13,
 // with or without the GIL, the frames are walked in place reading a few words of each and looked up in
 // `cache` (no allocation, no lock, no text copied: out->cached); only a walk the cache does not know is read
-// in full into `scratch`, without the public C API even with the GIL, and remembered. `scratch` is written only
-// then. (On 3.8-3.11, with no co_version to tell a code object from the next at its address, a frame's words
-// include a hash of its code object's file, function and line table: a few short texts hashed a frame.)
-// Another version with the GIL: the public C API, every time.
+// in full into `scratch`, without the public C API even with the GIL, and remembered (`scratch`'s frames are
+// written only then). On 3.12+ the first full read also asks CPython (Py_AddPendingCall, once a process) to
+// have the main thread register a code watcher, after which a frame's words are its instruction pointer alone
+// (python_frames.cpp, "lines keyed by instruction pointers"). (On 3.8-3.11, with no co_version to tell a code
+// object from the next at its address, a frame's words include a hash of its code object's file, function and
+// line table: a few short texts hashed a frame.) Another version with the GIL: the public C API, every time.
 void read_python_site(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite* out);
 
 // How many launches' Python lines read_python_site has read in full (the cache did not know the walk) since
 // the process began: the benchmark shim's tallies show it (shim/bench_switch.h), to tell a program that pays
 // the full read often from one that pays the walk.
 uint64_t python_lines_read_in_full();
+
+// Whether read_python_site keys lines by the frames' instruction pointers alone (CPython 3.12+, once the code
+// watcher it asks for at the first full read is registered, and until it gives that up): for tests and the
+// benchmark shim.
+bool python_lines_keyed_by_instruction_pointers();
 
 }  // namespace blockrun::shim
 // SPDX-License-Identifier: MIT

@@ -25,9 +25,13 @@
 // same function compiled again (a reload), its line table and constants where the old ones were too:
 // comparing what the code object holds by address does not tell them apart. So the words also tell a code
 // object from any other that was or will be at its address: CPython 3.12+ numbers the code objects it makes
-// (co_version). Before 3.12 nothing does, and the words are instead a hash of what the answer is made of (the
-// texts of the file and function, the first line and the line table): a code object made where another was
-// gives another hash unless it gives the same answer (one chance in 2^64 of two contents meeting one hash).
+// (co_version); and from 3.12 on, once the shim watches code objects die (PyCode_AddWatcher), a frame's
+// instruction pointer alone names its code object, which the frame keeps alive, and the death of a code
+// object a remembered walk holds changes a word of every frame, retiring every walk remembered before.
+// Before 3.12 nothing numbers or watches code objects, and the words are instead a hash of what the answer is
+// made of (the texts of the file and function, the first line and the line table): a code object made where
+// another was gives another hash unless it gives the same answer (one chance in 2^64 of two contents meeting
+// one hash).
 //
 // Also the same: the classification of a file, which reads nothing else but the Inductor cache directory, set
 // once before any line is chosen (sites.h). Only Captured reads are remembered, so a hit is Captured; how the

@@ -81,6 +81,11 @@ __attribute__((visibility("default"))) int blockrun_probe_site(char* buffer, siz
                     buffer, size);
 }
 
+// Whether read_python_site keys lines by instruction pointers (python_frames.h).
+__attribute__((visibility("default"))) int blockrun_probe_keyed_by_instruction_pointers() {
+  return blockrun::shim::python_lines_keyed_by_instruction_pointers() ? 1 : 0;
+}
+
 // Nanoseconds per read_python_site call, over `iterations` calls from the calling thread (the first remembers
 // the line: the others find it).
 __attribute__((visibility("default"))) double blockrun_probe_site_benchmark(int iterations) {

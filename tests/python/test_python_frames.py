@@ -19,6 +19,7 @@ import json
 import os
 import sys
 import threading
+import time
 import unittest
 
 PROBE_PATH = os.environ.get("BLOCKRUN_PYFRAMES_PROBE", "")
@@ -34,6 +35,7 @@ for library in (HELD, RELEASED):
     for name in ("blockrun_probe_benchmark", "blockrun_probe_site_benchmark"):
         getattr(library, name).argtypes = [ctypes.c_int]
         getattr(library, name).restype = ctypes.c_double
+    library.blockrun_probe_keyed_by_instruction_pointers.restype = ctypes.c_int
 
 MODES = {"held": HELD, "released": RELEASED}
 # capture(mode) reads the frames (read_python_stack); capture(SITE + mode) the line through read_python_site, then
@@ -42,6 +44,9 @@ SITE = "site "
 # Whether read_python_site remembers lines: on every version the shim reads without the GIL (3.8+), by
 # co_version from 3.12, by what a line is made of before (shim/python_frames.cpp, frame_words).
 REMEMBERS_LINES = sys.version_info >= (3, 8)
+# Whether it looks lines up by the frames' instruction pointers alone, once the code watcher it asks for at its
+# first full read is registered (3.12+; shim/python_frames.cpp, "lines keyed by instruction pointers").
+KEYS_BY_INSTRUCTION_POINTERS = sys.version_info >= (3, 12)
 PROBES = {**{mode: library.blockrun_probe_capture for mode, library in MODES.items()},
           **{SITE + mode: library.blockrun_probe_site for mode, library in MODES.items()}}
 THIS_FILE = (lambda: None).__code__.co_filename
@@ -107,6 +112,10 @@ def recurse(depth, mode):
 
 def recurse_without_capture(depth):
     return depth if depth == 0 else recurse_without_capture(depth - 1)
+
+
+def keyed_place(mode):
+    return capture(mode)  # MARK: keyed place
 
 
 def größe(mode):
@@ -539,11 +548,29 @@ class PythonFramesTest(unittest.TestCase):
                     self.assertEqual(first["site"]["site"]["line"], marker_line("first line"))
                     self.assertEqual(second["site"]["site"]["line"], marker_line("second line"))
 
+    def keyed_by_instruction_pointers(self):
+        """Whether the shim keys lines by instruction pointers, after it has asked for its code watcher (a line
+        read in full) and the main thread has had time to register it (running Python, it does at its next check
+        of pending calls)."""
+        outer(SITE + "released")
+        deadline = time.monotonic() + (10 if KEYS_BY_INSTRUCTION_POINTERS else 0.1)
+        while not HELD.blockrun_probe_keyed_by_instruction_pointers() and time.monotonic() < deadline:
+            recurse_without_capture(10)
+        return bool(HELD.blockrun_probe_keyed_by_instruction_pointers())
+
+    def test_site_is_keyed_by_instruction_pointers_from_3_12(self):
+        self.assertEqual(self.keyed_by_instruction_pointers(), KEYS_BY_INSTRUCTION_POINTERS)
+        self.assert_site_is_the_full_reads_choice(keyed_place)
+        self.assertEqual(self.keyed_by_instruction_pointers(), KEYS_BY_INSTRUCTION_POINTERS)
+
     def test_site_of_a_code_object_made_where_another_was(self):
         # Without the GIL nothing keeps a code object alive between launches: one freed and another made at its
         # address must not be taken for it. Three versions of one function, compiled again and again: the same
         # bytecode and name, from one file name (the same str object) the launch on line 2 or, after a blank line,
-        # 3; and from another file name, line 2.
+        # 3; and from another file name, line 2. From 3.12 the lines are keyed by instruction pointers, the same
+        # for the three versions at one address: each death of a remembered code object must retire them (and
+        # does not make the shim give that up in the 300 deaths here).
+        keyed = self.keyed_by_instruction_pointers()
         filename = "/home/me/reloaded.py"
         other_filename = "/home/me/renamed.py"
         sources = ("def launch(probe, buffer):\n    return probe(buffer, len(buffer))\n",
@@ -552,7 +579,7 @@ class PythonFramesTest(unittest.TestCase):
         reused = 0
         for mode in MODES:
             addresses = {}
-            for attempt in range(600):
+            for attempt in range(150):
                 version = attempt % len(versions)
                 file, source, line = versions[version]
                 scope = {}
@@ -565,6 +592,7 @@ class PythonFramesTest(unittest.TestCase):
                 reused += addresses.get(address, version) != version
                 addresses[address] = version
                 del launch, scope
+        self.assertEqual(self.keyed_by_instruction_pointers(), keyed)
         if not reused:
             self.skipTest("no code object was made where one of the other version had been")
 
