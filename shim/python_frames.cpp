@@ -870,57 +870,55 @@ bool offer_frame(Visitor& visitor, const FrameAt& at, const char** stopped) {
 // walk: the frames a key's words were taken from are the frames the full read chose from. (Keyed by
 // instruction pointers, the lookup walks the same chain its own way: walk_instruction_pointers.)
 
-// 3.11+: the innermost _PyInterpreterFrame of `thread`, tstate->[cframe->]current_frame, in *frame (0: none).
-// Returns the reason where it cannot be read.
-const char* innermost_interpreter_frame(const Layout& layout, uintptr_t thread, uintptr_t* frame) {
-  *frame = 0;
-  if (layout.thread_cframe < 0) {
-    *frame = load<uintptr_t>(thread + layout.thread_frame);
-    return nullptr;
-  }
-  uintptr_t cframe = load<uintptr_t>(thread + layout.thread_cframe);
-  if (!cframe) return nullptr;
-  if (!plausible(cframe)) return kLayoutMismatch;
-  *frame = load<uintptr_t>(cframe + layout.thread_frame);
-  return nullptr;
-}
-
-// 3.11+: the chain of _PyInterpreterFrame from the innermost through `previous`, skipping what CPython's own
-// frame walk (PyFrame_GetBack, PyThreadState_GetFrame) skips: the C-stack entry frames and incomplete frames
-// (pushed, but not yet past their first traceable instruction).
-template <typename Visitor>
-const char* walk_interpreter_frames(const Cpython& py, uintptr_t thread, Visitor& visitor) {
-  const Layout& layout = py.layout;
+// 3.11+: the chain of _PyInterpreterFrame from tstate->[cframe->]current_frame through `previous`, without
+// the C-stack entry frames (3.12+), which CPython's own frame walk (PyFrame_GetBack, PyThreadState_GetFrame)
+// skips: each(frame, owner, &stopped) for each frame, true to go on, false to stop the walk with `stopped`
+// (nullptr: not an error); visitor.end() where the chain ends. Returns the reason where it cannot be read.
+template <typename Visitor, typename Each>
+const char* walk_frame_chain(const Layout& layout, uintptr_t thread, Visitor& visitor, Each each) {
   uintptr_t frame_address;
-  if (const char* failure = innermost_interpreter_frame(layout, thread, &frame_address)) return failure;
+  if (layout.thread_cframe >= 0) {
+    uintptr_t cframe = load<uintptr_t>(thread + layout.thread_cframe);
+    if (cframe && !plausible(cframe)) return kLayoutMismatch;
+    frame_address = cframe ? load<uintptr_t>(cframe + layout.thread_frame) : 0;
+  } else {
+    frame_address = load<uintptr_t>(thread + layout.thread_frame);
+  }
   for (int walked = 0; frame_address; ++walked) {
     if (!plausible(frame_address) || walked > kMaxFramesWalked) return kLayoutMismatch;
     int owner = load<signed char>(frame_address + layout.frame_owner);
     uintptr_t previous = load<uintptr_t>(frame_address + layout.frame_back);
-    if (layout.owner_cstack && owner == kOwnedByCStack) {
-      frame_address = previous;
-      continue;
+    if (!(layout.owner_cstack && owner == kOwnedByCStack)) {
+      const char* stopped = nullptr;
+      if (!each(frame_address, owner, &stopped)) return stopped;
     }
-    uintptr_t code = load<uintptr_t>(frame_address + layout.frame_code);
-    if (!is_object_of(code, py.code_type, layout)) return kLayoutMismatch;
-    // _PyInterpreterFrame_LASTI * sizeof(_Py_CODEUNIT): the byte offset of the instruction pointer
-    // (3.11/3.12: the code unit before the next instruction; 3.13: the current instruction).
-    intptr_t offset = static_cast<intptr_t>(load<uintptr_t>(frame_address + layout.frame_instruction) -
-                                            (code + layout.code_instructions));
-    if (owner != kOwnedByGenerator && offset < 2 * intptr_t{load<int>(code + layout.code_first_traceable)}) {
-      visitor.incomplete();
-      frame_address = previous;
-      continue;
-    }
-    int64_t units = load<int64_t>(code + layout.code_units);
-    if (units <= 0 || units > (int64_t{1} << 28) || offset < -2 || offset >= 2 * units)
-      return kLayoutMismatch;
-    const char* stopped;
-    if (!offer_frame(visitor, FrameAt{code, static_cast<int>(offset), false, 0}, &stopped)) return stopped;
     frame_address = previous;
   }
   visitor.end();
   return nullptr;
+}
+
+// 3.11+: the frames of walk_frame_chain but the incomplete ones (pushed, but not yet past their first
+// traceable instruction), which CPython's walk skips too.
+template <typename Visitor>
+const char* walk_interpreter_frames(const Cpython& py, uintptr_t thread, Visitor& visitor) {
+  const Layout& layout = py.layout;
+  return walk_frame_chain(layout, thread, visitor, [&](uintptr_t frame, int owner, const char** stopped) {
+    *stopped = kLayoutMismatch;
+    uintptr_t code = load<uintptr_t>(frame + layout.frame_code);
+    if (!is_object_of(code, py.code_type, layout)) return false;
+    // _PyInterpreterFrame_LASTI * sizeof(_Py_CODEUNIT): the byte offset of the instruction pointer
+    // (3.11/3.12: the code unit before the next instruction; 3.13: the current instruction).
+    intptr_t offset = static_cast<intptr_t>(load<uintptr_t>(frame + layout.frame_instruction) -
+                                            (code + layout.code_instructions));
+    if (owner != kOwnedByGenerator && offset < 2 * intptr_t{load<int>(code + layout.code_first_traceable)}) {
+      visitor.incomplete();
+      return true;
+    }
+    int64_t units = load<int64_t>(code + layout.code_units);
+    if (units <= 0 || units > (int64_t{1} << 28) || offset < -2 || offset >= 2 * units) return false;
+    return offer_frame(visitor, FrameAt{code, static_cast<int>(offset), false, 0}, stopped);
+  });
 }
 
 // 3.8-3.10: the chain of PyFrameObject from tstate->frame through f_back; the line as
@@ -946,29 +944,19 @@ const char* walk_frame_objects(const Cpython& py, uintptr_t thread, Visitor& vis
   return nullptr;
 }
 
-// 3.12+, for a lookup keyed by instruction pointers: the chain walk_interpreter_frames walks, reading only
-// each frame's own words, no code object: visitor.frame(instruction, owner) for every frame but the C-stack
-// entry frames, incomplete frames included (telling them needs the code object; a line is remembered only
-// from a walk that had none, so a walk with one never matches a remembered key:
-// keyed_by_instruction_pointers).
+// 3.12+, for a lookup keyed by instruction pointers: the frames of walk_frame_chain, reading only each
+// frame's own words, no code object: visitor.frame(instruction, owner) for each, incomplete frames included
+// (telling them needs the code object; a line is remembered only from a walk that had none, so a walk with
+// one never matches a remembered key: see "lines keyed by instruction pointers").
 template <typename Visitor>
 const char* walk_instruction_pointers(const Cpython& py, uintptr_t thread, Visitor& visitor) {
-  const Layout& layout = py.layout;
   if (!plausible(thread)) return kLayoutMismatch;
-  uintptr_t frame_address;
-  if (const char* failure = innermost_interpreter_frame(layout, thread, &frame_address)) return failure;
-  for (int walked = 0; frame_address; ++walked) {
-    if (!plausible(frame_address) || walked > kMaxFramesWalked) return kLayoutMismatch;
-    int owner = load<signed char>(frame_address + layout.frame_owner);
-    uintptr_t previous = load<uintptr_t>(frame_address + layout.frame_back);
-    if (owner != kOwnedByCStack) {
-      Step step = visitor.frame(load<uintptr_t>(frame_address + layout.frame_instruction), owner);
-      if (step != Step::Next) return step == Step::Fail ? kLayoutMismatch : nullptr;
-    }
-    frame_address = previous;
-  }
-  visitor.end();
-  return nullptr;
+  const Layout& layout = py.layout;
+  return walk_frame_chain(layout, thread, visitor, [&](uintptr_t frame, int owner, const char** stopped) {
+    Step step = visitor.frame(load<uintptr_t>(frame + layout.frame_instruction), owner);
+    *stopped = step == Step::Fail ? kLayoutMismatch : nullptr;
+    return step == Step::Next;
+  });
 }
 
 template <typename Visitor>
