@@ -92,8 +92,8 @@ void PythonSiteCache::remember(uint64_t hash, size_t frames, uint32_t site, uint
   if ((version & 1) != 0 ||
       !bucket.version.compare_exchange_strong(version, version + 1, std::memory_order_acquire))
     return;
-  // Already there (another thread remembered the same walk): nothing to change. Else a free entry, else the
-  // bucket's entries in turn.
+  // Already there (another thread remembered the same walk): its entry, written again with the same numbers.
+  // Else a free entry, else the bucket's entries in turn.
   size_t chosen = kWays;
   for (size_t way = 0; way < kWays && chosen == kWays; ++way) {
     if (bucket.hashes[way].load(std::memory_order_relaxed) == hash) chosen = way;
