@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <type_traits>
 
+#include "zeroed_once.h"
+
 namespace blockrun {
 
 static_assert(std::is_trivially_default_constructible_v<std::atomic<uintptr_t>> &&
@@ -20,15 +22,7 @@ size_t AddressSet::first_slot(uintptr_t address) const {
 }
 
 std::atomic<uintptr_t>* AddressSet::slots() {
-  std::atomic<uintptr_t>* slots = slots_.load(std::memory_order_acquire);
-  if (slots) return slots;
-  auto* created =
-      static_cast<std::atomic<uintptr_t>*>(std::calloc(mask_ + 1, sizeof(std::atomic<uintptr_t>)));
-  if (!created) return nullptr;
-  std::atomic<uintptr_t>* expected = nullptr;
-  if (slots_.compare_exchange_strong(expected, created, std::memory_order_acq_rel)) return created;
-  std::free(created);  // another thread's won
-  return expected;
+  return zeroed_once(slots_, mask_ + 1);
 }
 
 bool AddressSet::insert(uintptr_t address) {

@@ -2,11 +2,11 @@
 #include "python_site_cache.h"
 
 #include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 #include "power_of_two.h"
 #include "sites.h"
+#include "zeroed_once.h"
 
 namespace blockrun {
 
@@ -33,16 +33,8 @@ PythonSiteCache::~PythonSiteCache() {
 }
 
 PythonSiteCache::Bucket* PythonSiteCache::storage() {
-  Bucket* storage = storage_.load(std::memory_order_acquire);
-  if (storage) return storage;
   // Aligned to a cache line, so that a bucket is one; zeroed (64 KiB for the default capacity).
-  auto* created = static_cast<Bucket*>(std::aligned_alloc(alignof(Bucket), buckets_ * sizeof(Bucket)));
-  if (!created) return nullptr;
-  std::memset(static_cast<void*>(created), 0, buckets_ * sizeof(Bucket));
-  Bucket* expected = nullptr;
-  if (storage_.compare_exchange_strong(expected, created, std::memory_order_acq_rel)) return created;
-  std::free(created);  // another thread's won
-  return expected;
+  return zeroed_once(storage_, buckets_);
 }
 
 bool PythonSiteCache::probe(uint64_t hash, PythonLaunchSite* out) const {
