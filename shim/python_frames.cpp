@@ -1112,31 +1112,44 @@ bool frame_words(const Cpython& py, const FrameAt& at, FileMemo* memo, uint64_t*
   return true;
 }
 
-// The lookup: builds the walk's key a frame at a time and looks each prefix up, stopping at the first that
-// the cache knows (python_site_cache.h: why the first is right) or where the key is full.
-class SiteLookup {
+// A lookup: builds the walk's key a frame at a time and looks each prefix up, stopping at the first that the
+// cache knows (python_site_cache.h: why the first is right) or where the key is full. The lookups below give
+// it each frame's words.
+class KeyLookup {
  public:
-  SiteLookup(const Cpython& py, const PythonSiteCache& cache, PythonWalkKey* key, PythonLaunchSite* out)
-      : py_(py), cache_(cache), key_(key), out_(out) {}
-  Step frame(const FrameAt& at) {
-    uint64_t code, detail;
-    if (!frame_words(py_, at, &file_memo_, &code, &detail)) return Step::Stop;
+  KeyLookup(const PythonSiteCache& cache, PythonWalkKey* key, PythonLaunchSite* out)
+      : cache_(cache), key_(key), out_(out) {}
+  Step look_up(uint64_t code, uint64_t detail) {
     if (!key_->add_frame(code, detail)) return Step::Stop;
     if (!cache_.find(*key_, out_)) return Step::Next;
     found_ = true;
     return Step::Stop;
   }
-  void incomplete() {}
   void end() { found_ = key_->add_end() && cache_.find(*key_, out_); }
   bool found() const { return found_; }
 
  private:
-  const Cpython& py_;
   const PythonSiteCache& cache_;
   PythonWalkKey* key_;
   PythonLaunchSite* out_;
-  FileMemo file_memo_;
   bool found_ = false;
+};
+
+// The lookup by frame_words, for walk_frames.
+class SiteLookup : public KeyLookup {
+ public:
+  SiteLookup(const Cpython& py, const PythonSiteCache& cache, PythonWalkKey* key, PythonLaunchSite* out)
+      : KeyLookup(cache, key, out), py_(py) {}
+  Step frame(const FrameAt& at) {
+    uint64_t code, detail;
+    if (!frame_words(py_, at, &file_memo_, &code, &detail)) return Step::Stop;
+    return look_up(code, detail);
+  }
+  void incomplete() {}
+
+ private:
+  const Cpython& py_;
+  FileMemo file_memo_;
 };
 
 // ---- lines keyed by instruction pointers (3.12+) ----
@@ -1209,22 +1222,24 @@ int watch_code_objects(void*) {
 
 // Asks for the watcher, once (from the full read: not on the path of a line found).
 void ask_to_watch_code_objects(const Cpython& py) {
-  if (!py.add_pending_call || py.layout.thread_interpreter < 0 ||
-      g_watch.load(std::memory_order_relaxed) != Watch::NotAsked)
-    return;
+  if (!py.add_pending_call || py.layout.thread_interpreter < 0) return;
   Watch expected = Watch::NotAsked;
   if (!g_watch.compare_exchange_strong(expected, Watch::Asked, std::memory_order_relaxed)) return;
   if (py.add_pending_call(watch_code_objects, nullptr) != 0)
     g_watch.store(Watch::GaveUp, std::memory_order_relaxed);
 }
 
-// Whether this thread's line is keyed by instruction pointers, and under which epoch (*epoch).
-bool keyed_by_instruction_pointers(const Cpython& py, uintptr_t thread, uint64_t* epoch) {
-  if (g_watch.load(std::memory_order_acquire) != Watch::Watching || !plausible(thread) ||
-      load<uintptr_t>(thread + py.layout.thread_interpreter) != g_watched_interpreter)
-    return false;
+// Whether lines are keyed by instruction pointers in the watched interpreter, and under which epoch (*epoch).
+bool watching(uint64_t* epoch) {
+  if (g_watch.load(std::memory_order_acquire) != Watch::Watching) return false;
   *epoch = g_code_epoch.load(std::memory_order_acquire);
   return *epoch < kMaxCodeEpochs;
+}
+
+// Whether this thread's line is keyed by instruction pointers, and under which epoch (*epoch).
+bool keyed_by_instruction_pointers(const Cpython& py, uintptr_t thread, uint64_t* epoch) {
+  return watching(epoch) && plausible(thread) &&
+         load<uintptr_t>(thread + py.layout.thread_interpreter) == g_watched_interpreter;
 }
 
 // Whether a line keyed by instruction pointers may be remembered after the full read that gave `offered`: no
@@ -1244,26 +1259,17 @@ bool remember_codes(const OfferedCodes& offered) {
 // The lookup keyed by instruction pointers: a frame's words are its instruction pointer and the epoch with
 // the frame's owner (a generator's frame is never incomplete, another's may be: python_site_cache.h's words
 // must determine what the full read takes from the frame).
-class InstructionLookup {
+class InstructionLookup : public KeyLookup {
  public:
   InstructionLookup(const PythonSiteCache& cache, uint64_t epoch, PythonWalkKey* key, PythonLaunchSite* out)
-      : cache_(cache), detail_(epoch << 8), key_(key), out_(out) {}
+      : KeyLookup(cache, key, out), detail_(epoch << 8) {}
   Step frame(uintptr_t instruction, int owner) {
-    if (instruction == 0 || !key_->add_frame(instruction, detail_ | static_cast<uint8_t>(owner)))
-      return Step::Stop;
-    if (!cache_.find(*key_, out_)) return Step::Next;
-    found_ = true;
-    return Step::Stop;
+    if (instruction == 0) return Step::Stop;  // 0 is the key's end marker
+    return look_up(instruction, detail_ | static_cast<uint8_t>(owner));
   }
-  void end() { found_ = key_->add_end() && cache_.find(*key_, out_); }
-  bool found() const { return found_; }
 
  private:
-  const PythonSiteCache& cache_;
   uint64_t detail_;
-  PythonWalkKey* key_;
-  PythonLaunchSite* out_;
-  bool found_ = false;
 };
 
 // ---- with the GIL ----
@@ -1521,8 +1527,8 @@ uint64_t python_lines_read_in_full() {
 }
 
 bool python_lines_keyed_by_instruction_pointers() {
-  return g_watch.load(std::memory_order_acquire) == Watch::Watching &&
-         g_code_epoch.load(std::memory_order_relaxed) < kMaxCodeEpochs;
+  uint64_t epoch;
+  return watching(&epoch);
 }
 
 void read_python_site(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite* out) {
