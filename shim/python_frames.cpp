@@ -1470,14 +1470,6 @@ void capture_site(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite
   *out = cache.keep(*scratch, !by_pointers || remember_codes(offered) ? &key : nullptr);
 }
 
-// Whether the answer is NoPython without looking: no CPython in the process, and not this thread's turn to
-// read the clock (a few instructions).
-bool no_python_yet() {
-  if (g_found.load(std::memory_order_acquire) || t_captures_until_clock <= 0) return false;
-  --t_captures_until_clock;
-  return true;
-}
-
 // Sets what every capture starts from.
 void reset_capture(PythonStack* out) {
   out->status = PythonStatus::NotCaptured;
@@ -1512,6 +1504,12 @@ bool capture_re_entered(PythonStack* out) {
 }
 
 }  // namespace
+
+bool no_python_yet() {
+  if (g_found.load(std::memory_order_acquire) || t_captures_until_clock <= 0) return false;
+  --t_captures_until_clock;
+  return true;
+}
 
 void read_python_stack(PythonStack* out) {
   reset_capture(out);

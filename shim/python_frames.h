@@ -38,6 +38,12 @@ void read_python_stack(PythonStack* out);
 // line table: a few short texts hashed a frame.) Another version with the GIL: the public C API, every time.
 void read_python_site(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite* out);
 
+// Whether the answer of both functions above is NoPython without looking: no CPython found in the process,
+// and not this thread's turn to read the clock and look again (a few instructions; it counts the turn). The
+// launch wrappers ask it for every launch with breadcrumbs (LaunchRequest::no_python), so that a C++ program
+// does not pay the engine's call for a line it cannot have.
+bool no_python_yet();
+
 // How many launches' Python lines read_python_site has read in full (the cache did not know the walk) since
 // the process began: the benchmark shim's tallies show it (shim/bench_switch.h), to tell a program that pays
 // the full read often from one that pays the walk.

@@ -16,6 +16,7 @@
 #include "blocking.h"
 #include "breadcrumbs.h"
 #include "facts.h"
+#include "python_frames.h"
 #include "shim.h"
 
 #ifdef CUDA_BLOCKRUN_BENCH_SWITCH
@@ -234,7 +235,13 @@ template <Hook id, typename Function, typename... Args>
   uintptr_t own_caller = context.entry_caller;
   LaunchParameters parameters = launch_parameters(args...);
   at_first_launch();
-  prepare_breadcrumbs(engine);
+  // With breadcrumbs the engine keeps every launch's Python line: in a C++ program the answer is known here,
+  // without the engine's call for it (tested under the one test of the flag a launch without them pays).
+  bool no_python = false;
+  if (engine.wants_breadcrumbs()) {
+    set_up_breadcrumbs(engine);
+    no_python = no_python_yet();
+  }
   ThreadLayers& layers = context.layers;
   LaunchOwner owner = driver_launch_owner(layers, Traits::name, own_caller);
   // A runtime launch's record is the runtime wrapper's; a Launch of its own is made only where there is none
@@ -250,6 +257,7 @@ template <Hook id, typename Function, typename... Args>
     CUDA_BLOCKRUN_BENCH_SPAN(kRecord, "driver launch: the record");
     try {
       LaunchRequest request = kernel_request(engine, parameters, owner, layers, Traits::per_thread);
+      request.no_python = no_python;
       if (owner.in_library_call) layers.library_kernels++;
       engine.begin_launch(request, &launch);
       recorded = true;

@@ -608,7 +608,13 @@ inline void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
       record.has_stack = true;
     }
   }
-  if (read_python_ && (python_every_launch_ || request.in_capture)) keep_python_site(launch);
+  if (read_python_ && (python_every_launch_ || request.in_capture)) {
+    if (request.no_python && !record.has_stack) {
+      record.python_status = PythonStatus::NoPython;
+    } else {
+      keep_python_site(launch);
+    }
+  }
   count_api(record.api);
   if (record.graph)
     record.graph_replay = static_cast<uint32_t>(

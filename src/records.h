@@ -205,6 +205,9 @@ struct LaunchRequest {
   bool in_capture = false;  // its stream was capturing: it joined a graph and did not run (the shim asks)
   uint64_t capture_id = 0;  // that capture's id, where the driver gave it (0: unknown)
   uint64_t began_ns = 0;    // when the call began, where it began before begin_launch (a library unit)
+  // The shim knows without looking that the Python line is NoPython (no CPython in the process yet): a C++
+  // program with breadcrumbs, which keeps the line of every launch, then skips the engine's call for it.
+  bool no_python = false;
 };
 
 }  // namespace blockrun

@@ -47,6 +47,8 @@ TEST(Breadcrumbs, NameTheCulpritLongAfterItFaultedWithoutBlocking) {
   std::string text = read_file(report);
   EXPECT_TRUE(contains(text, "\"certainty\":\"exact\",\"method\":\"breadcrumbs\"")) << text;
   EXPECT_TRUE(contains(text, "\"pin_rule\":\"stencil#13\"")) << text;
+  // A C++ program: the launch wrapper said so, and the engine kept no Python line.
+  EXPECT_TRUE(contains(text, "\"python_status\":\"no python\"")) << text;
   // Nothing was synchronized that the program did not synchronize itself.
   std::string counts = read_file(stats);
   EXPECT_EQ(counts.substr(counts.find("synchronizes="), 16),

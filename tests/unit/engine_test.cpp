@@ -753,6 +753,31 @@ TEST_F(BreadcrumbTest, TheCulpritsPythonLineComesFromTheSiteCacheOnceSeen) {
       << log();
 }
 
+// The shim knows there is no CPython in the process (LaunchRequest::no_python): the launch's line is NoPython
+// without a call for it; a request that does not say so is asked as before.
+TEST_F(BreadcrumbTest, ALaunchKnownToHaveNoPythonIsNotAskedForItsLine) {
+  auto engine = make("none", 256);
+  engine->start(ProcessInfo{}, nullptr, nullptr, fake_python, fake_python_site);
+  engine->set_breadcrumbs(slots_, 4);
+  const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
+  g_full_reads = 0;
+  g_python_line = 9;
+  LaunchRequest request;
+  request.api = "cuLaunchKernel";
+  request.kernel = fill;
+  request.stream = kStreamA;
+  request.no_python = true;
+  Launch without = engine->begin_launch(request);
+  EXPECT_EQ(without.record.python_status, PythonStatus::NoPython);
+  EXPECT_EQ(without.record.python_site, 0u);
+  EXPECT_EQ(g_full_reads, 0);
+  request.no_python = false;
+  Launch with = engine->begin_launch(request);
+  EXPECT_EQ(with.record.python_status, PythonStatus::Captured);
+  EXPECT_NE(with.record.python_site, 0u);
+  EXPECT_EQ(g_full_reads, 1);
+}
+
 TEST_F(BreadcrumbTest, NoPythonLinesAreKeptWithoutBreadcrumbs) {
   auto engine = make("none");
   engine->start(ProcessInfo{}, nullptr, nullptr, fake_python);
