@@ -1531,7 +1531,8 @@ bool python_lines_keyed_by_instruction_pointers() {
 
 void read_python_site(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite* out) {
   *out = PythonLaunchSite{};
-  // Before the scratch is written: a C++ program with breadcrumbs asks at every launch.
+  // Before the scratch is written: a C++ program still asks here for the launches its driver wrapper did not
+  // answer (LaunchRequest::no_python), e.g. with --trace.
   if (no_python_yet()) {
     out->status = PythonStatus::NoPython;
     return;
