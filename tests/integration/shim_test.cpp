@@ -492,7 +492,7 @@ TEST(Shim, ExitWithCudaCallsInFlightIsClean) {
 
 // The sanitizer builds run the same threads with fewer launches each: a race shows in the first launches that
 // run it (ThreadSanitizer reports an unordered pair of accesses when it happens, not by chance over many),
-// and the full counts took 44 s and 62 s under ThreadSanitizer, a fifth of that tree's test time.
+// and the full counts took 44 s and 62 s under ThreadSanitizer, a quarter of that tree's test time.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 constexpr size_t kLaunchesPerThread = 10000;
 constexpr size_t kLoggedPerThread = 2500;
