@@ -5,7 +5,8 @@ for the chunks with the shim on and those switched off:
 - the chunk's wall time, the time in outermost hooked calls, and the rest: the time outside every call the shim
   wraps (the program's own work, and CUDA calls the shim does not hook);
 - per hook, the calls per chunk and the time per call, on and off, and the difference;
-- inside the driver launch wrappers, the real launch call and the breadcrumb (slot, write, note) on their own.
+- inside the driver launch wrappers, the record, the real launch call and the breadcrumb (slot, write, note) on
+  their own; the breadcrumb apart where it wrote and where it did not (--breadcrumb-every N).
 
     BLOCKRUN_BENCH_CALLS=/tmp/calls.tsv LD_PRELOAD=build/lib/libcuda_blockrun_bench.so \\
         python3 bench/torch_train.py --chunks 20

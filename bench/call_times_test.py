@@ -3,8 +3,9 @@
 CUDA stack: a Python workload launches through the simulated runtime in chunks alternated with the shim on and
 switched off (bench/bench_switch.py), with BLOCKRUN_BENCH_CALLS set. Checked: every chunk's tallies count
 exactly the calls it made, on or off as the switch was; the driver launch's own spans (record, real call,
-breadcrumb) appear only with the shim on, the breadcrumb only with breadcrumbs; a runtime launch and the driver
-launch inside it count once as outermost; and call_times.py reads the file back. Timing is not asserted.
+breadcrumb) appear only with the shim on, the breadcrumb only with breadcrumbs, told apart by whether it wrote
+(every launch; one in 8 with --breadcrumb-every 8); a runtime launch and the driver launch inside it count once as
+outermost; and call_times.py reads the file back. Timing is not asserted.
 
     call_times_test.py BUILD_DIR SCRATCH_DIR   (with LD_LIBRARY_PATH pointing at the simulated libraries)
 """
@@ -13,7 +14,7 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-LAUNCHES = 50  # a chunk
+LAUNCHES = 48  # a chunk (a multiple of 8, so that one write in 8 is 6 a chunk)
 PAIRS = 3
 
 WORKLOAD = f"""
@@ -48,8 +49,12 @@ def run(build, scratch, name, extra_env):
         return [], [line.rstrip("\n").split("\t") for line in file]
 
 
-def check(name, lines, breadcrumbs):
-    """The failures of one run's tallies."""
+WRITTEN = "driver launch: the breadcrumb, with a write"
+NOT_WRITTEN = "driver launch: the breadcrumb, no write"
+
+
+def check(name, lines, every):
+    """The failures of one run's tallies (`every`: one breadcrumb write in so many launches; 0: none)."""
     failures = []
     chunks = {}
     timer = False
@@ -66,19 +71,22 @@ def check(name, lines, breadcrumbs):
         failures.append(f"{name}: no line of the timer's own cost")
     if sorted(chunks) != sorted((f"chunk{pair}", state) for pair in range(PAIRS) for state in "01"):
         failures.append(f"{name}: chunks {sorted(chunks)}")
-    spans = ["driver launch: the record", "driver launch: the real call"]
-    if breadcrumbs:
-        spans.append("driver launch: the breadcrumb")
+    spans = {"driver launch: the record": LAUNCHES, "driver launch: the real call": LAUNCHES}
+    if every:
+        spans[WRITTEN] = LAUNCHES // every
+    if every > 1:
+        spans[NOT_WRITTEN] = LAUNCHES - LAUNCHES // every
     for (pair, state), calls in sorted(chunks.items()):
         expected = {"__cudaLaunchKernel": LAUNCHES, "cuLaunchKernel": LAUNCHES, "cudaDeviceSynchronize": 1,
                     "outermost hooked calls": LAUNCHES + 1}
         if state == "1":
-            expected.update({span: LAUNCHES for span in spans})
+            expected.update(spans)
         for call, count in expected.items():
             if calls.get(call) != count:
                 failures.append(f"{name}: {pair} {state}: {call} tallied {calls.get(call)} times, not {count}")
-        if not breadcrumbs and "driver launch: the breadcrumb" in calls:
-            failures.append(f"{name}: {pair} {state}: a breadcrumb without breadcrumbs")
+        unexpected = {WRITTEN, NOT_WRITTEN} - set(expected)
+        if unexpected & set(calls):
+            failures.append(f"{name}: {pair} {state}: {sorted(unexpected & set(calls))} tallied")
     return failures
 
 
@@ -86,10 +94,12 @@ def main():
     build, scratch = sys.argv[1], sys.argv[2]
     os.makedirs(scratch, exist_ok=True)
     failures = []
-    for name, extra_env, breadcrumbs in (("quiet", {}, False),
-                                         ("breadcrumbs", {"CUDA_BLOCKRUN_BREADCRUMBS": "1"}, True)):
+    for name, extra_env, every in (("quiet", {}, 0),
+                                   ("breadcrumbs", {"CUDA_BLOCKRUN_BREADCRUMBS": "1"}, 1),
+                                   ("every-8", {"CUDA_BLOCKRUN_BREADCRUMBS": "1",
+                                                "CUDA_BLOCKRUN_BREADCRUMB_EVERY": "8"}, 8)):
         problems, lines = run(build, scratch, name, extra_env)
-        failures += problems or check(name, lines, breadcrumbs)
+        failures += problems or check(name, lines, every)
         if problems:
             continue
         read = subprocess.run([sys.executable, os.path.join(HERE, "call_times.py"),

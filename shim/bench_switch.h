@@ -8,7 +8,8 @@
 //   variation cancels out (bench/harness.py, the `*_switched` configurations).
 // - The call timer, cuda_blockrun_bench_time_calls(on) and cuda_blockrun_bench_calls(path, label): how many
 //   calls of each hook, and how long they took, with the shim on and switched off, plus three spans of a
-//   driver launch (the record, the real launch call, the breadcrumb) and the time in outermost hooked calls.
+//   driver launch (the record, the real launch call, the breadcrumb: with the driver's write or without) and
+//   the time in outermost hooked calls.
 //   A benchmark's chunk time minus that is the time the program spent outside every hooked call: where a cost
 //   shows there, it is not in any call the shim wraps (bench/call_times.py reads the tallies).
 #pragma once
@@ -35,7 +36,8 @@ enum Slot : size_t {
   kOutermost = static_cast<size_t>(Hook::Count),  // hooked calls not made inside another hooked call
   kRecord,                                        // a driver launch wrapper's record (engine, Python line)
   kLaunchCall,                                    // a driver launch wrapper's call of the real launch
-  kBreadcrumbWrite,                               // a driver launch wrapper's breadcrumb write
+  kBreadcrumbNoWrite,                             // its breadcrumb, where it wrote none (--breadcrumb-every)
+  kBreadcrumbWrite,                               // its breadcrumb, where it wrote one
   kTimer,                                         // the timer's own cost: empty spans, when turned on
   kSlots
 };
@@ -66,6 +68,11 @@ class Span {
     uint64_t ns = steady_now_ns() - began_;
     add(slot_, name_, ns);
     if (hook_ && --t_depth == 0) add(kOutermost, "outermost hooked calls", ns);
+  }
+  // The span goes to another slot when it ends (what it timed turned out to be of another kind).
+  void move_to(size_t slot, const char* name) {
+    slot_ = slot;
+    name_ = name;
   }
   Span(const Span&) = delete;
   Span& operator=(const Span&) = delete;

@@ -19,8 +19,8 @@ inline void prepare_breadcrumbs(Engine& engine) {
 // After a launch that succeeded: enqueues its breadcrumb on its stream (stream 0 with per_thread: the
 // thread's per-thread default stream). A launch into a capture gets, with graph breadcrumbs, a breadcrumb
 // node in the graph (the write is captured: it writes the launch's capture position at each replay), else
-// none.
-void drop_breadcrumb(Engine& engine, const Launch& launch, const void* stream, bool per_thread);
+// none. True where a write was enqueued.
+bool drop_breadcrumb(Engine& engine, const Launch& launch, const void* stream, bool per_thread);
 
 // Before a graph launch: resets the slots of its graph's breadcrumb nodes on the launch's stream, so that
 // after a faulting replay they tell how far this replay got (Engine::graph_nodes).
