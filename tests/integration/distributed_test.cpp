@@ -14,6 +14,7 @@
 #include <string>
 
 #include "sim_programs.h"
+#include "../sanitized_build.h"
 
 namespace blockrun::testing {
 namespace {
@@ -157,11 +158,7 @@ TEST(Distributed, ReportRefusesWhatItCannotRead) {
 }
 
 // In the sanitizer builds the programs' own sanitizer takes over the fatal signals (see lifecycle_test.cpp).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitizedPrograms = true;
-#else
-constexpr bool kSanitizedPrograms = false;
-#endif
+constexpr bool kSanitizedPrograms = kSanitizedBuild;
 
 TEST(Distributed, ARankStuckInACollectiveIsToldApartFromTheRankThatFaulted) {
   if (kSanitizedPrograms) GTEST_SKIP() << "the test program's own sanitizer handles its signals";

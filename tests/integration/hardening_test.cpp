@@ -15,6 +15,7 @@
 
 #include "report_json.h"
 #include "sim_programs.h"
+#include "../sanitized_build.h"
 
 namespace {
 
@@ -27,11 +28,7 @@ const std::string kValidator = CUDA_BLOCKRUN_SOURCE_DIR "/tests/report/validate_
 
 // Runs of the exit races: each crashed in about half of the runs before its fix (fewer in the sanitizer
 // builds, where a run takes seconds).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr int kExitRaceRuns = 3;
-#else
-constexpr int kExitRaceRuns = 10;
-#endif
+constexpr int kExitRaceRuns = kSanitizedBuild ? 3 : 10;
 
 // A fresh directory of the test's own, removed with what is in it.
 struct Directory {

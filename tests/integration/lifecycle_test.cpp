@@ -12,6 +12,7 @@
 #include <string>
 
 #include "sim_programs.h"
+#include "../sanitized_build.h"
 
 namespace blockrun::testing {
 namespace {
@@ -21,11 +22,7 @@ const std::string kDlcloseApp = CUDA_BLOCKRUN_DLCLOSE_APP;
 // In the sanitizer builds the test programs are instrumented too: their sanitizer catches the deliberate null
 // store or division by zero itself (UBSan) or takes over the fatal signals (ASan, TSan), so the signal tests
 // only mean something in the normal build.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitizedPrograms = true;
-#else
-constexpr bool kSanitizedPrograms = false;
-#endif
+constexpr bool kSanitizedPrograms = kSanitizedBuild;
 
 // A fresh directory for a run's log files, and the files it holds afterwards.
 struct LogDirectory {

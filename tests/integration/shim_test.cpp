@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "sim_programs.h"
+#include "../sanitized_build.h"
 
 namespace blockrun::testing {
 namespace {
@@ -493,13 +494,8 @@ TEST(Shim, ExitWithCudaCallsInFlightIsClean) {
 // The sanitizer builds run the same threads with fewer launches each: a race shows in the first launches that
 // run it (ThreadSanitizer reports an unordered pair of accesses when it happens, not by chance over many),
 // and the full counts took 44 s and 62 s under ThreadSanitizer, a quarter of that tree's test time.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr size_t kLaunchesPerThread = 10000;
-constexpr size_t kLoggedPerThread = 2500;
-#else
-constexpr size_t kLaunchesPerThread = 100000;
-constexpr size_t kLoggedPerThread = 100000;
-#endif
+constexpr size_t kLaunchesPerThread = kSanitizedBuild ? 10000 : 100000;
+constexpr size_t kLoggedPerThread = kSanitizedBuild ? 2500 : 100000;
 
 // 8 threads x 100,000 launches over 16 streams with a per-launch policy: the counts are exact.
 TEST(Threads, CountsAreExactUnderLoad) {

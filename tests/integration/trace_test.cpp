@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sim_programs.h"
+#include "../sanitized_build.h"
 
 namespace blockrun::testing {
 namespace {
@@ -22,11 +23,7 @@ const std::string kThreadsApp = CUDA_BLOCKRUN_THREADS_APP;
 const std::string kLaunchLoop = CUDA_BLOCKRUN_SIM_LAUNCH_LOOP;
 const std::string kDemo = CUDA_BLOCKRUN_DEMO;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitizedPrograms = true;  // their sanitizer takes over the fatal signals
-#else
-constexpr bool kSanitizedPrograms = false;
-#endif
+constexpr bool kSanitizedPrograms = kSanitizedBuild;  // their sanitizer takes over the fatal signals
 
 std::string read_text(const std::string& path) {
   std::string text;

@@ -2,6 +2,7 @@
 // random patterns and subjects; what they refuse, with the reason; and the patterns std::regex took
 // exponential or polynomial time on, or overflowed the stack with, on subjects far longer than any window.
 #include "linear_regex.h"
+#include "../sanitized_build.h"
 
 #include <gtest/gtest.h>
 
@@ -13,13 +14,8 @@ namespace blockrun {
 namespace {
 
 // The sanitizer builds run std::regex and the search ten times slower: fewer rounds, shorter subjects.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr int kRandomPatterns = 2000;
-constexpr size_t kLongSubject = 20000;
-#else
-constexpr int kRandomPatterns = 20000;
-constexpr size_t kLongSubject = 100000;
-#endif
+constexpr int kRandomPatterns = testing::kSanitizedBuild ? 2000 : 20000;
+constexpr size_t kLongSubject = testing::kSanitizedBuild ? 20000 : 100000;
 
 bool search(const std::string& pattern, const std::string& subject) {
   std::string problem;
