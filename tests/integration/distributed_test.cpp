@@ -157,11 +157,10 @@ TEST(Distributed, ReportRefusesWhatItCannotRead) {
       << misspelt.err;
 }
 
-// In the sanitizer builds the programs' own sanitizer takes over the fatal signals (see lifecycle_test.cpp).
-constexpr bool kSanitizedPrograms = kSanitizedBuild;
-
+// In the sanitizer builds (kSanitizedBuild) the programs' own sanitizer takes over the fatal signals (see
+// lifecycle_test.cpp).
 TEST(Distributed, ARankStuckInACollectiveIsToldApartFromTheRankThatFaulted) {
-  if (kSanitizedPrograms) GTEST_SKIP() << "the test program's own sanitizer handles its signals";
+  if (kSanitizedBuild) GTEST_SKIP() << "the test program's own sanitizer handles its signals";
   std::string directory = fresh_directory("job_stuck");
   std::string pattern = directory + "/r.%r.jsonl";
   // Rank 0 faults; rank 1 waits in its all-reduce until its watchdog aborts it (the injected fault models the

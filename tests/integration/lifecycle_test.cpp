@@ -21,8 +21,7 @@ const std::string kDlcloseApp = CUDA_BLOCKRUN_DLCLOSE_APP;
 
 // In the sanitizer builds the test programs are instrumented too: their sanitizer catches the deliberate null
 // store or division by zero itself (UBSan) or takes over the fatal signals (ASan, TSan), so the signal tests
-// only mean something in the normal build.
-constexpr bool kSanitizedPrograms = kSanitizedBuild;
+// only mean something in the normal build (kSanitizedBuild false).
 
 // A fresh directory for a run's log files, and the files it holds afterwards.
 struct LogDirectory {
@@ -146,7 +145,7 @@ TEST(Lifecycle, DlcloseOfTheDriverBetweenRoundsOfLaunches) {
 // the default action runs: the exit status (128 + signal where the process dies of it) is the one without the
 // shim.
 TEST(Lifecycle, FatalSignalsAreReportedAndHandedOn) {
-  if (kSanitizedPrograms) GTEST_SKIP() << "the test program's own sanitizer handles its faults";
+  if (kSanitizedBuild) GTEST_SKIP() << "the test program's own sanitizer handles its faults";
   struct Case {
     const char* scenario;
     int status;
@@ -212,7 +211,7 @@ TEST(Lifecycle, FatalSignalsAreReportedAndHandedOn) {
 // A process that dies of a fault dumps core as it does without the shim (the shim hands the fault back to the
 // default action by re-executing the faulting instruction, so the core shows where it really happened).
 TEST(Lifecycle, CoreDumpsAreAsWithoutTheShim) {
-  if (kSanitizedPrograms) GTEST_SKIP() << "the test program's own sanitizer handles its faults";
+  if (kSanitizedBuild) GTEST_SKIP() << "the test program's own sanitizer handles its faults";
   std::string pattern = read_file("/proc/sys/kernel/core_pattern");
   if (pattern.empty() || pattern[0] == '|' || pattern.find('/') != std::string::npos)
     GTEST_SKIP() << "cores are not written to the working directory here (core_pattern: " << pattern << ")";

@@ -23,8 +23,6 @@ const std::string kThreadsApp = CUDA_BLOCKRUN_THREADS_APP;
 const std::string kLaunchLoop = CUDA_BLOCKRUN_SIM_LAUNCH_LOOP;
 const std::string kDemo = CUDA_BLOCKRUN_DEMO;
 
-constexpr bool kSanitizedPrograms = kSanitizedBuild;  // their sanitizer takes over the fatal signals
-
 std::string read_text(const std::string& path) {
   std::string text;
   if (FILE* file = std::fopen(path.c_str(), "r")) {
@@ -113,7 +111,7 @@ TEST_F(Trace, EachHostThreadHasItsTrackAndItsSlicesNest) {
 // trace keeps the newest 65,536 (--trace-events' default) and says how many it left out, so its size does not
 // grow with the run.
 TEST_F(Trace, ManyLaunchesMakeATraceOfTheNewest65536) {
-  const long launches = kSanitizedPrograms ? 100000 : 1000000;
+  const long launches = kSanitizedBuild ? 100000 : 1000000;
   ProcessResult run = run_wrapped({"--trace", path_}, {kLaunchLoop, std::to_string(launches)}, {});
   ASSERT_EQ(run.status, 0) << run.err;
   // 3,000 warm-up launches, the loop's, and the final synchronize.
@@ -130,7 +128,7 @@ TEST_F(Trace, ManyLaunchesMakeATraceOfTheNewest65536) {
 }
 
 TEST_F(Trace, AFatalSignalStillWritesTheTrace) {
-  if (kSanitizedPrograms) GTEST_SKIP() << "the sanitizer takes over the program's fatal signals";
+  if (kSanitizedBuild) GTEST_SKIP() << "the sanitizer takes over the program's fatal signals";
   ProcessResult run = run_wrapped({"--trace", path_}, {kApp, "abort"}, {});
   EXPECT_EQ(run.status, 128 + SIGABRT) << run.err;
   EXPECT_NE(run.err.find("[cuda-blockrun] trace: 4 launches and calls of 1 thread written to " + path_),
