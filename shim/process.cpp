@@ -22,6 +22,7 @@
 #include "call_stack.h"
 #include "python_frames.h"
 #include "facts.h"
+#include "launch_gate.h"
 #include "loaded_objects.h"
 #include "log_file.h"
 #include "shim.h"
@@ -54,6 +55,7 @@ void start_clean_after_fork() {
   g_forked_child.store(true, std::memory_order_relaxed);
   forget_fatal_signal_reports_after_fork();
   reset_blocking_after_fork();
+  reset_launch_gate_after_fork();
 }
 
 EnvLookup process_environment() {
@@ -344,6 +346,8 @@ void create_engine() {
     if (!g_config->trace.empty()) open_trace(*engine, info, log_file, report.get());
     if (g_config->callsites != "none") warm_up_stack_walk();
     engine->start(std::move(info), std::move(report), take_call_stack, read_python_stack, read_python_site);
+    // Before the engine is published: no launch passes the gate half-enabled.
+    if (g_config->block.blocks_alone()) enable_launch_gate();
     Engine* created = engine.release();
     g_engine.store(created, std::memory_order_release);
     install_fatal_signal_reports(created, log_file, created->report_file(), prefix.c_str());

@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "blocking.h"
+#include "launch_gate.h"
 #include "breadcrumbs.h"
 #include "facts.h"
 #include "python_frames.h"
@@ -125,11 +126,13 @@ Result finish_launch(Engine& engine, Launch& launch, Result result, Layer layer,
                           blocked.outcome == BlockOutcome::Synchronized && blocked.result.ok());
     }
     engine.end_launch(launch, code_of(result), blocked.outcome, blocked.result, blocked.api);
+    release_alone();  // a launch blocked alone: other threads' launches go on once it ended
     if (blocked.outcome == BlockOutcome::Synchronized && !blocked.result.ok()) {
       return static_cast<Result>(blocked.result.code);
     }
   } catch (...) {
   }
+  release_alone();
   return result;
 }
 
@@ -251,6 +254,8 @@ template <Hook id, typename Function, typename... Args>
                                                                    : static_cast<void*>(own_storage));
   bool recorded = false;
   bool blocks = false;  // the policy's answer, read once
+  GatePass gate = GatePass::Off;
+  bool alone = false;
   {
     ErrnoKeeper keep_errno;  // naming a new kernel calls into the driver
     ReentryGuard guard;
@@ -259,9 +264,16 @@ template <Hook id, typename Function, typename... Args>
       LaunchRequest request = kernel_request(engine, parameters, owner, layers, Traits::per_thread);
       request.no_python = no_python;
       if (owner.in_library_call) layers.library_kernels++;
+      // Before its number: a launch blocked alone holds the gate from its wait on the device through its
+      // synchronize (launch_gate.h). NCCL's never wait there.
+      if (__builtin_expect(launch_gate_enabled(), 0))
+        gate = enter_gate(!(request.kernel && request.kernel->nccl));
       engine.begin_launch(request, &launch);
       recorded = true;
       blocks = launch.block();
+      if (__builtin_expect(gate != GatePass::Off, 0) && launch.decision.action == Action::BlockAlone &&
+          !request.in_capture)
+        alone = become_alone(engine, gate, launch.record.sequence);
       if (blocks) {
         if (engine.config().gpu_time) {
           start_block_timing(&launch.timing, parameters.stream, Traits::per_thread);
@@ -277,6 +289,7 @@ template <Hook id, typename Function, typename... Args>
     CUDA_BLOCKRUN_BENCH_SPAN(kLaunchCall, "driver launch: the real call");
     result = real_function(args...);
   }
+  if (__builtin_expect(gate != GatePass::Off, 0) && !alone) leave_gate(gate);
   if (recorded && result == CUDA_SUCCESS && (blocks || engine.wants_breadcrumbs())) {
     ErrnoKeeper keep_errno;
     ReentryGuard guard;
@@ -512,6 +525,8 @@ CUresult handle_graph_launch(Engine& engine, Function real_function, CUgraphExec
   using Traits = HookTraits<id>;
   Launch launch;
   bool recorded = false;
+  GatePass gate = GatePass::Off;
+  bool alone = false;
   prepare_breadcrumbs(engine);
   {
     ErrnoKeeper keep_errno;
@@ -525,13 +540,17 @@ CUresult handle_graph_launch(Engine& engine, Function real_function, CUgraphExec
       request.stream = stream;
       request.per_thread_default_stream = Traits::per_thread;
       note_capture(&request, driver_stream(stream, Traits::per_thread));  // a child graph, inlined
+      gate = enter_gate(true);  // as a kernel launch (handle_driver_launch)
       engine.begin_launch(request, &launch);
       recorded = true;
+      if (gate != GatePass::Off && launch.decision.action == Action::BlockAlone && !request.in_capture)
+        alone = become_alone(engine, gate, launch.record.sequence);
       reset_graph_breadcrumbs(engine, launch, stream, Traits::per_thread);
     } catch (...) {
     }
   }
   CUresult result = real_function(graph, stream);
+  if (gate != GatePass::Off && !alone) leave_gate(gate);
   if (!recorded) return result;
   if (result == CUDA_SUCCESS) {
     ErrnoKeeper keep_errno;

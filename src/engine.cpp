@@ -49,9 +49,11 @@ void default_terminate(OnError on_error, int exit_status) {
 }
 
 // What a second run blocks to synchronize each suspect on its own: with breadcrumbs the launches are known,
-// not only their kernels (NAME#N); a graph launch by its API name, as the policy knows graph launches (every
-// one: there is no per-graph ordinal).
+// not only their kernels (NAME#N, or NAME thread#N for a kernel several threads launch: PinTarget); a graph
+// launch by its API name, as the policy knows graph launches (every one: there is no per-graph ordinal).
 PinTarget pin_target(const LaunchRecord& record, bool by_breadcrumbs) {
+  if (record.kernel && by_breadcrumbs && record.thread_launch && record.kernel->launched_by_many_threads())
+    return {record.kernel->name.base, 0, record.thread_launch};
   if (record.kernel) return {record.kernel->name.base, by_breadcrumbs ? record.kernel_ordinal : 0};
   return {record.library_api ? record.library_api : record.graph ? "cuGraphLaunch" : "", 0};
 }
@@ -197,6 +199,7 @@ Decision Engine::decide(const LaunchRecord& record, LaunchFamily family) const {
   facts.kernel_ordinal = record.kernel_ordinal;
   facts.stream = record.stream.handle;
   facts.thread = record.thread;
+  facts.thread_launch = record.thread_launch;
   if (config_.block.uses_time()) facts.elapsed_ms = now_ms() - start_ms_;
   return config_.block.decide(facts);
 }
@@ -336,10 +339,12 @@ void Engine::launch_blocked(Launch& launch, ErrorCode sync_result, const char* s
   }
   // The launching thread is still inside the launch call: its call site is taken now.
   take_stack_now(launch);
-  std::vector<ReportedLaunch> others = may_have_faulted_instead(launch);
+  std::optional<LaunchLedger::SuspectCount> count;
+  std::vector<ReportedLaunch> others = may_have_faulted_instead(launch, &count);
   bool exact = others.empty() && error_meaning(sync_result) != ErrorMeaning::Unknown;
-  first_error(sync_api, sync_result, "blocking synchronize after the launch",
-              Accused{&launch, exact, std::move(others), FoundBy::Blocking});
+  Accused accused{&launch, exact, std::move(others), FoundBy::Blocking};
+  accused.count = count;
+  first_error(sync_api, sync_result, "blocking synchronize after the launch", std::move(accused));
   if (report_) {
     ErrorText text = describe_error_(sync_result);
     std::lock_guard<std::mutex> guard(report_mutex_);
@@ -493,7 +498,8 @@ void Engine::refuse(Launch& launch) {
   if (launch.stream && !launch.record.in_capture) launch.stream->refuse(launch.record.sequence);
 }
 
-std::vector<ReportedLaunch> Engine::may_have_faulted_instead(const Launch& launch) {
+std::vector<ReportedLaunch> Engine::may_have_faulted_instead(
+    const Launch& launch, std::optional<LaunchLedger::SuspectCount>* count) {
   const LaunchRecord& record = launch.record;
   // A sticky error is the context's, not the stream's: any launch not known to have completed, on any
   // stream, may be the one that faulted. Breadcrumbs say how far each stream got.
@@ -505,7 +511,9 @@ std::vector<ReportedLaunch> Engine::may_have_faulted_instead(const Launch& launc
     // A head not known (pushed out of the ring) may be the culprit: then everything unfinished is listed.
     if (view.lost.empty()) return others;
   }
-  std::vector<ReportedLaunch> others = ledger_.suspects(nullptr, record.sequence);
+  LaunchLedger::SuspectCount counted;
+  std::vector<ReportedLaunch> others = ledger_.suspects(nullptr, record.sequence, &counted);
+  *count = counted;
   // A graph whose breadcrumbs show a node of this replay unfinished: the replay began, so its reset, queued
   // behind everything earlier on the stream, ran, and those earlier launches on its stream completed.
   if (record.graph && !others.empty()) {
@@ -517,6 +525,8 @@ std::vector<ReportedLaunch> Engine::may_have_faulted_instead(const Launch& launc
                                            other.record.sequence < record.sequence;
                                   }),
                    others.end());
+      *count = std::nullopt;  // the list is what is left of the ledger's, all of it (below its cut)
+      if (counted.unfinished > StreamState::kRing || counted.more) *count = counted;
     }
   }
   return others;
@@ -529,16 +539,19 @@ void Engine::surfaced(const char* api, ErrorCode result, StreamId stream, Surfac
   if (meaning != ErrorMeaning::Own && breadcrumbs_ready() && surfaced_by_breadcrumbs(api, result, where))
     return;
   std::vector<ReportedLaunch> found;
+  LaunchLedger::SuspectCount count;
   if (meaning == ErrorMeaning::Own) {
     // The breadcrumbs still say what completed (reading them raises each stream's mark).
     if (breadcrumbs_ready()) breadcrumbs_.read(ledger_);
     StreamState* state = stream.handle || stream.per_thread_owner ? stream_state(stream) : nullptr;
-    found = ledger_.suspects(state, 0);
-    if (found.empty() && state) found = ledger_.suspects(nullptr, 0);
+    found = ledger_.suspects(state, 0, &count);
+    if (found.empty() && state) found = ledger_.suspects(nullptr, 0, &count);
   } else {
-    found = ledger_.suspects(nullptr, 0);  // sticky: the fault may be on any stream
+    found = ledger_.suspects(nullptr, 0, &count);  // sticky: the fault may be on any stream
   }
-  first_error(api, result, "", Accused{nullptr, false, std::move(found), FoundBy::Host}, where);
+  Accused accused{nullptr, false, std::move(found), FoundBy::Host};
+  accused.count = count;
+  first_error(api, result, "", std::move(accused), where);
 }
 
 bool Engine::surfaced_by_breadcrumbs(const char* api, ErrorCode result, Surfacing where) {
@@ -649,16 +662,32 @@ Finding Engine::find(const char* api, ErrorCode result, const char* how, const A
   return finding;
 }
 
+SuspectTally Engine::tally(const Accused& accused) {
+  SuspectTally tally;
+  tally.listed = accused.suspects.size();
+  tally.could_have_faulted = accused.count ? accused.count->unfinished : tally.listed;
+  tally.more_not_kept = accused.count && accused.count->more;
+  // Breadcrumbs: a stream whose first unfinished launch is no longer kept (its rule is `all`).
+  if (accused.breadcrumbs && !accused.breadcrumbs->lost.empty()) tally.more_not_kept = true;
+  return tally;
+}
+
 void Engine::pin(const Accused& accused, Finding* finding) const {
   bool by_breadcrumbs = accused.found_by == FoundBy::Breadcrumbs;
   std::vector<PinTarget> targets;
   if (accused.culprit) targets.push_back(pin_target(accused.culprit->record, by_breadcrumbs));
+  // The suspects the finding leaves out are pinned too: a rule must block every launch that could have
+  // faulted, or it is not offered (pin_advice.h).
+  if (accused.count)
+    for (const LaunchRecord& older : accused.count->cut) targets.push_back(pin_target(older, by_breadcrumbs));
   for (const ReportedLaunch& suspect : accused.suspects)
     targets.push_back(pin_target(suspect.record, by_breadcrumbs));
   bool lost = !finding->breadcrumbs_lost.empty();
   finding->pin_rule = pin_rule(targets, lost);
   // A rule is useful where the culprit is not exact, or was found without its full call site (breadcrumbs).
   finding->pin_rule_useful = !accused.suspects.empty() || lost || (accused.culprit && by_breadcrumbs);
+  finding->tally = tally(accused);
+  finding->advice = pin_advice(process_.argv, process_.has_rank, finding->pin_rule, finding->tally);
 }
 
 void Engine::report_shim_problem(const std::string& text) {

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -323,6 +324,7 @@ class Engine {
     uint64_t sequence = 0;
     uint64_t kernel_ordinal = 0;
     uint32_t thread = 0;
+    uint32_t thread_launch = 0;
     StreamId stream;
   };
   inline void fill_record(const LaunchRequest& request, const LaunchNumbers& numbers, LaunchRecord* record);
@@ -345,6 +347,9 @@ class Engine {
     std::vector<ReportedLaunch> suspects;
     FoundBy found_by = FoundBy::Host;
     const BreadcrumbView* breadcrumbs = nullptr;
+    // How many launches could have faulted (the ledger's count before it cut the suspects to the newest);
+    // where not set, the suspects are all of them.
+    std::optional<LaunchLedger::SuspectCount> count;
   };
   void first_error(const char* api, ErrorCode result, const char* how, Accused accused, Surfacing where = {});
   // What the first error record and log say, resolved (symbolized) once for both (but the error's text and
@@ -352,6 +357,7 @@ class Engine {
   Finding find(const char* api, ErrorCode result, const char* how, const Accused& accused, Surfacing where);
   void note_in_error_file(const Finding& finding);
   void pin(const Accused& accused, Finding* finding) const;
+  static SuspectTally tally(const Accused& accused);
   // An error surfaced at a call that did not cause it (or whose cause is not known): the culprit comes from
   // the breadcrumbs, else the suspects: what had not completed (on any stream, for a sticky error).
   void surfaced(const char* api, ErrorCode result, StreamId stream, Surfacing where);
@@ -360,7 +366,8 @@ class Engine {
   void refuse(Launch& launch);
   // When a blocked launch's synchronize failed: the other launches that had not completed, on any stream
   // (breadcrumbs narrow it to each stream's first unfinished one), any of which may have faulted instead.
-  std::vector<ReportedLaunch> may_have_faulted_instead(const Launch& launch);
+  std::vector<ReportedLaunch> may_have_faulted_instead(const Launch& launch,
+                                                       std::optional<LaunchLedger::SuspectCount>* count);
   void log_launch(const Launch& launch, const char* what, ErrorCode result);
   // The trace's entry for a launch that ended (before what its outcome sets off: an `abort` rule writes the
   // trace), and its facts of the first error.
@@ -551,6 +558,7 @@ inline void Engine::fill_record(const LaunchRequest& request, const LaunchNumber
   record.shared_memory = request.shared_memory;
   record.caller = request.caller;
   record.thread = numbers.thread;
+  record.thread_launch = numbers.thread_launch;
   record.stream = numbers.stream;
   record.in_capture = request.in_capture;
 }
@@ -587,6 +595,8 @@ inline void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
     numbers.kernel_ordinal = request.kernel->past_table ? 0 : launches;
   }
   numbers.thread = current_thread_number();
+  numbers.thread_launch = ledger_.number_thread_launch();
+  if (request.kernel) const_cast<KernelInfo*>(request.kernel)->note_launching_thread(numbers.thread);
   numbers.stream = stream_id(request.stream, request.per_thread_default_stream);
   // Made here, over whatever `out` held (a Launch is trivially destructible), once the numbers above are
   // taken: with no call or atomic between the making and the filling, each field is stored once. The fields

@@ -88,14 +88,15 @@ void LaunchLedger::settle_waits() const {
   }
 }
 
-std::vector<ReportedLaunch> LaunchLedger::suspects(const StreamState* only_stream,
-                                                   uint64_t exclude_sequence) const {
+std::vector<ReportedLaunch> LaunchLedger::suspects(const StreamState* only_stream, uint64_t exclude_sequence,
+                                                   SuspectCount* count) const {
   settle_waits();
   std::vector<ReportedLaunch> found;
   uint64_t device_synced = device_synced_through();
+  bool more = false;
   auto visit = [&](StreamState& state) {
     uint64_t after = std::max(device_synced, state.synced_through.load(std::memory_order_acquire));
-    state.collect(after, exclude_sequence, &found);
+    more = state.collect(after, exclude_sequence, &found) || more;
   };
   if (only_stream) {
     visit(*const_cast<StreamState*>(only_stream));
@@ -105,7 +106,13 @@ std::vector<ReportedLaunch> LaunchLedger::suspects(const StreamState* only_strea
   std::sort(found.begin(), found.end(), [](const ReportedLaunch& a, const ReportedLaunch& b) {
     return a.record.sequence < b.record.sequence;
   });
-  if (found.size() > StreamState::kRing) found.erase(found.begin(), found.end() - StreamState::kRing);
+  if (count) *count = SuspectCount{found.size(), more, {}};
+  if (found.size() > StreamState::kRing) {
+    if (count)
+      for (auto it = found.begin(); it != found.end() - StreamState::kRing; ++it)
+        count->cut.push_back(it->record);
+    found.erase(found.begin(), found.end() - StreamState::kRing);
+  }
   return found;
 }
 

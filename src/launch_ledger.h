@@ -125,8 +125,9 @@ struct StreamState {
   }
   // The places the ring still holds, [oldest_kept(end), end), where `end` is `written` read under the lock.
   uint64_t oldest_kept(uint64_t end) const { return end > capacity ? end - capacity : 0; }
-  // Records newer than `after`, in the order they were pushed.
-  void collect(uint64_t after, uint64_t exclude, std::vector<ReportedLaunch>* out) {
+  // Records newer than `after`, in the order they were pushed. Returns whether launches newer than `after`
+  // were pushed out of the ring before anything proved them: then not all of them are in `out`.
+  bool collect(uint64_t after, uint64_t exclude, std::vector<ReportedLaunch>* out) {
     detail::SpinGuard guard(lock);
     uint64_t end = written.load(std::memory_order_relaxed);
     for (uint64_t i = oldest_kept(end); i < end; ++i) {
@@ -138,6 +139,7 @@ struct StreamState {
       if (record.has_stack) reported.stack = std::make_shared<CallStack>(stacks[ring_index(i)]);
       out->push_back(std::move(reported));
     }
+    return evicted_through > after;
   }
   // The launch `sequence` returned an error that enqueued nothing: it is no longer one of the unfinished.
   void refuse(uint64_t sequence) {
@@ -201,6 +203,12 @@ class LaunchLedger {
   // meanwhile by other threads stay suspects); launches() is one less.
   uint64_t mark() const { return next_sequence_.load(std::memory_order_acquire); }
   uint64_t launches() const { return mark() - 1; }
+  // Numbers a launch among the calling thread's launches (1-based; thread#N in a policy). Counted per
+  // thread and ledger (a forked child's new ledger starts from 1), without an atomic.
+  uint32_t number_thread_launch() {
+    if (__builtin_expect(t_thread_launches.ledger != serial_, 0)) t_thread_launches = {serial_, 0};
+    return ++t_thread_launches.launches;
+  }
 
   // The stream's state, created on first sight (nullptr past the table's room: that stream's launches are
   // not followed). Lock-free; a thread's last stream is found without the table.
@@ -239,9 +247,18 @@ class LaunchLedger {
   // Follows the waits from what is known complete (called before every view of the suspects).
   void settle_waits() const;
 
-  // The launches not known to have completed, oldest first, at most StreamState::kRing: on `only_stream`,
-  // or on every stream (nullptr); `exclude_sequence` left out.
-  std::vector<ReportedLaunch> suspects(const StreamState* only_stream, uint64_t exclude_sequence) const;
+  // How many launches could have faulted, where the suspects are fewer: `unfinished` launches on record not
+  // known to have completed, and `more` where older ones, never proved, were pushed out of their rings.
+  struct SuspectCount {
+    uint64_t unfinished = 0;
+    bool more = false;
+    std::vector<LaunchRecord> cut;  // the older ones the suspects leave out, so that a pin rule covers them
+  };
+  // The launches not known to have completed, oldest first, at most StreamState::kRing (the newest): on
+  // `only_stream`, or on every stream (nullptr); `exclude_sequence` left out. `count`, where given, says how
+  // many there were before the cut.
+  std::vector<ReportedLaunch> suspects(const StreamState* only_stream, uint64_t exclude_sequence,
+                                       SuspectCount* count = nullptr) const;
 
  private:
   struct LastStream {
@@ -250,6 +267,11 @@ class LaunchLedger {
     StreamState* state;
   };
   static inline thread_local LastStream t_last_stream{0, 0, nullptr};
+  struct ThreadLaunches {
+    uint64_t ledger;
+    uint32_t launches;
+  };
+  static inline thread_local ThreadLaunches t_thread_launches{0, 0};
   StreamState* find_stream(StreamId id, uint64_t key);
 
   const size_t ring_capacity_;

@@ -3,9 +3,9 @@
 //   policy := 'none' | rule { (';' | ',') rule }
 //   rule   := ['!'] term { ' ' term }          all terms must match; '!' makes it an exclusion
 //   term   := GLOB | GLOB '#' RANGE | 'kernel=' GLOB | 'regex=' ECMASCRIPT | 'family=' FAMILY
-//           | 'library=' GLOB | '#' RANGE | 'every=' N | 'stream=' HANDLE | 'thread=' N | 'after=' DURATION
-//           | 'all'
-//           | action: 'block' | 'block-device' | 'log' | 'return' | 'abort' | 'exit=' STATUS
+//           | 'library=' GLOB | '#' RANGE | 'thread#' RANGE | 'every=' N | 'stream=' HANDLE | 'thread=' N
+//           | 'after=' DURATION | 'all'
+//           | action: 'block' | 'block-device' | 'block-alone' | 'log' | 'return' | 'abort' | 'exit=' STATUS
 #include "policy.h"
 
 #include <algorithm>
@@ -47,7 +47,8 @@ bool match_bracket(std::string_view pattern, size_t pos, char c, size_t* end) {
 }
 
 // The policy's own words, for "did you mean": the actions, the on-error words, all and none; and the keys.
-const std::vector<std::string> kWords = {"block", "block-device", "log", "return", "abort", "all", "none"};
+const std::vector<std::string> kWords = {"block",  "block-device", "block-alone", "log",
+                                         "return", "abort",        "all",         "none"};
 const std::vector<std::string> kKeys = {
     "kernel=", "regex=", "family=", "library=", "every=", "thread=", "stream=", "after=", "exit="};
 
@@ -170,6 +171,7 @@ struct Term {
     Family,
     Library,
     Sequence,
+    ThreadLaunch,
     Every,
     Stream,
     Thread,
@@ -224,6 +226,8 @@ struct Term {
         return facts.library_unit && facts.library_api && glob_match(glob, facts.library_api);
       case Kind::Sequence:
         return facts.sequence >= low && facts.sequence <= high;
+      case Kind::ThreadLaunch:
+        return facts.thread_launch >= low && facts.thread_launch <= high;
       case Kind::Every:
         return low != 0 && facts.sequence % low == 0;
       case Kind::Stream:
@@ -242,6 +246,7 @@ struct Term {
 struct Checks {
   uint64_t sequence_low = 0, sequence_high = UINT64_MAX;
   uint64_t ordinal_low = 0, ordinal_high = UINT64_MAX;
+  uint64_t thread_launch_low = 0, thread_launch_high = UINT64_MAX;
   uint64_t every = 0;
   uint64_t after_ms = 0;
   uint64_t thread = 0;  // 0: any
@@ -262,6 +267,9 @@ struct Checks {
         break;
       case Term::Kind::KernelOrdinal:
         once(seen_ordinal), ordinal_low = term.low, ordinal_high = term.high;
+        break;
+      case Term::Kind::ThreadLaunch:
+        once(seen_thread_launch), thread_launch_low = term.low, thread_launch_high = term.high;
         break;
       case Term::Kind::Every:
         once(seen_every), every = term.low;
@@ -290,6 +298,7 @@ struct Checks {
   bool match(const LaunchFacts& facts) const {
     return !library && facts.sequence >= sequence_low && facts.sequence <= sequence_high &&
            facts.kernel_ordinal >= ordinal_low && facts.kernel_ordinal <= ordinal_high &&
+           facts.thread_launch >= thread_launch_low && facts.thread_launch <= thread_launch_high &&
            (every == 0 || facts.sequence % every == 0) && facts.elapsed_ms >= after_ms &&
            (thread == 0 || facts.thread == thread) && (!has_stream || facts.stream == stream) &&
            (family < 0 || static_cast<int>(facts.family) == family);
@@ -297,7 +306,7 @@ struct Checks {
 
  private:
   bool seen_sequence = false, seen_ordinal = false, seen_every = false, seen_after = false,
-       seen_thread = false;
+       seen_thread = false, seen_thread_launch = false;
 };
 
 struct Policy::Rule {
@@ -343,6 +352,7 @@ bool parse_action(const Piece& piece, Decision* decision, bool* is_action, std::
   *is_action = true;
   if (text == "block") return decision->action = Action::Block, true;
   if (text == "block-device") return decision->action = Action::BlockDevice, true;
+  if (text == "block-alone") return decision->action = Action::BlockAlone, true;
   if (text == "log") return decision->action = Action::Log, true;
   if (text == "return") return decision->on_error = OnError::Return, true;
   if (text == "abort") return decision->on_error = OnError::Abort, true;
@@ -408,7 +418,7 @@ bool parse_keyed_term(const Piece& piece, const std::string& key, const std::str
   } else {
     return fail("unknown term '" + key + "='" + did_you_mean(key + "=", kKeys) +
                 "; terms are kernel=, regex=, family=, library=, every=, thread=, "
-                "stream=, after=, #N, NAME#N");
+                "stream=, after=, #N, NAME#N, thread#N");
   }
   return true;
 }
@@ -421,12 +431,13 @@ bool check_not_a_misspelled_word(const Piece& piece, std::string* error) {
   if (text.find_first_of("*?[(<#:") != std::string::npos) return true;
   std::optional<std::string> meant = closest_word(text, kWords);
   if (!meant) return true;
-  return term_error(piece,
-                    "not a word of the policy (did you mean '" + *meant +
-                        "'?); actions: block, block-device, log; on error: return, abort, exit=N; for a "
-                        "kernel of that name write kernel=" +
-                        text,
-                    error);
+  return term_error(
+      piece,
+      "not a word of the policy (did you mean '" + *meant +
+          "'?); actions: block, block-device, block-alone, log; on error: return, abort, exit=N; for a "
+          "kernel of that name write kernel=" +
+          text,
+      error);
 }
 
 // A kernel name: GLOB, or GLOB#RANGE for launches of that kernel by their number. The range follows the last
@@ -478,6 +489,17 @@ bool parse_term(const Piece& piece, Term* term, Decision* decision, bool* is_act
     if (!parse_range(text.substr(1), &term->low, &term->high))
       return term_error(piece, "expected a launch number or range after '#' (#1000 or #1000-2000)", error);
     term->kind = Term::Kind::Sequence;
+    return true;
+  }
+  // The N-th launch of whichever host thread makes it (a kernel of that name is written kernel=thread).
+  static constexpr std::string_view kThreadLaunch = "thread#";
+  if (text.rfind(kThreadLaunch, 0) == 0) {
+    if (!parse_range(text.substr(kThreadLaunch.size()), &term->low, &term->high))
+      return term_error(piece,
+                        "expected the thread's launch number or range after 'thread#' (thread#31 or "
+                        "thread#30-40)",
+                        error);
+    term->kind = Term::Kind::ThreadLaunch;
     return true;
   }
   *bare_name = true;
@@ -555,7 +577,9 @@ std::string pin_rule(const std::vector<PinTarget>& targets, bool lost) {
   std::vector<std::string> terms;
   for (const PinTarget& target : targets) {
     if (target.name.empty()) continue;
-    std::string term = target.ordinal ? target.name + "#" + std::to_string(target.ordinal) : target.name;
+    std::string term = target.thread_launch ? target.name + " thread#" + std::to_string(target.thread_launch)
+                       : target.ordinal     ? target.name + "#" + std::to_string(target.ordinal)
+                                            : target.name;
     if (std::find(terms.begin(), terms.end(), term) == terms.end()) terms.push_back(term);
   }
   std::string rule;
@@ -648,6 +672,7 @@ std::optional<Policy> Policy::parse(std::string_view text, std::string* error) {
       return std::nullopt;
     }
     policy.names_nccl_ = policy.names_nccl_ || rule->names_nccl;
+    policy.blocks_alone_ = policy.blocks_alone_ || rule->decision.action == Action::BlockAlone;
     policy.rules_.push_back(std::move(rule));
   }
   return policy;

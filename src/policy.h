@@ -36,6 +36,10 @@ enum class Action : uint8_t {
   Block,        // synchronize the launch's stream after it
   BlockDevice,  // synchronize the whole device after it
   Log,          // record it with its details in the log, without blocking
+  // Wait until everything launched before it has completed (on every stream), run it while other threads'
+  // launches wait at a gate, and synchronize its stream: an error at that synchronize is then its own,
+  // whatever else the program had queued (docs/policy.md: the gate and its caveats).
+  BlockAlone,
 };
 
 // What to do when a launch the rule blocked turns out to have failed.
@@ -47,7 +51,9 @@ struct Decision {
   int exit_status = 0;  // for OnError::Exit
   int rule = -1;        // index of the deciding rule, -1: none (or the NCCL default)
   bool named = false;   // the deciding rule names what it matched (not just `all` or numbers)
-  bool blocks() const { return action == Action::Block || action == Action::BlockDevice; }
+  bool blocks() const {
+    return action == Action::Block || action == Action::BlockDevice || action == Action::BlockAlone;
+  }
 };
 
 // Everything a rule can look at. The static part (kernel names, family, library call) is the same for
@@ -61,6 +67,7 @@ struct LaunchFacts {
   uint64_t kernel_ordinal = 0;
   const void* stream = nullptr;
   uint32_t thread = 0;
+  uint64_t thread_launch = 0;  // its number among its host thread's launches (thread#N)
   uint64_t elapsed_ms = 0;
   // Per-kernel answers cached by the caller (Policy::name_mask, is_nccl_kernel), so that deciding a
   // launch does no string matching: null where not cached.
@@ -84,6 +91,8 @@ class Policy {
   bool per_kernel() const { return per_kernel_; }
   // Whether some rule looks at the time since start (then each launch reads the clock).
   bool uses_time() const { return uses_time_; }
+  // Whether some rule's action is block-alone: then every launch passes the gate (shim/launch_gate.h).
+  bool blocks_alone() const { return blocks_alone_; }
 
   Decision decide(const LaunchFacts& facts) const;
 
@@ -104,17 +113,21 @@ class Policy {
   std::vector<std::shared_ptr<const Rule>> rules_;
   bool per_kernel_ = true;
   bool uses_time_ = false;
+  bool blocks_alone_ = false;
   bool names_nccl_ = false;  // some rule names NCCL kernels explicitly: the NCCL default steps aside
 };
 
 // The rule that pins a first error in a second run ("to pin it: run again with --block RULE"): each target
 // blocked on its own, so that it fails at its own synchronize. A target is a kernel's base name, a library
 // call's or cuGraphLaunch's API name; with its per-kernel launch number (`ordinal`, NAME#N) where that one
-// launch is known, else (0) every launch of it. Duplicates are written once; `lost` (a launch no longer
-// known) gives "all", which alone pins it.
+// launch is known, else (0) every launch of it. A kernel that several host threads launch is numbered among
+// its own thread's launches instead (`thread_launch`, NAME thread#N): its per-kernel number depends on how
+// the threads interleaved, which another run changes, while a thread's own order does not. Duplicates are
+// written once; `lost` (a launch no longer known) gives "all", which alone pins it.
 struct PinTarget {
   std::string name;
   uint64_t ordinal = 0;
+  uint64_t thread_launch = 0;  // used instead of `ordinal` where not 0
 };
 std::string pin_rule(const std::vector<PinTarget>& targets, bool lost);
 

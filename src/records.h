@@ -78,8 +78,25 @@ struct KernelInfo {
   // launches is no one kernel's, so its launches have no per-kernel number (LaunchRecord::kernel_ordinal 0).
   bool past_table = false;
   Decision decision;
+  // The one host thread that launches it, or kManyThreads once another did too: then its per-kernel launch
+  // number depends on how the threads interleaved, and a launch of it is pinned by its number among its own
+  // thread's launches instead (PinTarget). In the padding after `decision`: no bigger a record.
+  static constexpr uint32_t kManyThreads = ~uint32_t{0};
+  std::atomic<uint32_t> launched_by{0};
   std::atomic<uint64_t> launches{0};
   BlockStats stats;
+
+  // Called at each of its launches: a load and a compare, but the first time and once a second thread
+  // launches it.
+  void note_launching_thread(uint32_t thread) {
+    uint32_t known = launched_by.load(std::memory_order_relaxed);
+    if (__builtin_expect(known == thread || known == kManyThreads, 1)) return;
+    if (known == 0 && launched_by.compare_exchange_strong(known, thread, std::memory_order_relaxed)) return;
+    if (known != thread) launched_by.store(kManyThreads, std::memory_order_relaxed);
+  }
+  bool launched_by_many_threads() const {
+    return launched_by.load(std::memory_order_relaxed) == kManyThreads;
+  }
 };
 
 // The main arguments of a library call that is recorded as one launch unit (cuBLAS GEMMs).
@@ -161,6 +178,9 @@ struct LaunchRecord {
   Dim3 grid, block;
   uint64_t shared_memory = 0;
   uint32_t thread = 0;   // host thread number, 1-based in order of first CUDA call
+  // Its number among its host thread's launches, 1-based (thread#N): unlike `sequence` and
+  // `kernel_ordinal`, it does not change when the threads interleave differently in another run.
+  uint32_t thread_launch = 0;
   uintptr_t caller = 0;  // return address into the code that called the entry point (LaunchRequest)
   // With breadcrumbs: the launching thread's Python line (the program's own frame) and innermost frame, as
   // numbers in the engine's PythonSiteTable (0: none kept), and what the Python capture found.

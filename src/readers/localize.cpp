@@ -7,6 +7,7 @@
 #include <set>
 
 #include "cuda_errors.h"
+#include "policy.h"
 #include "report/keys.h"
 #include "report/launch_writer.h"
 
@@ -165,7 +166,15 @@ bool second_run_wants_graph_breadcrumbs(const Json& first_error) {
 
 std::string second_run_policy(const Json& first_error) {
   std::string rule = string_member(first_error, key::pin_rule);
-  return rule.empty() ? "all" : rule;
+  if (rule.empty()) rule = "all";
+  std::string policy;
+  for (const std::string& one : split_top_level(rule, ";,"))
+    if (!one.empty()) policy += (policy.empty() ? "" : ",") + one + " block-alone";
+  return policy;
+}
+
+bool at_blocked_launch(const Json& first_error) {
+  return string_member(first_error, key::method) == "blocking" && launch_of(first_error) != nullptr;
 }
 
 SecondRun compare_runs(const Json& first, const RunFinding& second) {

@@ -40,8 +40,16 @@ bool has_python_line(const Json& first_error);
 bool second_run_wants_graph_breadcrumbs(const Json& first_error);
 
 // The --block rule for the second run: the report's pin rule (the suspected kernels; with breadcrumbs the
-// culprit's or candidates' own launches, `stencil#13`), else `all`.
+// culprit's or candidates' own launches, `stencil#13`), else `all`; each of its rules blocks alone
+// (`block-alone`: everything before it completes first, other threads' launches wait), so that an error at
+// its synchronize is its own whatever else was queued.
 std::string second_run_policy(const Json& first_error);
+// The third run's: every launch, alone.
+inline constexpr const char* kThirdRunPolicy = "all block-alone";
+
+// The error came back at the synchronize of a launch the run blocked (exact or not: a launch on another
+// stream not known to have completed may have faulted instead).
+bool at_blocked_launch(const Json& first_error);
 
 enum class SecondRun {
   Pinned,  // exact, in a kernel the first run suspected, with the same error

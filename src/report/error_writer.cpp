@@ -60,10 +60,48 @@ void log_launches(spdlog::logger& logger, const std::vector<LaunchView>& launche
                  launches.size() - shown);
 }
 
+// How many launches could have faulted where the suspects listed are fewer (the ledger keeps the newest).
+void log_cut(spdlog::logger& logger, const Finding& finding) {
+  const SuspectTally& tally = finding.tally;
+  if (!tally.cut()) return;
+  if (tally.more_not_kept) {
+    logger.error(
+        "  more than {} launches since the last completed synchronize could have faulted (the older ones "
+        "were "
+        "not kept); the newest {} are shown",
+        tally.could_have_faulted, tally.listed);
+  } else {
+    logger.error(
+        "  {} launches since the last completed synchronize could have faulted; the newest {} are shown",
+        tally.could_have_faulted, tally.listed);
+  }
+}
+
+// The hint: first the command that pins it (--localize on this very command), then the --block rule where it
+// blocks every launch that could have faulted, or --block all. A hint that, followed, pins nothing is a
+// defect: a rule made from a cut list of suspects is not offered.
+void log_pin_hint(spdlog::logger& logger, const Finding& finding, bool or_all) {
+  const PinAdvice& advice = finding.advice;
+  const std::string& rule = finding.pin_rule;
+  if (!advice.localize_command.empty()) {
+    logger.error("  to pin it: {}", printable(advice.localize_command));
+  } else if (advice.in_job) {
+    logger.error(
+        "  to pin it: run the job's command again under cuda-blockrun --localize (docs/distributed.md)");
+  } else {
+    logger.error("  to pin it: run the program again under cuda-blockrun --localize");
+  }
+  if (advice.rule_covers && rule != "all") {
+    logger.error("  or run again with --block '{}' (or CUDA_BLOCKRUN_BLOCK='{}'){}", rule, rule,
+                 or_all ? ", or --block all" : "");
+  } else {
+    logger.error("  or run again with --block all");
+  }
+}
+
 // What the log says when the culprit is not exact: the candidates or suspects, and how to pin it.
 void log_suspects(spdlog::logger& logger, const Finding& finding, bool stack, size_t print_limit) {
   bool by_breadcrumbs = finding.found_by == FoundBy::Breadcrumbs;
-  const std::string& rule = finding.pin_rule;
   if (by_breadcrumbs && !finding.culprit) {
     bool unwritten = std::any_of(finding.suspects.begin(), finding.suspects.end(),
                                  [](const LaunchView& launch) { return !launch.record->breadcrumb; });
@@ -79,7 +117,7 @@ void log_suspects(spdlog::logger& logger, const Finding& finding, bool stack, si
       logger.error(
           "    stream {}: its first unfinished launch (after #{}) is older than the {} launches kept",
           describe_stream(stream), after, finding.ring);
-    logger.error("  to pin it: run again with --block '{}' (or CUDA_BLOCKRUN_BLOCK='{}')", rule, rule);
+    log_pin_hint(logger, finding, false);
   } else if (!finding.suspects.empty()) {
     logger.error(
         finding.culprit
@@ -87,8 +125,8 @@ void log_suspects(spdlog::logger& logger, const Finding& finding, bool stack, si
             : "  culprit unknown (no blocked launch failed); suspects: launches not known to "
               "have completed, newest last:");
     log_launches(logger, finding.suspects, stack, print_limit);
-    logger.error("  to pin it: run again with --block '{}' (or CUDA_BLOCKRUN_BLOCK='{}'), or --block all",
-                 rule, rule);
+    log_cut(logger, finding);
+    log_pin_hint(logger, finding, true);
   } else if (!finding.culprit) {
     logger.error(
         "  no launch is on record as unfinished: the error comes from the call itself or from work "
@@ -135,6 +173,15 @@ std::string first_error_record(const Finding& finding, long pid) {
   json.key(key::pin_rule);
   if (finding.pin_rule_useful) {
     json.value(finding.pin_rule);
+  } else {
+    json.null();
+  }
+  json.field(key::unfinished_launches, finding.tally.could_have_faulted)
+      .field(key::suspects_cut, finding.tally.cut());
+  json.key(key::pin_rule_covers).value(finding.pin_rule_useful && finding.advice.rule_covers);
+  json.key(key::localize_command);
+  if (finding.pin_rule_useful && !finding.advice.localize_command.empty()) {
+    json.value(finding.advice.localize_command);
   } else {
     json.null();
   }

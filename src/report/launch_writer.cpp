@@ -261,6 +261,7 @@ void write_launch(JsonWriter& json, const LaunchView& launch) {
   }
   json.key(key::collective).value(record.kernel ? record.kernel->collective : nullptr);
   json.field(key::stream, describe_stream(record.stream)).field(key::thread, record.thread);
+  json.field(key::thread_launch, record.thread_launch);
   write_dim3(json, key::grid, record.grid);
   write_dim3(json, key::block, record.block);
   json.field(key::shared_memory, record.shared_memory).field(key::blocked, record.blocked);

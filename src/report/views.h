@@ -14,6 +14,7 @@
 #include "callsite.h"
 #include "cuda_errors.h"
 #include "graph_captures.h"
+#include "pin_advice.h"
 #include "records.h"
 #include "sites.h"
 
@@ -88,6 +89,8 @@ struct Finding {
   size_t ring = 0;                                              // launches kept per stream
   std::string pin_rule;
   bool pin_rule_useful = false;  // not exact, or found without its full call site (breadcrumbs)
+  SuspectTally tally;            // how many launches could have faulted, against the suspects listed
+  PinAdvice advice;              // what the log offers first to pin it (pin_advice.h), with pin_rule_useful
   std::vector<std::string> driver_logs;
   // Where it surfaced: the host thread, and when the call that returned it began and returned (nanoseconds since
   // the start record; 0 where calls are not timed, without --trace and --log-launches).

@@ -175,8 +175,9 @@ TEST_P(CallSite, LaunchThatFailsItselfIsCapturedAtTheLaunch) {
 
 TEST_P(CallSite, EveryLaunchCapturedGivesSuspectsTheirCallSites) {
   int stencil = marker_line("CALLSITE_STENCIL"), fill = marker_line("CALLSITE_FILL");
-  ReportRun run = run_with_report(GetParam(), "suspects", {"--callsites", "all", "--log-launches"},
-                                  {{"CUDA_SIM_FAULT", "stencil:2"}});
+  ReportRun run =
+      run_with_report(GetParam(), "suspects", {"--callsites", "all", "--log-launches", "--breadcrumbs=0"},
+                      {{"CUDA_SIM_FAULT", "stencil:2"}});
   std::string first = run.record("first_error");
   EXPECT_TRUE(contains(first, "\"certainty\":\"suspects\"")) << first;
   // Suspects newest last: fill #5 (the last launch before the fault surfaced), stencil #4, ...
@@ -194,8 +195,8 @@ TEST_P(CallSite, SuspectsNameTheirCallerWithoutAStackWalk) {
   // that called CUDA is kept for every launch, and names the launcher.
   int fill = marker_line("CALLSITE_FILL");
   // Launches #3 to #6 are in flight when the program synchronizes.
-  ReportRun run =
-      run_with_report(GetParam(), "suspects", {}, {{"CUDA_SIM_FAULT", "stencil:2"}, kSurfaceAtSync});
+  ReportRun run = run_with_report(GetParam(), "suspects", {"--breadcrumbs=0"},
+                                  {{"CUDA_SIM_FAULT", "stencil:2"}, kSurfaceAtSync});
   std::string first = run.record("first_error");
   std::regex fill_site("\"seq\":5,[^{]*\"callsite\":\\{[^}]*\"function\":\"launch_fill\",\"file\":\"" +
                        kCallsiteSource + "\",\"line\":" + std::to_string(fill) + "\\},\"stack\":\"caller\"");

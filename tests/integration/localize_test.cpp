@@ -87,15 +87,15 @@ TEST(Localize, BreadcrumbsWithoutTheProgramsCallerRunAgainBlockingOnlyTheLaunch)
       contains(r.err,
                "[cuda-blockrun] localize: run 1: CUDA_ERROR_ILLEGAL_ADDRESS surfaced at cuMemcpyDtoH_v2, "
                "its launch found by breadcrumbs but not where it was launched; run 2: --block "
-               "'stencil#13'\n"))
+               "'stencil#13 block-alone'\n"))
       << r.err;
   EXPECT_TRUE(contains(r.err,
                        "[cuda-blockrun] localize: culprit: kernel stencil(float*, float const*, int, long "
                        "long)<<<(4096,1,1), (256,1,1), 0, 0x0>>>, launch #38 (stencil#13)\n"))
       << r.err;
   EXPECT_TRUE(contains(r.err, "/tests/programs/static_app.cpp:")) << "run 2's call site: " << r.err;
-  EXPECT_TRUE(
-      contains(r.err, "  found in run 1 by breadcrumbs; run 2, which blocked 'stencil#13', confirmed it"))
+  EXPECT_TRUE(contains(
+      r.err, "  found in run 1 by breadcrumbs; run 2, which blocked 'stencil#13 block-alone', confirmed it"))
       << r.err;
   EXPECT_TRUE(contains(r.err, "summary: 60 launches, 1 blocked;"))
       << "run 2 blocked one launch only: " << r.err;
@@ -109,10 +109,10 @@ TEST(Localize, AGraphReplaysFailedNodeIsFoundInASecondRunWithBreadcrumbsInsideTh
   ProcessResult alone = plain("capture", fault);
   ProcessResult r = localize({kApp, "capture", "3"}, fault);
   EXPECT_EQ(r.status, run_alone({kApp, "capture", "3"}, fault).status);
-  EXPECT_TRUE(
-      contains(r.err,
-               "surfaced at cudaStreamSynchronize, in a graph replay found by breadcrumbs, its node not "
-               "known; run 2: --block 'cuGraphLaunch' --graph-breadcrumbs (breadcrumbs inside graphs)\n"))
+  EXPECT_TRUE(contains(
+      r.err,
+      "surfaced at cudaStreamSynchronize, in a graph replay found by breadcrumbs, its node not "
+      "known; run 2: --block 'cuGraphLaunch block-alone' --graph-breadcrumbs (breadcrumbs inside graphs)\n"))
       << r.err;
   const std::string source = CUDA_BLOCKRUN_SOURCE_DIR "/tests/programs/cuda_app.cpp";
   std::string begin = source + ":" + std::to_string(marker_line(source, "CAPTURE_BEGIN"));
@@ -130,8 +130,8 @@ TEST(Localize, AGraphReplaysFailedNodeIsFoundInASecondRunWithBreadcrumbsInsideTh
                "captured at " +
                    launch + " in (anonymous namespace)::capture"))
       << r.err;
-  EXPECT_TRUE(
-      contains(r.err, "found in run 1 by breadcrumbs; run 2, which blocked 'cuGraphLaunch', confirmed it"))
+  EXPECT_TRUE(contains(
+      r.err, "found in run 1 by breadcrumbs; run 2, which blocked 'cuGraphLaunch block-alone', confirmed it"))
       << r.err;
 }
 
@@ -170,7 +170,10 @@ TEST(Localize, OneWritePerFourLaunchesIsPinnedInASecondRunBlockingTheFour) {
   ProcessResult r = localize({kApp, "steps"}, fault, {"--breadcrumb-every", "4"});
   EXPECT_EQ(r.status, alone.status);
   ASSERT_EQ(r.out.substr(0, alone.out.size()), alone.out);
-  EXPECT_TRUE(contains(r.err, "run 2: --block 'fill#13,stencil#13,scale#13,fill#14'")) << r.err;
+  EXPECT_TRUE(contains(
+      r.err,
+      "run 2: --block 'fill#13 block-alone,stencil#13 block-alone,scale#13 block-alone,fill#14 block-alone'"))
+      << r.err;
   EXPECT_TRUE(contains(r.err,
                        "[cuda-blockrun] localize: culprit: kernel stencil(float*, float const*, int, long "
                        "long)<<<(4096,1,1), (256,1,1), 0, 0x0>>>, launch #38 (stencil#13)\n"))
@@ -178,7 +181,9 @@ TEST(Localize, OneWritePerFourLaunchesIsPinnedInASecondRunBlockingTheFour) {
   EXPECT_TRUE(
       contains(r.err, "summary: 60 launches, 2 blocked; first error cudaErrorIllegalAddress at launch #38"))
       << "run 2 blocked #37 and #38 only: " << r.err;
-  EXPECT_TRUE(contains(r.err, "found in run 2, which blocked 'fill#13,stencil#13,scale#13,fill#14'"))
+  EXPECT_TRUE(contains(r.err,
+                       "found in run 2, which blocked 'fill#13 block-alone,stencil#13 block-alone,scale#13 "
+                       "block-alone,fill#14 block-alone'"))
       << r.err;
 }
 
@@ -228,7 +233,7 @@ TEST(Localize, WithBreadcrumbsRunOnesCulpritIsKeptWhenRunTwoDoesNotFault) {
   ProcessResult r = localize(
       changing_fault(::testing::TempDir() + "localize_no_fault_crumbs", "stencil:13", "", kStaticApp), {});
   EXPECT_NE(r.status, 0);
-  EXPECT_TRUE(contains(r.err, "run 2 (--block 'stencil#13') ran without a CUDA error")) << r.err;
+  EXPECT_TRUE(contains(r.err, "run 2 (--block 'stencil#13 block-alone') ran without a CUDA error")) << r.err;
   EXPECT_TRUE(
       contains(r.err,
                "localize: culprit: kernel stencil(float*, float const*, int, long long)<<<(4096,1,1), "
@@ -270,7 +275,8 @@ TEST(Localize, ABadAccessCodedAnotherWayInRunTwoIsPinnedAndSaidSo) {
       << r.err;
   EXPECT_TRUE(
       contains(r.err,
-               "[cuda-blockrun]   found in run 2, which blocked 'fill#13,stencil#13,scale#13,fill#14'; "
+               "[cuda-blockrun]   found in run 2, which blocked 'fill#13 block-alone,stencil#13 "
+               "block-alone,scale#13 block-alone,fill#14 block-alone'; "
                "run 1 failed unpinned\n[cuda-blockrun]   run 1 saw it as cudaErrorInvalidAddressSpace: a "
                "bad memory access both times, and the GPU does not always give one the same code\n"))
       << r.err;

@@ -70,7 +70,9 @@ TEST_F(Trace, EveryModeThatNamesTheCulpritDrawsItsArrowFromItsSlice) {
       {{"--block", "all", "--gpu-time"}, fault, {"--culprit", "stencil#13", "--exact", "--gpu-spans"}},
       {{"--breadcrumbs"}, fault_at_sync, {"--culprit", "stencil#13", "--exact"}},
       {{"--block", "stencil"}, fault_at_sync, {"--culprit", "stencil#13", "--not-exact"}},
-      {{}, fault_at_sync, {"--no-culprit", "--min-launches", "60"}},
+      // The wrapper's run with no mode flag has breadcrumbs (docs/localize.md, "The default run").
+      {{}, fault_at_sync, {"--culprit", "stencil#13", "--exact"}},
+      {{"--breadcrumbs=0"}, fault_at_sync, {"--no-culprit", "--min-launches", "60"}},
   };
   for (const Mode& mode : modes) {
     std::vector<std::string> options = mode.options;

@@ -339,7 +339,9 @@ class ReportNamesThePythonLine(unittest.TestCase):
                                       "replay returned 700\n", done.stderr)
         first = [r for r in records if r["type"] == "first_error"]
         self.assertEqual(len(first), 1, records)
-        graph = first[0]["suspects"][-1]["graph"]
+        # The wrapper's run without a mode flag has breadcrumbs: the replay is the culprit, exactly.
+        self.assertEqual(first[0]["certainty"], "exact", first[0])
+        graph = first[0]["launch"]["graph"]
         self.assertEqual(graph["replay"], 2)
         capture = graph["capture"]
         self.assertEqual(capture["begun_at"]["python_callsite"],

@@ -137,8 +137,8 @@ TEST_F(EngineTest, UnblockedFaultListsUnsynchronizedLaunchesOfEveryStreamAsSuspe
       "(stencil#1)\n"
       "    kernel fill(float*, int, float)<<<(4096,1,1), (256,1,1), 0, 0xb000>>>, launch #3 (fill#2)\n"
       "    kernel fill(float*, int, float)<<<(4096,1,1), (256,1,1), 0, 0xa000>>>, launch #4 (fill#3)\n"
-      "  to pin it: run again with --block 'stencil,fill' (or CUDA_BLOCKRUN_BLOCK='stencil,fill'), or "
-      "--block all\n");
+      "  to pin it: run the program again under cuda-blockrun --localize\n"
+      "  or run again with --block 'stencil,fill' (or CUDA_BLOCKRUN_BLOCK='stencil,fill'), or --block all\n");
 }
 
 TEST_F(EngineTest, SuspectsAreTheNewestEightAcrossStreamsForDeviceWideCalls) {
@@ -150,8 +150,17 @@ TEST_F(EngineTest, SuspectsAreTheNewestEightAcrossStreamsForDeviceWideCalls) {
   EXPECT_EQ(text.find("launch #4 "), std::string::npos);
   EXPECT_NE(text.find("launch #5 (fill#5)"), std::string::npos);
   EXPECT_LT(text.find("launch #5 (fill#5)"), text.find("launch #12 (fill#12)"));
+  // Twelve could have faulted, eight are listed: the log says so, and the rule still blocks all twelve (every
+  // launch of fill: the rule is made from the launches left out too).
+  EXPECT_NE(
+      text.find("  12 launches since the last completed synchronize could have faulted; the newest 8 are "
+                "shown\n"
+                "  to pin it: run the program again under cuda-blockrun --localize\n"
+                "  or run again with --block 'fill' (or CUDA_BLOCKRUN_BLOCK='fill'), or --block all\n"),
+      std::string::npos)
+      << text;
   size_t lines = std::count(text.begin(), text.end(), '\n');
-  EXPECT_EQ(lines, 1u + 1u + 8u + 1u);
+  EXPECT_EQ(lines, 1u + 1u + 8u + 1u + 2u);
 }
 
 // CUDA_BLOCKRUN_PRINT_LIMIT: the log tells the first N suspects and counts the rest; nothing else changes.
@@ -162,13 +171,17 @@ TEST_F(EngineTest, ThePrintLimitCutsTheSuspectsInTheLogAndSaysHowManyMore) {
   for (int i = 0; i < 12; ++i) run(*engine, fill, i % 2 ? kStreamA : kStreamB);
   engine->end_sync("cudaMemcpy", true, nullptr, false, engine->begin_sync(), ErrorCode{Layer::Runtime, 700});
   std::string text = log();
-  EXPECT_NE(text.find("    kernel fill(float*, int, float)<<<(4096,1,1), (256,1,1), 0, 0xa000>>>, launch #6 "
-                      "(fill#6)\n"
-                      "    kernel fill(float*, int, float)<<<(4096,1,1), (256,1,1), 0, 0xb000>>>, launch #7 "
-                      "(fill#7)\n"
-                      "    ... and 5 more (--print-limit 0 prints all; --report lists every one)\n"
-                      "  to pin it: run again with --block 'fill'"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("    kernel fill(float*, int, float)<<<(4096,1,1), (256,1,1), 0, 0xa000>>>, launch #6 "
+                "(fill#6)\n"
+                "    kernel fill(float*, int, float)<<<(4096,1,1), (256,1,1), 0, 0xb000>>>, launch #7 "
+                "(fill#7)\n"
+                "    ... and 5 more (--print-limit 0 prints all; --report lists every one)\n"
+                "  12 launches since the last completed synchronize could have faulted; the newest 8 are "
+                "shown\n"
+                "  to pin it: run the program again under cuda-blockrun --localize\n"
+                "  or run again with --block 'fill'"),
+      std::string::npos)
       << text;
   EXPECT_EQ(text.find("launch #8 "), std::string::npos) << text;
 }
@@ -256,17 +269,17 @@ TEST_F(EngineTest, BlockedFailureWithUnfinishedEarlierWorkIsNotExact) {
   Launch l = launch(*engine, stencil, nullptr);
   engine->end_launch(l, ErrorCode{}, BlockOutcome::Synchronized, ErrorCode{Layer::Runtime, 700},
                      "cudaStreamSynchronize");
-  EXPECT_EQ(log(),
-            "first error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
-            "cudaStreamSynchronize (blocking synchronize after the launch)\n"
-            "  in kernel stencil(float*, int, long long)<<<(4096,1,1), (256,1,1), 0, 0x0>>>, launch #2 "
-            "(stencil#1), "
-            "blocked\n"
-            "  not exact: these launches had not completed and may have faulted instead, newest last:\n"
-            "    kernel fill(float*, int, float)<<<(4096,1,1), (256,1,1), 0, 0x0>>>, launch #1 (fill#1)\n"
-            "  to pin it: run again with --block 'stencil,fill' (or CUDA_BLOCKRUN_BLOCK='stencil,fill'), or "
-            "--block "
-            "all\n");
+  EXPECT_EQ(
+      log(),
+      "first error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
+      "cudaStreamSynchronize (blocking synchronize after the launch)\n"
+      "  in kernel stencil(float*, int, long long)<<<(4096,1,1), (256,1,1), 0, 0x0>>>, launch #2 "
+      "(stencil#1), "
+      "blocked\n"
+      "  not exact: these launches had not completed and may have faulted instead, newest last:\n"
+      "    kernel fill(float*, int, float)<<<(4096,1,1), (256,1,1), 0, 0x0>>>, launch #1 (fill#1)\n"
+      "  to pin it: run the program again under cuda-blockrun --localize\n"
+      "  or run again with --block 'stencil,fill' (or CUDA_BLOCKRUN_BLOCK='stencil,fill'), or --block all\n");
 }
 
 TEST_F(EngineTest, CaptureSkipIsLoggedOnceAndCounted) {
@@ -536,15 +549,15 @@ TEST_F(BreadcrumbTest, SeveralStreamsInFlightGiveTheirFirstUnfinishedLaunchesOld
   launch_with_crumb(*engine, stencil, streamC, true);                                 // #9 done
   engine->end_sync("cudaDeviceSynchronize", true, nullptr, false, engine->begin_sync(),
                    ErrorCode{Layer::Runtime, 700});
-  EXPECT_EQ(
-      log(),
-      "first error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
-      "cudaDeviceSynchronize\n"
-      "  culprit among the first unfinished launch of each stream (breadcrumbs), oldest first:\n"
-      "    kernel stencil(float*, int, long long)<<<(4096,1,1), (256,1,1), 0, 0xb000>>>, launch #5 "
-      "(stencil#2)\n"
-      "    kernel fill(float*, int, float)<<<(4096,1,1), (256,1,1), 0, 0xa000>>>, launch #7 (fill#4)\n"
-      "  to pin it: run again with --block 'stencil#2,fill#4' (or CUDA_BLOCKRUN_BLOCK='stencil#2,fill#4')\n");
+  EXPECT_EQ(log(),
+            "first error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
+            "cudaDeviceSynchronize\n"
+            "  culprit among the first unfinished launch of each stream (breadcrumbs), oldest first:\n"
+            "    kernel stencil(float*, int, long long)<<<(4096,1,1), (256,1,1), 0, 0xb000>>>, launch #5 "
+            "(stencil#2)\n"
+            "    kernel fill(float*, int, float)<<<(4096,1,1), (256,1,1), 0, 0xa000>>>, launch #7 (fill#4)\n"
+            "  to pin it: run the program again under cuda-blockrun --localize\n"
+            "  or run again with --block 'stencil#2,fill#4' (or CUDA_BLOCKRUN_BLOCK='stencil#2,fill#4')\n");
 }
 
 // Two threads launch into one stream at once: #2 is numbered first, but #3's launch and write reach the
@@ -569,7 +582,7 @@ TEST_F(BreadcrumbTest, TwoLaunchesIntoOneStreamAtOnceAreNeverNamedExactly) {
   std::string text = log();
   EXPECT_EQ(text.find("  in kernel "), std::string::npos) << "named exactly: " << text;
   EXPECT_NE(text.find("launch #3 (stencil#1)\n"), std::string::npos) << "the culprit is not among: " << text;
-  EXPECT_NE(text.find("to pin it: run again with --block 'fill#2,stencil#1'"), std::string::npos) << text;
+  EXPECT_NE(text.find("or run again with --block 'fill#2,stencil#1'"), std::string::npos) << text;
 }
 
 // One thread: each launch's write is enqueued before the next launch is numbered, so the first unfinished one
@@ -603,8 +616,7 @@ TEST_F(BreadcrumbTest, OneWritePerFourLaunchesGivesTheFourAfterTheLastWrittenOne
     EXPECT_NE(text.find(candidate), std::string::npos) << candidate << " is not among: " << text;
   EXPECT_EQ(text.find("launch #36 "), std::string::npos) << text;
   EXPECT_EQ(text.find("launch #41 "), std::string::npos) << text;
-  EXPECT_NE(text.find("to pin it: run again with --block 'fill#13,stencil#13,scale#13,fill#14'"),
-            std::string::npos)
+  EXPECT_NE(text.find("or run again with --block 'fill#13,stencil#13,scale#13,fill#14'"), std::string::npos)
       << text;
 }
 
@@ -620,7 +632,10 @@ TEST_F(BreadcrumbTest, AFirstUnfinishedLaunchOlderThanTheRingIsSaidToBeLost) {
       text.find("stream 0xa000: its first unfinished launch (after #5) is older than the 8 launches kept"),
       std::string::npos)
       << text;
-  EXPECT_NE(text.find("to pin it: run again with --block 'all'"), std::string::npos) << text;
+  EXPECT_NE(text.find("  to pin it: run the program again under cuda-blockrun --localize\n"
+                      "  or run again with --block all\n"),
+            std::string::npos)
+      << text;
   EXPECT_EQ(text.find("launch #13 "), std::string::npos)
       << "the oldest launch kept is not the culprit: " << text;
 }
@@ -644,7 +659,7 @@ TEST_F(BreadcrumbTest, AStreamWithoutASlotIsNeverNamedExactly) {
   EXPECT_EQ(text.find("  in kernel stencil"), std::string::npos) << "named exactly: " << text;
   EXPECT_NE(text.find("launch #2 (stencil#1)\n"), std::string::npos) << text;
   EXPECT_NE(text.find("launch #3 (stencil#2)\n"), std::string::npos) << "the culprit is not among: " << text;
-  EXPECT_NE(text.find("to pin it: run again with --block 'stencil#1,stencil#2'"), std::string::npos) << text;
+  EXPECT_NE(text.find("or run again with --block 'stencil#1,stencil#2'"), std::string::npos) << text;
 }
 
 // A launch whose breadcrumb write was not enqueued (the breadcrumbs were being set up on another thread, the
@@ -671,7 +686,7 @@ TEST_F(BreadcrumbTest, ALaunchWithoutItsWriteIsNeverNamedExactly) {
                       "through one that had):\n    kernel stencil"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("to pin it: run again with --block 'stencil#1,scale#1'"), std::string::npos) << text;
+  EXPECT_NE(text.find("or run again with --block 'stencil#1,scale#1'"), std::string::npos) << text;
   EXPECT_EQ(text.find("launch #4 "), std::string::npos) << "#3's write shows #4 never ran first: " << text;
 }
 
@@ -785,6 +800,53 @@ TEST_F(BreadcrumbTest, NoPythonLinesAreKeptWithoutBreadcrumbs) {
   Launch l = launch(*engine, kernel(*engine, 0x10, "_Z4fillPfif"), kStreamA);
   EXPECT_EQ(l.record.python_site, 0u);
   EXPECT_EQ(l.record.python_status, PythonStatus::NotCaptured);
+}
+
+// Threads interleave differently in another run, so a candidate's process-wide numbers (#N, NAME#N) name
+// another launch there; its number among its own thread's launches does not change. Two threads launch the
+// same kernel, each on a stream of its own; both stop short (the device stopped at the fault): the rule
+// names each candidate by its thread's launch number.
+TEST_F(BreadcrumbTest, CandidatesOfAKernelSeveralThreadsLaunchArePinnedByTheirThreadsLaunchNumber) {
+  auto engine = make("none", 256);
+  engine->set_breadcrumbs(slots_, 4);
+  const KernelInfo* accumulate = kernel(*engine, 0x30, "_Z10accumulatePfi");
+  const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
+  launch_with_crumb(*engine, fill, kStreamA, true);  // this thread's #1, one thread's kernel
+  std::thread other([&] {
+    for (int n = 1; n <= 3; ++n)
+      launch_with_crumb(*engine, accumulate, kStreamB, n < 3);  // its #3 unfinished
+  });
+  other.join();
+  for (int n = 2; n <= 6; ++n) launch_with_crumb(*engine, accumulate, kStreamA, n < 5);  // this one's #5
+  engine->end_sync("cudaDeviceSynchronize", true, nullptr, false, engine->begin_sync(),
+                   ErrorCode{Layer::Runtime, 700});
+  std::string text = log();
+  EXPECT_NE(text.find("launch #4 (accumulate#3)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("launch #8 (accumulate#7)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  or run again with --block 'accumulate thread#3,accumulate thread#5' "),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("  in kernel "), std::string::npos) << "named exactly: " << text;
+}
+
+// A launch's number among its thread's launches counts that thread's only, from 1.
+TEST_F(EngineTest, EachThreadNumbersItsOwnLaunches) {
+  auto engine = make("none");
+  const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
+  EXPECT_EQ(launch(*engine, fill, kStreamA).record.thread_launch, 1u);
+  uint32_t in_other = 0;
+  std::thread other([&] {
+    launch(*engine, fill, kStreamA);
+    in_other = launch(*engine, fill, kStreamA).record.thread_launch;
+  });
+  other.join();
+  EXPECT_EQ(in_other, 2u);
+  Launch third = launch(*engine, fill, kStreamA);
+  EXPECT_EQ(third.record.thread_launch, 2u);
+  EXPECT_EQ(third.record.sequence, 4u);
+  EXPECT_TRUE(fill->launched_by_many_threads());
+  auto again = make("none");  // a new engine (a forked child's) counts from 1 again
+  EXPECT_EQ(launch(*again, kernel(*again, 0x10, "_Z4fillPfif"), kStreamA).record.thread_launch, 1u);
 }
 
 TEST_F(BreadcrumbTest, EachStreamGetsItsOwnSlotWhileSlotsLast) {

@@ -71,7 +71,7 @@ TEST(Localize, TheEarliestFirstErrorOfAllProcessesCounts) {
   EXPECT_EQ(found.reports, 2u);
   EXPECT_EQ(found.unreadable, 1u);
   EXPECT_FALSE(is_exact(found.first_error));
-  EXPECT_EQ(second_run_policy(found.first_error), "stencil,scale");
+  EXPECT_EQ(second_run_policy(found.first_error), "stencil block-alone,scale block-alone");
   EXPECT_FALSE(finding({{"run1.1.jsonl", "{\"type\":\"summary\"}\n"}}).found);
 }
 
@@ -82,7 +82,7 @@ TEST(Localize, ACulpritFoundByBreadcrumbsIsRunAgainForItsCallSite) {
   // clang-format on
   EXPECT_TRUE(is_exact(crumbs));
   EXPECT_TRUE(needs_second_run(crumbs));
-  EXPECT_EQ(second_run_policy(crumbs), "stencil#13");
+  EXPECT_EQ(second_run_policy(crumbs), "stencil#13 block-alone");
   EXPECT_FALSE(needs_second_run(walked));  // --callsites all: the full stack is there already
   EXPECT_FALSE(needs_second_run(*parse_json(kPinned)));
   EXPECT_TRUE(needs_second_run(*parse_json(kUnpinned)));
@@ -119,7 +119,7 @@ TEST(Localize, ACulpritFoundByBreadcrumbsWithItsLinesKeptNeedsNoSecondRun) {
 
 TEST(Localize, WithoutAPinRuleTheSecondRunBlocksAll) {
   Json error = *parse_json(R"({"type":"first_error","certainty":"suspects","launch":null,"pin_rule":null})");
-  EXPECT_EQ(second_run_policy(error), "all");
+  EXPECT_EQ(second_run_policy(error), "all block-alone");
 }
 
 TEST(Localize, ComparesTheSecondRunWithTheFirst) {
@@ -165,7 +165,7 @@ TEST(Localize, AGraphReplayNeedsItsNodeAndTheVerdictNamesIt) {
   Json unknown = *parse_json(replay);
   EXPECT_TRUE(needs_second_run(unknown));
   EXPECT_TRUE(second_run_wants_graph_breadcrumbs(unknown));
-  EXPECT_EQ(second_run_policy(unknown), "cuGraphLaunch");
+  EXPECT_EQ(second_run_policy(unknown), "cuGraphLaunch block-alone");
   std::string known = replay;
   known.replace(known.find("\"failed_node\":null"), 18,
                 "\"failed_node\":{\"method\":\"breadcrumbs\",\"certainty\":\"exact\",\"positions\":[2]}");

@@ -74,15 +74,17 @@ TEST(PolicyParse, RulesSplitAtTopLevelSeparators) {
 // Issue 19: a slip in a word of the policy ran the program without doing what was asked (`stencil abortt`
 // blocked nothing: 'abortt' was a second kernel name that no launch has).
 TEST(PolicyParse, AMisspelledWordIsRefusedWithTheWordMeant) {
-  EXPECT_EQ(parse_error("stencil abortt"),
-            "at 9 ('abortt'): not a word of the policy (did you mean 'abort'?); actions: block, block-device, "
-            "log; on error: return, abort, exit=N; for a kernel of that name write kernel=abortt");
+  EXPECT_EQ(
+      parse_error("stencil abortt"),
+      "at 9 ('abortt'): not a word of the policy (did you mean 'abort'?); actions: block, block-device, "
+      "block-alone, log; on error: return, abort, exit=N; for a kernel of that name write kernel=abortt");
   EXPECT_NE(parse_error("stencil blok").find("(did you mean 'block'?)"), std::string::npos);
   EXPECT_NE(parse_error("al").find("(did you mean 'all'?)"), std::string::npos);
   EXPECT_NE(parse_error("stencil retrun").find("(did you mean 'return'?)"), std::string::npos);
-  EXPECT_EQ(parse_error("famly=cublas"),
-            "at 1 ('famly=cublas'): unknown term 'famly=' (did you mean 'family='?); terms are kernel=, regex=, "
-            "family=, library=, every=, thread=, stream=, after=, #N, NAME#N");
+  EXPECT_EQ(
+      parse_error("famly=cublas"),
+      "at 1 ('famly=cublas'): unknown term 'famly=' (did you mean 'family='?); terms are kernel=, regex=, "
+      "family=, library=, every=, thread=, stream=, after=, #N, NAME#N, thread#N");
   // A kernel really called so is written kernel=NAME; globs and names with '#' are never taken for words.
   EXPECT_TRUE(parse_ok("kernel=clock").blocks_kernel(make_kernel_name("clock")));
   parse_ok("stencil abort; fill log; blo* return; stencil#2 block-device");
@@ -111,7 +113,7 @@ TEST(PolicyParse, ErrorsNameThePositionAndWhatIsExpected) {
   EXPECT_EQ(
       parse_error("colour=red"),
       "at 1 ('colour=red'): unknown term 'colour='; terms are kernel=, regex=, family=, library=, every=, "
-      "thread=, stream=, after=, #N, NAME#N");
+      "thread=, stream=, after=, #N, NAME#N, thread#N");
   EXPECT_EQ(parse_error("every=0"), "at 1 ('every=0'): expected a positive number after 'every='");
   EXPECT_EQ(parse_error("after=soon"),
             "at 1 ('after=soon'): expected a duration (500ms, 30s, 2m, 1h) after 'after='");
@@ -231,6 +233,61 @@ TEST(PolicyActions, BlockDeviceLogAbortExit) {
   EXPECT_EQ(parse_ok("stencil return").decide(kernel_launch(kStencil)).on_error, OnError::Return);
 }
 
+// block-alone: a blocking action (the gate is the shim's: shim/launch_gate.h), which the policy says it has.
+TEST(PolicyActions, BlockAloneBlocksAndIsTold) {
+  Policy alone = parse_ok("stencil#13 block-alone abort; fill");
+  EXPECT_TRUE(alone.blocks_alone());
+  Decision decision = alone.decide(kernel_launch(kStencil, 38, 13));
+  EXPECT_EQ(decision.action, Action::BlockAlone);
+  EXPECT_TRUE(decision.blocks());
+  EXPECT_EQ(decision.on_error, OnError::Abort);
+  EXPECT_EQ(alone.decide(kernel_launch(kFill)).action, Action::Block);
+  EXPECT_FALSE(parse_ok("stencil block-device; all").blocks_alone());
+  EXPECT_EQ(
+      parse_error("stencil block-alnoe"),
+      "at 9 ('block-alnoe'): not a word of the policy (did you mean 'block-alone'?); actions: block, "
+      "block-device, block-alone, log; on error: return, abort, exit=N; for a kernel of that name write "
+      "kernel=block-alnoe");
+}
+
+// thread#N: the N-th launch of whichever host thread makes it, so that a rule finds the same launch when the
+// threads interleave differently; with a kernel name, that kernel's launch there.
+TEST(PolicyMatch, ALaunchByItsNumberAmongItsThreadsLaunches) {
+  Policy policy = parse_ok("accumulate thread#31; thread#40-42");
+  const KernelName accumulate = make_kernel_name("_Z10accumulatePfi");
+  LaunchFacts facts = kernel_launch(accumulate, 100, 77);
+  facts.thread_launch = 31;
+  for (uint32_t thread : {1u, 2u, 3u}) {  // whichever thread it is
+    facts.thread = thread;
+    EXPECT_EQ(policy.decide(facts).rule, 0);
+  }
+  facts.thread_launch = 30;
+  EXPECT_FALSE(policy.decide(facts).blocks());
+  LaunchFacts other = kernel_launch(kFill, 5, 5);
+  other.thread_launch = 31;
+  EXPECT_FALSE(policy.decide(other).blocks()) << "thread#31 with a name is that kernel's only";
+  other.thread_launch = 41;
+  EXPECT_EQ(policy.decide(other).rule, 1);
+  EXPECT_FALSE(policy.per_kernel());
+  EXPECT_EQ(parse_error("accumulate thread#x"),
+            "at 12 ('thread#x'): expected the thread's launch number or range after 'thread#' (thread#31 or "
+            "thread#30-40)");
+}
+
+// The rule that pins candidates: a kernel several threads launch is named by its thread's launch number.
+TEST(PinRule, AKernelOfSeveralThreadsIsPinnedByItsThreadsLaunchNumber) {
+  EXPECT_EQ(
+      pin_rule({{"accumulate", 0, 31}, {"accumulate", 0, 30}, {"stencil", 13, 0}, {"fill", 0, 0}}, false),
+      "accumulate thread#31,accumulate thread#30,stencil#13,fill");
+  EXPECT_EQ(pin_rule({{"accumulate", 0, 31}}, true), "all");
+  // Every rule it makes parses, and blocks what it names.
+  Policy pinned = parse_ok(pin_rule({{"accumulate", 0, 31}, {"stencil", 13, 0}}, false).c_str());
+  const KernelName accumulate = make_kernel_name("_Z10accumulatePfi");
+  LaunchFacts facts = kernel_launch(accumulate, 90, 60);
+  facts.thread_launch = 31;
+  EXPECT_TRUE(pinned.decide(facts).blocks());
+}
+
 TEST(PolicyNccl, NcclKernelsAreNotBlockedUnlessNamed) {
   EXPECT_TRUE(is_nccl_kernel(kNccl));
   EXPECT_FALSE(is_nccl_kernel(kStencil));
@@ -252,7 +309,8 @@ TEST(PolicyCache, MaskedDecisionsEqualFullDecisions) {
                             "after=1s; ncclDev*",
                             "library=cublas*; all",
                             "stencil #3-4 #4-8",
-                            "thread=0"};
+                            "thread=0",
+                            "stencil thread#3-9 block-alone; thread#12; thread#1-4 thread#3-20"};
   const KernelName* kernels[] = {&kStencil, &kFill, &kNccl};
   for (const char* text : policies) {
     Policy policy = parse_ok(text);
@@ -262,6 +320,7 @@ TEST(PolicyCache, MaskedDecisionsEqualFullDecisions) {
         LaunchFacts facts = kernel_launch(*kernel, sequence, sequence % 15);
         facts.family = sequence % 2 ? LaunchFamily::Runtime : LaunchFamily::Driver;
         facts.thread = static_cast<uint32_t>(sequence % 3);
+        facts.thread_launch = sequence / 2;
         facts.stream = reinterpret_cast<const void*>(sequence % 4 == 0 ? 0x10 : 0x20);
         facts.elapsed_ms = sequence * 100;
         Decision full = policy.decide(facts);

@@ -96,17 +96,62 @@ TEST_F(WritersTest, SuspectsAreListedWithTheRuleThatPinsThem) {
   Finding found = finding();
   found.suspects.push_back(view());
   found.pin_rule_useful = true;
+  found.tally = SuspectTally{1, false, 1};
+  found.advice = pin_advice({"./app", "--steps", "it's 3"}, false, found.pin_rule, found.tally);
   std::string text = first_error_record(found, 4242);
   EXPECT_NE(text.find("\"certainty\":\"suspects\",\"method\":\"host\""), std::string::npos) << text;
   EXPECT_NE(text.find("\"launch\":null"), std::string::npos) << text;
-  EXPECT_NE(text.find("\"pin_rule\":\"stencil\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"pin_rule\":\"stencil\",\"unfinished_launches\":1,\"suspects_cut\":false,"
+                      "\"pin_rule_covers\":true,\"localize_command\":\"cuda-blockrun --localize -- ./app "
+                      "--steps 'it'\\\\''s 3'\""),
+            std::string::npos)
+      << text;
   EXPECT_EQ(text.find("breadcrumbs_lost"), std::string::npos) << text;  // breadcrumbs were not read
   log_first_error(*logger, found, false, 10);
   EXPECT_NE(log_.str().find("  culprit unknown (no blocked launch failed); suspects:"), std::string::npos);
+  EXPECT_NE(log_.str().find("  to pin it: cuda-blockrun --localize -- ./app --steps 'it'\\''s 3'\n"
+                            "  or run again with --block 'stencil' (or CUDA_BLOCKRUN_BLOCK='stencil'), "
+                            "or --block all\n"),
+            std::string::npos)
+      << log_.str();
+}
+
+// A hint that, followed, pins nothing is a defect: where launches that could have faulted were no longer
+// kept, the rule made from those on record is not offered, and the log says how many could have.
+TEST_F(WritersTest, ARuleThatCannotCoverEveryLaunchThatCouldHaveFaultedIsNotOffered) {
+  Finding found = finding();
+  found.suspects.push_back(view());
+  found.pin_rule_useful = true;
+  found.tally = SuspectTally{8, true, 1};
+  found.advice = pin_advice({"python3", "train.py"}, false, found.pin_rule, found.tally);
+  std::string text = first_error_record(found, 4242);
+  EXPECT_NE(text.find("\"unfinished_launches\":8,\"suspects_cut\":true,\"pin_rule_covers\":false,"
+                      "\"localize_command\":\"cuda-blockrun --localize -- python3 train.py\""),
+            std::string::npos)
+      << text;
+  log_first_error(*logger, found, false, 10);
   EXPECT_NE(
-      log_.str().find("  to pin it: run again with --block 'stencil' (or CUDA_BLOCKRUN_BLOCK='stencil'), "
-                      "or --block all"),
+      log_.str().find("  more than 8 launches since the last completed synchronize could have faulted (the "
+                      "older ones were not kept); the newest 1 are shown\n"
+                      "  to pin it: cuda-blockrun --localize -- python3 train.py\n"
+                      "  or run again with --block all\n"),
       std::string::npos)
+      << log_.str();
+  EXPECT_EQ(log_.str().find("--block 'stencil'"), std::string::npos) << log_.str();
+}
+
+// A rank of a job does not know the job's command: the hint names the job's.
+TEST_F(WritersTest, ARankIsToldToLocalizeItsJob) {
+  Finding found = finding();
+  found.suspects.push_back(view());
+  found.pin_rule_useful = true;
+  found.tally = SuspectTally{1, false, 1};
+  found.advice = pin_advice({"python3", "train.py"}, true, found.pin_rule, found.tally);
+  EXPECT_NE(first_error_record(found, 4242).find("\"localize_command\":null"), std::string::npos);
+  log_first_error(*logger, found, false, 10);
+  EXPECT_NE(log_.str().find("  to pin it: run the job's command again under cuda-blockrun --localize "
+                            "(docs/distributed.md)\n"),
+            std::string::npos)
       << log_.str();
 }
 

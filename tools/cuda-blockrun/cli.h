@@ -100,7 +100,7 @@ int wait_for_program(pid_t child);
 int exit_status_after(int status, int error_exitcode, const std::string& error_file);
 // --localize: runs `program_argv` (the shim already in LD_PRELOAD, the flags in the environment) once or
 // twice and prints one verdict; returns run 1's exit status.
-int localize_culprit(char** program_argv, bool breadcrumbs);
+int localize_culprit(char** program_argv, bool breadcrumbs, int max_runs);
 
 }  // namespace blockrun::cli
 // SPDX-License-Identifier: MIT

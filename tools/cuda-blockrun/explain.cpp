@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
@@ -65,6 +66,7 @@ struct DescribedLaunch {
   std::string library;
   bool have_kernel = false;
   bool have_family = false;
+  bool have_thread_launch = false;
 };
 
 // A kernel-name term: NAME, or NAME#N for its N-th launch, as the policy reads it (the number follows the
@@ -80,11 +82,15 @@ void read_kernel_term(const std::string& term, DescribedLaunch* launch) {
   launch->have_kernel = true;
 }
 
-// One term of the description: #N, NAME#N, thread=, stream=, after=, library=, family=, or a kernel name.
+// One term of the description: #N, NAME#N, thread#N, thread=, stream=, after=, library=, family=, or a kernel
+// name.
 void read_term(const std::string& term, DescribedLaunch* launch) {
   blockrun::LaunchFacts& facts = launch->facts;
   if (term[0] == '#') {
     facts.sequence = number_after(term, 1);
+  } else if (term.rfind("thread#", 0) == 0) {
+    facts.thread_launch = number_after(term, 7);
+    launch->have_thread_launch = true;
   } else if (term.rfind("ordinal=", 0) == 0) {
     usage_error("--explain: '" + term +
                 "': write a kernel's N-th launch as NAME#N, as in the policy (e.g. --explain 'stencil#13')");
@@ -108,6 +114,7 @@ void read_description(const std::string& description, DescribedLaunch* launch) {
   launch->facts.sequence = 1;
   launch->facts.kernel_ordinal = 1;
   launch->facts.thread = 1;
+  launch->facts.thread_launch = 1;
   for (const std::string& term : blockrun::split_top_level(description, " \t")) {
     if (!term.empty()) read_term(term, launch);
   }
@@ -134,12 +141,16 @@ void print_decision(const DescribedLaunch& launch, const blockrun::Policy& polic
   std::string number = fmt::format("launch #{}", facts.sequence);
   if (launch.have_kernel)
     number += " (" + blockrun::kernel_launch_text(launch.kernel.base, facts.kernel_ordinal) + ")";
+  if (launch.have_thread_launch) number += fmt::format(" (thread#{})", facts.thread_launch);
   std::printf("%s, %s, family %s", what.c_str(), number.c_str(), blockrun::launch_family_name(facts.family));
   if (launch.have_kernel && !launch.library.empty()) std::printf(", launched by %s", launch.library.c_str());
   std::printf(":\n");
-  static const char* const kActions[] = {"not blocked", "blocked (its stream is synchronized after it)",
-                                         "blocked (the device is synchronized after it)",
-                                         "logged, not blocked"};
+  static const char* const kActions[] = {
+      "not blocked", "blocked (its stream is synchronized after it)",
+      "blocked (the device is synchronized after it)", "logged, not blocked",
+      "blocked alone (everything before it completes first, other threads' "
+      "launches wait until its stream is synchronized)"};
+  static_assert(std::size(kActions) == static_cast<size_t>(blockrun::Action::BlockAlone) + 1);
   std::printf("  %s", kActions[static_cast<int>(decision.action)]);
   if (decision.blocks()) {
     if (decision.on_error == blockrun::OnError::Abort) std::printf("; on error: report, then abort");
@@ -162,7 +173,7 @@ void print_decision(const DescribedLaunch& launch, const blockrun::Policy& polic
 
 // --explain: how the configured policy (flags, else CUDA_BLOCKRUN_BLOCK) treats a described launch:
 // a kernel name (mangled or demangled) or NAME#N (its N-th launch), and any of #N (the N-th launch of the
-// process), family=, library=, stream=, thread=, after=.
+// process), thread#N (of its thread), family=, library=, stream=, thread=, after=.
 int explain_launch(const std::map<std::string, std::string>& settings, const std::string& description) {
   blockrun::Policy policy = configured_policy(settings);
   DescribedLaunch launch;

@@ -1,15 +1,19 @@
 // --localize: run 1 with nothing blocked and breadcrumbs on; run 2, where needed, blocking only what run 1
-// found; one verdict (docs/localize.md).
+// found, each alone on the device; run 3, where run 2 could not pin it, blocking every launch alone; one
+// verdict (docs/localize.md).
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "cli.h"
 #include "config.h"
@@ -139,68 +143,139 @@ void say_second_run_plan(const blockrun::Json& first_error, const std::string& p
       (graphs ? " --graph-breadcrumbs (breadcrumbs inside graphs)" : ""));
 }
 
-// The verdict once run 2 is done: its culprit where it pinned run 1's error, else run 1's finding.
-void say_verdict(const blockrun::Json& first_error, const blockrun::RunFinding& second,
-                 const std::string& policy, int second_status) {
+// Run 2 failed without pinning: what it saw, truthfully. At a blocked launch whose synchronize failed while
+// launches on other streams were not known to have completed (any may have faulted: a sticky error is the
+// context's), those are named; else it surfaced elsewhere.
+void say_not_pinned(const blockrun::RunFinding& run, int number, const std::string& policy) {
+  const blockrun::Json& error = run.first_error;
+  std::string which = "run " + std::to_string(number) + " (--block '" + policy + "')";
+  if (blockrun::at_blocked_launch(error)) {
+    std::vector<std::string> culprit = blockrun::describe_culprit(error);
+    say("localize: " + which + " failed with " + blockrun::string_member(error, "error") +
+        " at the synchronize of a blocked launch, " + (culprit.empty() ? std::string("?") : culprit.front()) +
+        ", but these launches had not completed and may have faulted instead:");
+    for (const std::string& line : blockrun::describe_suspects(error)) say("    " + line);
+  } else {
+    say("localize: " + which + " failed with " + blockrun::string_member(error, "error") +
+        " but not at a blocked launch: it surfaced at " + blockrun::string_member(error, "surfaced_api") +
+        ", before any blocked launch's synchronize");
+  }
+}
+
+// A run's verdict where it pinned run 1's error (Pinned, PinnedRecoded): its culprit and how it was found.
+void say_pinned(const blockrun::Json& first_error, const blockrun::RunFinding& run,
+                blockrun::SecondRun outcome, int number, const std::string& policy) {
   bool exact = blockrun::is_exact(first_error);
-  blockrun::SecondRun outcome = blockrun::compare_runs(first_error, second);
+  // Recoded: the same launch, its bad memory access under another code than run 1's.
+  bool recoded = outcome == blockrun::SecondRun::PinnedRecoded;
+  say_culprit(run.first_error);
+  std::string which = "run " + std::to_string(number) + ", which blocked '" + policy + "'";
+  say(exact && number == 2 ? "  found in run 1 by breadcrumbs; " + which + ", confirmed " +
+                                 (recoded ? "the launch" : "it") + " and took its call site"
+                           : "  found in " + which + "; run 1 " +
+                                 (recoded ? "failed unpinned" : "gave the same error unpinned"));
+  if (recoded)
+    say("  run 1 saw it as " + blockrun::string_member(first_error, "error") +
+        ": a bad memory access both times, and the GPU does not always give one the same code");
+}
+
+// The verdict of a later run that did not pin run 1's error: why, and run 1's finding kept.
+void say_unconfirmed(const blockrun::Json& first_error, const blockrun::RunFinding& run,
+                     blockrun::SecondRun outcome, int number, const std::string& policy, int status) {
+  std::string which = "run " + std::to_string(number);
   switch (outcome) {
-    case blockrun::SecondRun::Pinned:
-    case blockrun::SecondRun::PinnedRecoded: {
-      // Recoded: the same launch, its bad memory access under another code than run 1's.
-      bool recoded = outcome == blockrun::SecondRun::PinnedRecoded;
-      say_culprit(second.first_error);
-      say(exact ? "  found in run 1 by breadcrumbs; run 2, which blocked '" + policy + "', confirmed " +
-                      (recoded ? "the launch" : "it") + " and took its call site"
-                : "  found in run 2, which blocked '" + policy + "'; run 1 " +
-                      (recoded ? "failed unpinned" : "gave the same error unpinned"));
-      if (recoded)
-        say("  run 1 saw it as " + blockrun::string_member(first_error, "error") +
-            ": a bad memory access both times, and the GPU does not always give one the same code");
-      break;
-    }
     case blockrun::SecondRun::NotPinned:
-      say("localize: run 2 (--block '" + policy + "') failed with " +
-          blockrun::string_member(second.first_error, "error") +
-          " but not at a blocked launch either; keeping run 1's finding. Try --block all.");
-      say_first_finding(first_error);
+      say_not_pinned(run, number, policy);
+      say("localize: keeping run 1's finding. Try --block all.");
       break;
     case blockrun::SecondRun::NoFault:
-      say("localize: run 2 (--block '" + policy + "') ran without a CUDA error (exit status " +
-          std::to_string(second_status) +
-          "): the fault did not recur, so blocking changed what happened; keeping "
-          "run 1's finding.");
-      say_first_finding(first_error);
+      say("localize: " + which + " (--block '" + policy + "') ran without a CUDA error (exit status " +
+          std::to_string(status) +
+          "): the fault did not recur, so blocking changed what happened; keeping run 1's finding.");
       break;
     case blockrun::SecondRun::Diverged:
-      say("localize: run 2 diverged: it failed in another kernel or with another error than run 1; keeping "
-          "run 1's finding. Run 2 found:");
-      for (const std::string& line : blockrun::describe_culprit(second.first_error)) say("    " + line);
-      say_first_finding(first_error);
+      say("localize: " + which +
+          " diverged: it failed in another kernel or with another error than run 1; "
+          "keeping run 1's finding. " +
+          which + " found:");
+      for (const std::string& line : blockrun::describe_culprit(run.first_error)) say("    " + line);
+      break;
+    default:
       break;
   }
+  say_first_finding(first_error);
+}
+
+bool pinned(blockrun::SecondRun outcome) {
+  return outcome == blockrun::SecondRun::Pinned || outcome == blockrun::SecondRun::PinnedRecoded;
+}
+
+// A run of the program with its own report files and its cost said once it ended.
+struct TimedRun {
+  int status = 0;
+  blockrun::RunFinding finding;
+};
+TimedRun run_and_read(char** program_argv, const std::string& directory, int number,
+                      const std::string& policy, bool graph_breadcrumbs = false) {
+  std::string prefix = "run" + std::to_string(number) + ".";
+  auto began = std::chrono::steady_clock::now();
+  TimedRun run;
+  run.status = run_once(program_argv, policy, directory + "/" + prefix + "%p.jsonl", graph_breadcrumbs);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  say(fmt::format("localize: run {} ended (exit status {}) after {:.1f} s", number, run.status, seconds));
+  run.finding = blockrun::find_first_error(read_reports(directory, prefix));
+  return run;
 }
 
 }  // namespace
 
 // Runs the program once with nothing blocked and, when its first CUDA error is not pinned to a launch, once
-// more blocking only the suspected kernels; prints one verdict. Returns the first run's status.
+// more blocking only the suspects, each alone on the device, and, where that cannot pin it either, a third
+// time blocking every launch alone (up to `max_runs`); prints one verdict. Returns the first run's status.
 // `breadcrumbs`: whether the runs have them (on unless the user turned them off).
-int localize_culprit(char** program_argv, bool breadcrumbs) {
+int localize_culprit(char** program_argv, bool breadcrumbs, int max_runs) {
   std::optional<std::string> directory = make_report_directory();
   if (!directory) return kUsageError;
   say(std::string("localize: run 1: nothing blocked, breadcrumbs ") + (breadcrumbs ? "on" : "off") +
       " (reports in " + *directory + ")");
-  int status = run_once(program_argv, "none", *directory + "/run1.%p.jsonl");
-  blockrun::RunFinding first = blockrun::find_first_error(read_reports(*directory, "run1."));
-  if (run_one_settles_it(first, status)) return status;
-  std::string policy = blockrun::second_run_policy(first.first_error);
-  bool graphs = blockrun::second_run_wants_graph_breadcrumbs(first.first_error);
-  say_second_run_plan(first.first_error, policy, graphs);
-  int second_status = run_once(program_argv, policy, *directory + "/run2.%p.jsonl", graphs);
-  blockrun::RunFinding second = blockrun::find_first_error(read_reports(*directory, "run2."));
-  say_verdict(first.first_error, second, policy, second_status);
-  return status;
+  TimedRun first = run_and_read(program_argv, *directory, 1, "none");
+  if (run_one_settles_it(first.finding, first.status)) return first.status;
+  const blockrun::Json& first_error = first.finding.first_error;
+  if (max_runs < 2) {
+    say("localize: --max-runs 1: no second run; run 1's finding:");
+    say_first_finding(first_error);
+    return first.status;
+  }
+  std::string policy = blockrun::second_run_policy(first_error);
+  bool graphs = blockrun::second_run_wants_graph_breadcrumbs(first_error);
+  say_second_run_plan(first_error, policy, graphs);
+  TimedRun second = run_and_read(program_argv, *directory, 2, policy, graphs);
+  blockrun::SecondRun outcome = blockrun::compare_runs(first_error, second.finding);
+  if (pinned(outcome)) {
+    say_pinned(first_error, second.finding, outcome, 2, policy);
+    return first.status;
+  }
+  if (outcome != blockrun::SecondRun::NotPinned) {
+    say_unconfirmed(first_error, second.finding, outcome, 2, policy, second.status);
+    return first.status;
+  }
+  say_not_pinned(second.finding, 2, policy);
+  if (max_runs < 3) {
+    say("localize: --max-runs 2: no third run, which would block every launch alone and settle it; keeping "
+        "run 1's finding.");
+    say_first_finding(first_error);
+    return first.status;
+  }
+  say(std::string("localize: run 3: --block '") + blockrun::kThirdRunPolicy +
+      "' (every launch waits for all before it and runs alone: slow, and it settles it)");
+  TimedRun third = run_and_read(program_argv, *directory, 3, blockrun::kThirdRunPolicy, graphs);
+  blockrun::SecondRun settled = blockrun::compare_runs(first_error, third.finding);
+  if (pinned(settled)) {
+    say_pinned(first_error, third.finding, settled, 3, blockrun::kThirdRunPolicy);
+    return first.status;
+  }
+  say_unconfirmed(first_error, third.finding, settled, 3, blockrun::kThirdRunPolicy, third.status);
+  return first.status;
 }
 
 }  // namespace blockrun::cli

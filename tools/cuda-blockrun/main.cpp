@@ -38,6 +38,7 @@ struct Invocation {
   std::map<std::string, std::string> settings;
   std::optional<std::string> explain;
   bool localize = false;
+  std::optional<int> max_runs;
   std::optional<int> error_exitcode;
   int program = 0;
 };
@@ -108,6 +109,14 @@ int take_command(const CommandSpec& spec, const std::optional<std::string>& inli
     case Command::localize:
       invocation->localize = true;
       break;
+    case Command::max_runs: {
+      std::string value = take_value(spec.flag, spec.accepted, inline_value, argc, argv, &index);
+      if (value != "1" && value != "2" && value != "3")
+        usage_error(std::string(spec.flag) + ": '" + value +
+                    "' is not a number of runs; accepted: " + spec.accepted);
+      invocation->max_runs = value[0] - '0';
+      break;
+    }
     case Command::explain:
       invocation->explain = take_value(spec.flag, spec.accepted, inline_value, argc, argv, &index);
       break;
@@ -242,6 +251,14 @@ int main(int argc, char** argv) {
                     variable + " (--block, --report)");
     }
   }
+  if (invocation.max_runs && !invocation.localize) usage_error("--max-runs is for --localize");
+  // The first try is the right one: with no mode chosen (no policy, breadcrumbs neither on nor off), the run
+  // has breadcrumbs, which name the culprit exactly wherever they can, blocking nothing (docs/localize.md,
+  // "The default run"). A bare LD_PRELOAD keeps the variable's own default, off (docs/config.md).
+  bool mode_chosen = false;
+  for (const char* variable : {blockrun::variable::block, blockrun::variable::breadcrumbs})
+    mode_chosen = mode_chosen || invocation.settings.count(variable) || std::getenv(variable);
+  if (!invocation.localize && !mode_chosen) invocation.settings[blockrun::variable::breadcrumbs] = "1";
   blockrun::Config config = checked_configuration(invocation.settings);
   check_output_directories(config);
   char** program_argv = argv + invocation.program;
@@ -257,7 +274,8 @@ int main(int argc, char** argv) {
     // Breadcrumbs unless the user set CUDA_BLOCKRUN_BREADCRUMBS (flag or environment) to off.
     // (The flags are in the environment by now.)
     int status =
-        localize_culprit(program_argv, !std::getenv(blockrun::variable::breadcrumbs) || config.breadcrumbs);
+        localize_culprit(program_argv, !std::getenv(blockrun::variable::breadcrumbs) || config.breadcrumbs,
+                         invocation.max_runs.value_or(3));
     return invocation.error_exitcode ? exit_status_after(status, *invocation.error_exitcode, error_file)
                                      : status;
   }
