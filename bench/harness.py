@@ -97,7 +97,10 @@ DEFAULT_WORKLOADS = ["launch_loop", "matmul", "train", "transformer", "cublas"]
 CONFIGS = {
     "native": {"title": "native"},
     "clb": {"title": "CUDA_LAUNCH_BLOCKING=1", "env": {"CUDA_LAUNCH_BLOCKING": "1"}},
-    "shim": {"title": "shim, nothing blocked", "wrapper": []},
+    # The wrapper's run with no mode flag has breadcrumbs (issue 38): "default" is that run, "shim" the bare
+    # shim (--breadcrumbs=0), as a bare LD_PRELOAD gives it.
+    "default": {"title": "cuda-blockrun, no mode flag (breadcrumbs)", "wrapper": []},
+    "shim": {"title": "shim, nothing blocked", "wrapper": ["--breadcrumbs=0"]},
     "breadcrumbs": {"title": "shim, breadcrumbs (nothing blocked)", "wrapper": ["--breadcrumbs"]},
     "breadcrumbs_every_8": {"title": "shim, breadcrumbs, one write per 8 launches",
                             "wrapper": ["--breadcrumbs", "--breadcrumb-every", "8"]},

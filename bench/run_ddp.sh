@@ -4,7 +4,7 @@
 # between torch.cuda.synchronize() calls; rank 0 prints the median chunk's milliseconds per step) under
 # torchrun, in three configurations:
 #   native                  torchrun ... --no_python python3 ddp_fault.py --bench --fault-step -1
-#   shim, nothing blocked   torchrun ... --no_python cuda-blockrun -- python3 ddp_fault.py ...
+#   shim, nothing blocked   torchrun ... --no_python cuda-blockrun --breadcrumbs=0 -- python3 ddp_fault.py ...
 #   shim, --breadcrumbs     torchrun ... --no_python cuda-blockrun --breadcrumbs -- python3 ddp_fault.py ...
 # Each repetition runs all three, in an order rotated by one every repetition (so that none always runs first,
 # on a colder machine); each run is limited to 120 s (a normal one takes about 20). Prints each run's figure as
@@ -31,7 +31,7 @@ names=("native" "shim, nothing blocked" "shim, --breadcrumbs")
 run() {
   local shim=()
   case $1 in
-    1) shim=("$wrapper" --) ;;
+    1) shim=("$wrapper" --breadcrumbs=0 --) ;;
     2) shim=("$wrapper" --breadcrumbs --) ;;
   esac
   timeout -k 10 120 "${torchrun[@]}" --standalone --nproc_per_node 2 --no_python "${shim[@]}" \

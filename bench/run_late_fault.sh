@@ -24,7 +24,7 @@ run() {
     0) python3 "$script" ;;
     1) CUDA_LAUNCH_BLOCKING=1 python3 "$script" ;;
     2) "$wrapper" --block "$glob" -- python3 "$script" ;;
-    3) "$wrapper" -- python3 "$script" ;;
+    3) "$wrapper" --breadcrumbs=0 -- python3 "$script" ;;
     4) "$wrapper" --breadcrumbs -- python3 "$script" ;;
     5) "$wrapper" --localize -- python3 "$script" ;;
   esac 2>&1

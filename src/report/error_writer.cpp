@@ -219,11 +219,16 @@ void log_first_error(spdlog::logger& logger, const Finding& finding, bool stack,
   if (const LaunchView* culprit = finding.culprit.get()) {
     logger.error("  in {}", describe(*culprit->record));
     log_launch_site(SiteLog{logger, "  ", true, stack}, *culprit);
-    if (finding.found_by == FoundBy::Breadcrumbs)
+    if (finding.found_by == FoundBy::Breadcrumbs && finding.advice.localize_command.empty())
       logger.error(
           "  found by breadcrumbs: the first launch on its stream that did not complete; for its full call "
           "site run again with --block '{}'",
           finding.pin_rule);
+    else if (finding.found_by == FoundBy::Breadcrumbs)
+      logger.error(
+          "  found by breadcrumbs: the first launch on its stream that did not complete; for its full call "
+          "site: {} (or run again with --block '{}')",
+          printable(finding.advice.localize_command), finding.pin_rule);
   }
   log_suspects(logger, finding, stack, print_limit);
   logger.flush();

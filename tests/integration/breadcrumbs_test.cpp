@@ -39,7 +39,8 @@ TEST(Breadcrumbs, NameTheCulpritLongAfterItFaultedWithoutBlocking) {
       << r.err;
   EXPECT_TRUE(contains(r.err,
                        "found by breadcrumbs: the first launch on its stream that did not complete; for its "
-                       "full call site run again with --block 'stencil#13'"))
+                       "full call site: cuda-blockrun --localize -- " CUDA_BLOCKRUN_APP " steps (or run "
+                       "again with --block 'stencil#13')"))
       << r.err;
   EXPECT_TRUE(
       contains(r.err, "summary: 60 launches, 0 blocked; first error cudaErrorIllegalAddress at launch #38"))

@@ -284,6 +284,146 @@ TEST(Localize, ABadAccessCodedAnotherWayInRunTwoIsPinnedAndSaidSo) {
   EXPECT_EQ(count(r.err, "localize: culprit:"), 1u) << r.err;
 }
 
+// ---- Concurrent programs (issue 38): suspects named so that run 2 finds them again, and launches alone ----
+
+// The sim's fault in the third worker thread's 31st launch, whatever the order the threads take (each run of
+// the program interleaves them differently: CONCURRENT_SEED_FILE counts the runs); the device stops at the
+// fault, so every thread's stream has work in flight and run 1 has one candidate per thread.
+Env worker_fault(const std::string& seed_file) {
+  std::remove(seed_file.c_str());
+  return {{"CUDA_SIM_FAULT", "accumulate:31"},
+          {"CUDA_SIM_FAULT_THREAD", "worker2"},
+          {"CUDA_SIM_FAULT_STOPS_DEVICE", "1"},
+          {"CONCURRENT_SEED_FILE", seed_file},
+          kSurfaceAtSync};
+}
+
+// Run 2 blocks each candidate by its number among its own thread's launches (accumulate thread#31), which
+// names the same launch in a run whose threads interleave otherwise: by process-wide numbers
+// (accumulate#155) it blocked other launches, and the fault came elsewhere.
+TEST(Localize, ThreadsThatInterleaveOtherwiseInRunTwoArePinnedByTheirThreadsLaunchNumbers) {
+  ProcessResult r =
+      localize({kConcurrentApp, "threads", "4", "64"}, worker_fault(::testing::TempDir() + "localize_seed"));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "concurrent_app: seed 0\n")) << r.err;
+  EXPECT_TRUE(contains(r.err, "concurrent_app: seed 1\n")) << "run 2 interleaves otherwise: " << r.err;
+  EXPECT_TRUE(contains(r.err, "not pinned to a launch; run 2: --block 'accumulate thread#")) << r.err;
+  EXPECT_TRUE(contains(r.err, "accumulate thread#31 block-alone")) << r.err;
+  // The third worker's launches have a grid of its own (12288 blocks): the culprit is its launch, exactly.
+  EXPECT_TRUE(contains(r.err,
+                       "[cuda-blockrun] localize: culprit: kernel accumulate(float*, int)<<<(12288,1,1), "
+                       "(256,1,1), 0, per-thread default (thread "))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "launched at " + kConcurrentAppSource + ":" +
+                                  std::to_string(marker_line(kConcurrentAppSource, "FAULT-LINE accumulate"))))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "  found in run 2, which blocked 'accumulate thread#")) << r.err;
+  EXPECT_EQ(count(r.err, "localize: culprit:"), 1u) << r.err;
+  EXPECT_FALSE(contains(r.err, "run 3")) << r.err;
+}
+
+// Two streams joined by an event, a host function on the consumer; the producer's 5th launch faults and the
+// error surfaces at the consumer's synchronize, while the consumer's launches lag. Blocked on its own, the
+// producer's launch fails at its synchronize with the consumer's launches not known complete: not exact.
+// Blocked alone (a wait on the whole device before it, other launches held until its synchronize returns),
+// the same launch is exact, and --localize's run 2 pins it so.
+TEST(Localize, ALaunchBlockedAloneIsExactWhateverTheOtherStreamsQueued) {
+  Env fault = {{"CUDA_SIM_FAULT", "produce:5"},
+               {"CUDA_SIM_FAULT_STOPS_DEVICE", "1"},
+               {"CUDA_SIM_KERNEL_LAG", "consume=1"},
+               kSurfaceAtSync};
+  std::vector<std::string> command = {kConcurrentApp, "streams", "8"};
+  ProcessResult blocked = run_wrapped({"--block", "produce#5"}, command, fault);
+  EXPECT_TRUE(contains(blocked.err, "launch #9 (produce#5), blocked\n")) << blocked.err;
+  EXPECT_TRUE(contains(blocked.err, "  not exact: these launches had not completed")) << blocked.err;
+  ProcessResult alone = run_wrapped({"--block", "produce#5 block-alone"}, command, fault);
+  EXPECT_TRUE(contains(alone.err, "launch #9 (produce#5), blocked\n")) << alone.err;
+  EXPECT_FALSE(contains(alone.err, "not exact")) << alone.err;
+  // The launch returns the error its synchronize found either way. (The wait before it lets the consumer's
+  // lagging work finish first, its host function included, as any wait on the device would.)
+  EXPECT_EQ(alone.status, blocked.status);
+  EXPECT_TRUE(contains(alone.out, "produce launch returned 700\n")) << alone.out;
+  EXPECT_TRUE(contains(blocked.out, "produce launch returned 700\n")) << blocked.out;
+
+  ProcessResult r = localize(command, fault);
+  EXPECT_TRUE(contains(r.err,
+                       "[cuda-blockrun] localize: culprit: kernel produce(float*, int)<<<(256,1,1), "
+                       "(128,1,1), 0, 0x"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, ">>>, launch #9 (produce#5)\n")) << r.err;
+  EXPECT_TRUE(contains(r.err, "launched at " + kConcurrentAppSource + ":" +
+                                  std::to_string(marker_line(kConcurrentAppSource, "FAULT-LINE produce"))))
+      << r.err;
+  EXPECT_FALSE(contains(r.err, "not at a blocked launch")) << r.err;
+  EXPECT_EQ(count(r.err, "localize: culprit:"), 1u) << r.err;
+}
+
+// The run a user makes first, with no mode flag: the faulting kernel ran first and 300 launches of another
+// came after it before the error surfaced. Breadcrumbs name it exactly; the bare shim cannot, says how many
+// could have faulted, offers no rule it cannot show covers them, and its hint, run as printed, pins it.
+TEST(Localize, TheFirstTryNamesALateCulpritOrPrintsAHintThatPinsIt) {
+  Env fault = {
+      {"CUDA_SIM_FAULT", "lookup:1"}, kSurfaceAtSync, {"PATH", CUDA_BLOCKRUN_BIN_DIR ":/usr/bin:/bin"}};
+  ProcessResult first_try = run_wrapped({}, {kConcurrentApp, "many", "300"}, fault);
+  EXPECT_TRUE(contains(first_try.err,
+                       "[cuda-blockrun]   in kernel lookup(float*, int const*, int)<<<(256,1,1), "
+                       "(128,1,1), 0, 0x0>>>, launch #1 (lookup#1)\n"))
+      << first_try.err;
+  EXPECT_FALSE(contains(first_try.err, "suspects")) << first_try.err;
+
+  ProcessResult bare = run_wrapped({"--breadcrumbs=0"}, {kConcurrentApp, "many", "300"}, fault);
+  EXPECT_TRUE(contains(bare.err,
+                       "  more than 8 launches since the last completed synchronize could have faulted "
+                       "(the older ones were not kept); the newest 8 are shown\n"))
+      << bare.err;
+  EXPECT_FALSE(contains(bare.err, "--block 'scale'")) << "a rule that cannot pin it: " << bare.err;
+  std::string hint = "[cuda-blockrun]   to pin it: ";
+  size_t at = bare.err.find(hint);
+  ASSERT_NE(at, std::string::npos) << bare.err;
+  std::string command = bare.err.substr(at + hint.size(), bare.err.find('\n', at) - at - hint.size());
+  EXPECT_EQ(command, "cuda-blockrun --localize -- " + kConcurrentApp + " many 300");
+  fault["TMPDIR"] = ::testing::TempDir();
+  fault["LD_LIBRARY_PATH"] = kSimLib;
+  ProcessResult followed = run_process({"/bin/sh", "-c", command}, fault);
+  EXPECT_TRUE(contains(followed.err,
+                       "[cuda-blockrun] localize: culprit: kernel lookup(float*, int const*, "
+                       "int)<<<(256,1,1), (128,1,1), 0, 0x0>>>, launch #1 (lookup#1)\n"))
+      << followed.err;
+  EXPECT_TRUE(
+      contains(followed.err, "launched at " + kConcurrentAppSource + ":" +
+                                 std::to_string(marker_line(kConcurrentAppSource, "FAULT-LINE lookup"))))
+      << followed.err;
+}
+
+// Where run 2 cannot pin it (here: the fault moved to a launch run 1 did not suspect of its own, fill#15),
+// run 3 blocks every launch alone; --max-runs 2 stops before it and says so.
+TEST(Localize, ARunTwoThatCannotPinIsSettledByARunThreeUnlessCapped) {
+  std::string marker = ::testing::TempDir() + "localize_third";
+  ProcessResult r = localize(changing_fault(marker, "stencil:13", "fill:15"), {kSurfaceAtSync},
+                             {"--breadcrumb-every", "4"});
+  EXPECT_TRUE(contains(r.err,
+                       "failed with cudaErrorIllegalAddress but not at a blocked launch: it surfaced at "
+                       "cudaMemcpy\n"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "[cuda-blockrun] localize: run 3: --block 'all block-alone' (every launch waits "
+                       "for all before it and runs alone: slow, and it settles it)\n"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "[cuda-blockrun] localize: run 3 ended (exit status ")) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "[cuda-blockrun] localize: culprit: kernel fill(float*, int, float)<<<(4096,1,1), "
+                       "(256,1,1), 0, 0x0>>>, launch #43 (fill#15)\n"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "  found in run 3, which blocked 'all block-alone'")) << r.err;
+
+  ProcessResult capped = localize(changing_fault(marker + "_capped", "stencil:13", "fill:15"),
+                                  {kSurfaceAtSync}, {"--breadcrumb-every", "4", "--max-runs", "2"});
+  EXPECT_TRUE(contains(capped.err, "localize: --max-runs 2: no third run")) << capped.err;
+  EXPECT_FALSE(contains(capped.err, "localize: run 3")) << capped.err;
+  EXPECT_EQ(run_wrapped({"--max-runs", "2"}, {kApp, "steps"}, {}).status, 2) << "only with --localize";
+  EXPECT_EQ(run_wrapped({"--localize", "--max-runs", "4"}, {kApp, "steps"}, {}).status, 2);
+}
+
 TEST(Localize, RefusesAPolicyOrReportOfItsOwn) {
   for (const char* option : {"--block=all", "--report=x.jsonl"}) {
     ProcessResult r =

@@ -17,6 +17,10 @@ const std::string kShim = CUDA_BLOCKRUN_SHIM;
 const std::string kWrapper = CUDA_BLOCKRUN_WRAPPER;
 const std::string kApp = CUDA_BLOCKRUN_APP;  // tests/programs/cuda_app.cpp: `cuda_app SCENARIO`
 const std::string kSimLib = CUDA_BLOCKRUN_SIM_LIBDIR;
+// tests/programs/concurrent_app.cpp: `concurrent_app threads N M | streams K | many L`, its launches on lines
+// marked `// FAULT-LINE <kernel>`.
+const std::string kConcurrentApp = CUDA_BLOCKRUN_CONCURRENT_APP;
+const std::string kConcurrentAppSource = CUDA_BLOCKRUN_SOURCE_DIR "/tests/programs/concurrent_app.cpp";
 
 // The simulated driver surfaces a device fault at the program's next call that touches the device, as the
 // H200 does once the faulting kernel has finished (CUDA_SIM_FAULT_SURFACES=next-call, tests/sim/README.md).

@@ -139,9 +139,13 @@ void print_decision(const DescribedLaunch& launch, const blockrun::Policy& polic
   std::string what =
       launch.have_kernel ? "kernel " + launch.kernel.demangled : "library call " + launch.library;
   std::string number = fmt::format("launch #{}", facts.sequence);
+  std::string thread_launch =
+      launch.have_thread_launch ? fmt::format("thread#{}", facts.thread_launch) : std::string();
   if (launch.have_kernel)
-    number += " (" + blockrun::kernel_launch_text(launch.kernel.base, facts.kernel_ordinal) + ")";
-  if (launch.have_thread_launch) number += fmt::format(" (thread#{})", facts.thread_launch);
+    number += " (" + blockrun::kernel_launch_text(launch.kernel.base, facts.kernel_ordinal) +
+              (thread_launch.empty() ? "" : ", " + thread_launch) + ")";
+  else if (!thread_launch.empty())
+    number += " (" + thread_launch + ")";
   std::printf("%s, %s, family %s", what.c_str(), number.c_str(), blockrun::launch_family_name(facts.family));
   if (launch.have_kernel && !launch.library.empty()) std::printf(", launched by %s", launch.library.c_str());
   std::printf(":\n");

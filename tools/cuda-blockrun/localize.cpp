@@ -157,8 +157,7 @@ void say_not_pinned(const blockrun::RunFinding& run, int number, const std::stri
     for (const std::string& line : blockrun::describe_suspects(error)) say("    " + line);
   } else {
     say("localize: " + which + " failed with " + blockrun::string_member(error, "error") +
-        " but not at a blocked launch: it surfaced at " + blockrun::string_member(error, "surfaced_api") +
-        ", before any blocked launch's synchronize");
+        " but not at a blocked launch: it surfaced at " + blockrun::string_member(error, "surfaced_api"));
   }
 }
 

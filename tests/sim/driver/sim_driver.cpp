@@ -4,9 +4,10 @@
 // Everything here exists so that cuda-blockrun can be tested on a machine without a GPU. The behaviour
 // follows /work/shared/reference/cuda-interposition.md (measured on an H200) and the CUDA 13.0 headers; where
 // the hardware's behaviour has a time component (a kernel "still running") the sim makes it deterministic:
-// work completes at once, and a fault stays pending until the host's next call that touches the device
-// (CUDA_SIM_FAULT_SURFACES=next-call, the default: the faulting kernel has finished by then) or, with
-// CUDA_SIM_FAULT_SURFACES=sync, "in flight" on its stream until a call that waits on that stream.
+// work completes at once (a kernel named in CUDA_SIM_KERNEL_LAG: after a given number of later launches),
+// and a fault stays pending until the host's next call that touches the device (CUDA_SIM_FAULT_SURFACES=
+// next-call, the default: the faulting kernel has finished by then) or, with CUDA_SIM_FAULT_SURFACES=sync,
+// "in flight" on its stream until a call that waits on that stream.
 //
 // Exported names are exactly those the CUDA 13 cuda.h compiles calls to (cuMemAlloc_v2,
 // cuStreamBeginCapture_v2, ...), plus the _ptsz/_ptds flavours the real driver exports, plus the legacy entry
@@ -78,12 +79,21 @@ struct Capture {
   bool joined = false;
 };
 
+struct Node;
+
 struct Stream {
   unsigned flags = 0;
   bool legacy = false;      // the legacy default stream (handle 0 / CU_STREAM_LEGACY)
   bool per_thread = false;  // a thread's per-thread default stream
   Fault fault;
   Capture cap;
+  // CUDA_SIM_KERNEL_LAG: a kernel of the stream is still running until the device has made `running_until`
+  // launches (0: none is); the stream writes, copies, memsets and host functions queued behind it wait in
+  // `held`, in order. `run` numbers that running kernel, uniquely on the device, for the events recorded
+  // behind it.
+  unsigned long running_until = 0;
+  uint64_t run = 0;
+  std::vector<Node> held;
 };
 
 struct Event {
@@ -95,6 +105,10 @@ struct Event {
   // inside the launch call), so this is when everything before the event in its stream had completed.
   std::chrono::steady_clock::time_point time;
   Fault fault;  // a fault that precedes the event in its stream: waiting on the event reveals it
+  // Recorded behind a kernel still running (CUDA_SIM_KERNEL_LAG) on stream `held_on`, its run `held_run`:
+  // waiting on the event completes that kernel, and a fault that kills it reaches the event.
+  const Stream* held_on = nullptr;
+  uint64_t held_run = 0;
 };
 
 // Which kernel parameters are device pointers the kernel dereferences. Only images written by the sim itself
@@ -150,7 +164,8 @@ struct FaultSpec {
   CUresult err = CUDA_ERROR_ILLEGAL_ADDRESS;
 };
 
-// CUDA_SIM_KERNEL_US: launches of kernels matching `pattern` (as FaultSpec) take `us` microseconds.
+// CUDA_SIM_KERNEL_US: launches of kernels matching `pattern` (as FaultSpec) take `us` microseconds; in
+// CUDA_SIM_KERNEL_LAG `us` is a number of launches.
 struct KernelTime {
   std::string pattern;
   unsigned long us = 0;
@@ -188,11 +203,15 @@ struct State {
   std::set<Stream*> streams;  // every live stream, the legacy and per-thread ones included
   std::unordered_map<const void*, Kind> objects;
   std::map<uintptr_t, Alloc> allocs;
+  // Launches per mangled name, the ordinals of CUDA_SIM_FAULT; with CUDA_SIM_FAULT_THREAD only the named
+  // thread's launches are counted.
   std::unordered_map<std::string, unsigned long> launch_counts;
   std::vector<FaultSpec> fault_specs;
   bool fault_specs_parsed = false;
   std::vector<KernelTime> kernel_times;
   bool kernel_times_parsed = false;
+  std::vector<KernelTime> kernel_lags;  // CUDA_SIM_KERNEL_LAG, parsed with kernel_times
+  uint64_t lag_runs = 0;                // numbers the kernels that lag (Stream::run)
   // CUDA_SIM_QUERY_NOT_READY: kernels that ran since the last successful synchronize keep cuStreamQuery "not
   // ready".
   unsigned long unsynchronized_launches = 0;
@@ -290,7 +309,11 @@ CUresult make_sticky(const Fault& f) {
   State& st = S();
   st.sticky = f.err;
   st.stats.faults_surfaced++;
-  for (Stream* s : st.streams) s->fault = Fault{};
+  for (Stream* s : st.streams) {
+    s->fault = Fault{};
+    s->running_until = 0;  // nothing runs on a dead context: kernels still running never complete
+    s->held.clear();
+  }
   st.orphan = Fault{};
   return f.err;
 }
@@ -329,6 +352,32 @@ bool env_switch(const char* name) {
 bool fault_stops_device() {
   static const bool set = env_switch("CUDA_SIM_FAULT_STOPS_DEVICE");
   return set;
+}
+
+// CUDA_SIM_FAULT_THREAD=NAME (read once; empty: unset): the ordinals of CUDA_SIM_FAULT count only the
+// launches made by host threads named NAME (pthread_setname_np), and only those can fault. Threads that
+// interleave differently from run to run give a kernel's global ordinal to different launches (measured on
+// the H200); a fault that belongs to one thread's data happens in that thread's N-th launch whatever the
+// interleaving.
+const std::string& fault_thread() {
+  static const std::string name = [] {
+    const char* env = std::getenv("CUDA_SIM_FAULT_THREAD");
+    std::string n = env ? env : "";
+    if (n.size() > 15)  // a thread name holds 15 characters and the NUL
+      std::fprintf(stderr,
+                   "[cuda-sim] CUDA_SIM_FAULT_THREAD: '%s' is longer than a thread name (15 characters): no "
+                   "launch will fault\n",
+                   n.c_str());
+    return n;
+  }();
+  return name;
+}
+
+// Whether the calling thread's name is CUDA_SIM_FAULT_THREAD's. Asked at each launch, not cached: a program
+// may name its threads after they first used CUDA.
+bool on_fault_thread() {
+  char name[16] = {};
+  return pthread_getname_np(pthread_self(), name, sizeof name) == 0 && fault_thread() == name;
 }
 
 // CUDA_SIM_FAULT_SURFACES (read once): where a pending fault becomes the context's sticky error.
@@ -373,6 +422,17 @@ bool no_stream_mem_ops() {
 // CUDA_SIM_FAULT_STOPS_DEVICE) any on the device.
 Fault preceding_fault(Stream* s) {
   return s->legacy || fault_stops_device() ? earliest_fault() : s->fault;
+}
+
+// preceding_fault(s) for work being queued on s now. With CUDA_SIM_FAULT_STOPS_DEVICE that can be another
+// stream's fault: s then takes it as its own, since its work never completes either. A wait on s alone (its
+// synchronize or query, an event recorded on it, a stream that waits on such an event) then surfaces the
+// fault, as on the hardware, where that wait ends only when the fault has killed the context; without it a
+// thread that synchronizes its own per-thread stream would see its never-run work as complete.
+Fault queued_behind(Stream* s) {
+  const Fault f = preceding_fault(s);
+  if (f && !s->fault && !s->legacy) s->fault = f;  // the legacy stream's waits cover the device already
+  return f;
 }
 
 // CUDA's rules for "potentially unsafe" calls while stream captures are in progress (cudaStreamBeginCapture
@@ -584,32 +644,49 @@ CUresult injected_fault(const std::string& name, unsigned long ordinal) {
 // --- kernel durations (CUDA_SIM_KERNEL_US)
 // ----------------------------------------------------------------------
 
-// "stencil=200,ns::kern=5": NAME=MICROSECONDS items; NAME as in CUDA_SIM_FAULT (the last '=' splits).
+// "stencil=200,ns::kern=5": NAME=NUMBER items of the variable `var`; NAME as in CUDA_SIM_FAULT (the last '='
+// splits). `unit` names the number in the message about a malformed item.
+void parse_name_numbers(const char* var, const char* unit, std::vector<KernelTime>* out) {
+  for_each_env_item(var, [&](const std::string& item) {
+    const size_t eq = item.rfind('=');
+    char* end = nullptr;
+    const unsigned long n = eq == std::string::npos ? 0 : std::strtoul(item.c_str() + eq + 1, &end, 10);
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size() || !end || *end != '\0') {
+      std::fprintf(stderr, "[cuda-sim] %s: ignoring '%s' (expected NAME=%s)\n", var, item.c_str(), unit);
+      return;
+    }
+    out->push_back(KernelTime{item.substr(0, eq), n});
+  });
+}
+
 void parse_kernel_times() {
   State& st = S();
   if (st.kernel_times_parsed) return;
   st.kernel_times_parsed = true;
-  for_each_env_item("CUDA_SIM_KERNEL_US", [&](const std::string& item) {
-    const size_t eq = item.rfind('=');
-    char* end = nullptr;
-    const unsigned long us = eq == std::string::npos ? 0 : std::strtoul(item.c_str() + eq + 1, &end, 10);
-    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size() || !end || *end != '\0') {
-      std::fprintf(stderr, "[cuda-sim] CUDA_SIM_KERNEL_US: ignoring '%s' (expected NAME=MICROSECONDS)\n",
-                   item.c_str());
-      return;
-    }
-    st.kernel_times.push_back(KernelTime{item.substr(0, eq), us});
-  });
+  parse_name_numbers("CUDA_SIM_KERNEL_US", "MICROSECONDS", &st.kernel_times);
+  parse_name_numbers("CUDA_SIM_KERNEL_LAG", "LAUNCHES", &st.kernel_lags);
+}
+
+// The number of the first item of `list` that matches the kernel, else 0.
+unsigned long first_match(const std::vector<KernelTime>& list, const std::string& name) {
+  if (list.empty()) return 0;
+  const KernelNames names(name);
+  for (const KernelTime& t : list)
+    if (names.match(t.pattern)) return t.us;
+  return 0;
 }
 
 // How long a launch of the kernel takes: the first matching CUDA_SIM_KERNEL_US item, else 0.
 unsigned long kernel_us(const std::string& name) {
   parse_kernel_times();
-  if (S().kernel_times.empty()) return 0;
-  const KernelNames names(name);
-  for (const KernelTime& t : S().kernel_times)
-    if (names.match(t.pattern)) return t.us;
-  return 0;
+  return first_match(S().kernel_times, name);
+}
+
+// For how many later launches a launch of the kernel is still running: the first matching
+// CUDA_SIM_KERNEL_LAG item, else 0.
+unsigned long kernel_lag(const std::string& name) {
+  parse_kernel_times();
+  return first_match(S().kernel_lags, name);
 }
 
 // The simulated kernel's run time, spent inside the launch call (with the lock released), so that events
@@ -620,31 +697,76 @@ void busy_wait(unsigned long us) {
   }
 }
 
+// --- kernels still running (CUDA_SIM_KERNEL_LAG)
+// ---------------------------------------------------------------
+
+void execute_node(Stream* s, const Node& n);
+
+// The kernel still running on s completes: the work held behind it runs, in order. Host functions run with
+// the lock held, wherever the completion happens (a launch on another thread, a wait): CUDA forbids them to
+// call CUDA, and one that did would deadlock the sim.
+void complete_running(Stream* s);
+
+// A device fault happened on a stream (the first one kills it; later work never runs). With
+// CUDA_SIM_FAULT_STOPS_DEVICE it also kills the kernels still running on every stream (CUDA_SIM_KERNEL_LAG):
+// they never complete, their streams take the fault, the work held behind them never runs and the events
+// recorded behind them carry the fault. So a slow kernel launched before the faulting one on another stream
+// stays unfinished, as on the H200 when the context dies under it.
+void record_fault(Stream* s, CUresult err) {
+  State& st = S();
+  st.stats.faults_injected++;
+  if (!s->fault) s->fault = Fault{err, ++st.fault_seq};
+  if (!fault_stops_device()) return;
+  for (Stream* o : st.streams) {
+    if (!o->running_until) continue;
+    for (const auto& [handle, kind] : st.objects) {
+      if (kind != Kind::Event) continue;
+      auto* e = static_cast<Event*>(const_cast<void*>(handle));
+      if (e->held_on == o && e->held_run == o->run && !e->fault) e->fault = s->fault;
+    }
+    o->running_until = 0;
+    o->held.clear();
+    if (!o->fault) o->fault = s->fault;
+  }
+}
+
+// A launch was made: the kernels still running whose lag it ends complete.
+void advance_running() {
+  const unsigned long now = S().stats.launches;
+  for (Stream* s : S().streams)
+    if (s->running_until && now >= s->running_until) complete_running(s);
+}
+
+// A wait that covers the whole device: every kernel still running completes.
+void complete_all_running() {
+  for (Stream* s : S().streams) complete_running(s);
+}
+
+// A wait on an event recorded behind a kernel still running completes that kernel (the stream's work up to
+// the event).
+void complete_for_event(const Event* e) {
+  if (!e->held_on) return;
+  for (Stream* s : S().streams)
+    if (s == e->held_on && s->run == e->held_run) complete_running(s);
+}
+
 // A kernel "runs" on s: count it, decide whether it faults (fault injection, or a checked pointer parameter
 // outside device memory), and leave the fault pending on the stream; the host only learns of it when it
 // waits. Returns how many microseconds the kernel takes (CUDA_SIM_KERNEL_US): the caller busy-waits that
 // long after releasing the lock. Work queued behind a fault never runs, so it takes no time.
 unsigned long execute_kernel(Stream* s, const std::string& name, const std::vector<uint64_t>& ptrs) {
   State& st = S();
-  const unsigned long us = preceding_fault(s) ? 0 : kernel_us(name);
+  const unsigned long us = queued_behind(s) ? 0 : kernel_us(name);
   st.stats.launches++;
   st.unsynchronized_launches++;
-  const unsigned long n = ++st.launch_counts[name];
-  CUresult err = injected_fault(name, n);
+  CUresult err = CUDA_SUCCESS;
+  if (fault_thread().empty() || on_fault_thread()) err = injected_fault(name, ++st.launch_counts[name]);
   if (!err)
     for (uint64_t p : ptrs)
       if (!is_device_accessible(p, 1)) err = CUDA_ERROR_ILLEGAL_ADDRESS;
-  if (!err) return us;
-  st.stats.faults_injected++;
-  if (!s->fault)
-    s->fault = Fault{err, ++st.fault_seq};  // the first fault kills the stream; later work never runs
+  if (err) record_fault(s, err);
+  advance_running();
   return us;
-}
-
-void record_fault(Stream* s, CUresult err) {
-  State& st = S();
-  st.stats.faults_injected++;
-  if (!s->fault) s->fault = Fault{err, ++st.fault_seq};
 }
 
 // Executes one non-kernel node (also used directly for uncaptured async operations).
@@ -654,7 +776,11 @@ void execute_node(Stream* s, const Node& n) {
       execute_kernel(s, n.name, n.ptrs);
       break;
     case Node::WriteValue64:
-      if (preceding_fault(s)) break;  // the preceding work never completes, so the value is never written
+      if (queued_behind(s)) break;  // the preceding work never completes, so the value is never written
+      if (s->running_until) {
+        s->held.push_back(n);  // written when the kernel still running before it completes
+        break;
+      }
       if (!is_device_accessible(n.dst, 8)) {
         record_fault(s, CUDA_ERROR_ILLEGAL_ADDRESS);
         break;
@@ -662,7 +788,11 @@ void execute_node(Stream* s, const Node& n) {
       __atomic_store_n(reinterpret_cast<uint64_t*>(n.dst), n.value, __ATOMIC_SEQ_CST);
       break;
     case Node::Memset:
-      if (preceding_fault(s)) break;
+      if (queued_behind(s)) break;
+      if (s->running_until) {
+        s->held.push_back(n);
+        break;
+      }
       if (n.elem == 1)
         std::memset(reinterpret_cast<void*>(n.dst), static_cast<int>(n.value), n.bytes);
       else
@@ -670,11 +800,28 @@ void execute_node(Stream* s, const Node& n) {
           reinterpret_cast<uint32_t*>(n.dst)[i] = static_cast<uint32_t>(n.value);
       break;
     case Node::Memcpy:
-      if (preceding_fault(s)) break;
+      if (queued_behind(s)) break;
+      if (s->running_until) {
+        s->held.push_back(n);
+        break;
+      }
       std::memmove(reinterpret_cast<void*>(n.dst), reinterpret_cast<const void*>(n.src), n.bytes);
       break;
     case Node::HostFunc:
       break;  // run by the caller with the lock released
+  }
+}
+
+void complete_running(Stream* s) {
+  if (!s->running_until) return;
+  s->running_until = 0;
+  std::vector<Node> held;
+  held.swap(s->held);
+  for (const Node& n : held) {
+    if (n.type != Node::HostFunc)
+      execute_node(s, n);
+    else if (!queued_behind(s))
+      n.fn(n.user);
   }
 }
 
@@ -845,7 +992,12 @@ CUresult do_launch(const char* entry, CUfunction f, unsigned gx, unsigned gy, un
     rec->nodes.push_back(std::move(n));
     return CUDA_SUCCESS;
   }
+  complete_running(s);  // the kernels of a stream run in order: one still running completes first
   const unsigned long us = execute_kernel(s, name, ptrs);
+  if (const unsigned long lag = kernel_lag(name); lag && !queued_behind(s)) {
+    s->running_until = S().stats.launches + lag;  // CUDA_SIM_KERNEL_LAG: still running for `lag` launches
+    s->run = ++S().lag_runs;
+  }
   lk.unlock();
   if (us) busy_wait(us);  // the kernel "runs" inside the launch call
   return CUDA_SUCCESS;
@@ -870,6 +1022,7 @@ CUresult sync_copy_prologue() {
   return sticky_error();
 }
 CUresult sync_copy_wait(bool ptds) {
+  complete_all_running();  // the kernels still running complete (CUDA_SIM_KERNEL_LAG)
   return ptds ? surface({per_thread_stream(), &S().legacy}) : surface_all();
 }
 
@@ -971,6 +1124,10 @@ CUresult stream_sync_locked(CUstream hs, bool ptsz, bool is_query) {
     if (CUresult r = check_legacy_implicit(s, true)) return r;
   }
   if (CUresult r = sticky_error()) return r;
+  if (s->legacy)  // the wait lets every kernel still running complete (CUDA_SIM_KERNEL_LAG)
+    complete_all_running();
+  else
+    complete_running(s);
   CUresult result = s->legacy ? surface_all() : surface({s});  // work "completes" at once
   if (result == CUDA_SUCCESS && is_query && queries_not_ready() && st.unsynchronized_launches > 0)
     return CUDA_ERROR_NOT_READY;
@@ -1027,7 +1184,15 @@ CUresult launch_host_func(CUstream hs, CUhostFn fn, void* user, bool ptsz) {
     rec->nodes.push_back(std::move(n));
     return CUDA_SUCCESS;
   }
-  if (preceding_fault(s)) return CUDA_SUCCESS;  // the stream is broken: the callback never runs
+  if (queued_behind(s)) return CUDA_SUCCESS;  // the stream is broken: the callback never runs
+  if (s->running_until) {                     // called when the kernel still running before it completes
+    Node n;
+    n.type = Node::HostFunc;
+    n.fn = fn;
+    n.user = user;
+    s->held.push_back(n);
+    return CUDA_SUCCESS;
+  }
   lk.unlock();  // the callback may not call CUDA, but must not deadlock the sim if it does
   fn(user);
   return CUDA_SUCCESS;
@@ -1050,7 +1215,9 @@ CUresult event_record(CUevent he, CUstream hs, bool ptsz) {
   e->captured = false;
   e->recorded = true;
   e->time = std::chrono::steady_clock::now();  // the preceding work has completed (it ran at launch)
-  e->fault = preceding_fault(s);
+  e->fault = queued_behind(s);
+  e->held_on = s->running_until ? s : nullptr;
+  e->held_run = s->run;
   return CUDA_SUCCESS;
 }
 
@@ -1133,6 +1300,7 @@ CUresult event_elapsed(float* ms, CUevent hstart, CUevent hend) {
   }
   // An event behind a fault never completes; like cuEventQuery, this reveals the fault (on hardware the
   // context is already dead: the call returns the fault as a sticky error).
+  for (const Event* e : ev) complete_for_event(e);
   Fault f;
   for (const Event* e : ev)
     if (e->fault && (!f || e->fault.seq < f.seq)) f = e->fault;
@@ -1236,9 +1404,10 @@ CUresult graph_launch(CUgraphExec he, CUstream hs, bool ptsz) {
     for (const Node& n : ge->nodes) rec->nodes.push_back(std::make_unique<Node>(n));
     return CUDA_SUCCESS;
   }
+  complete_running(s);  // the graph runs after the stream's kernel still running (CUDA_SIM_KERNEL_LAG)
   for (const Node& n : ge->nodes) {
     if (n.type == Node::HostFunc) {
-      if (preceding_fault(s)) continue;
+      if (queued_behind(s)) continue;
       // Run host nodes in order without the lock.
       lk.unlock();
       n.fn(n.user);
@@ -1554,6 +1723,7 @@ SIM_API CUresult cuCtxSynchronize(void) {
   if (CUresult r = require_init()) return r;
   if (CUresult r = check_unsafe_call()) return r;
   if (CUresult r = sticky_error()) return r;
+  complete_all_running();
   CUresult result = surface_all();
   if (result == CUDA_SUCCESS) S().unsynchronized_launches = 0;
   return result;
@@ -1581,6 +1751,7 @@ SIM_API CUresult cuStreamDestroy_v2(CUstream h) {
   Stream* s = lookup<Stream>(h, Kind::Stream);
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
   if (CUresult r = next_call_error()) return r;
+  complete_running(s);  // the work of a destroyed stream still completes
   // A fault queued on the stream still happens on the device: keep it for device-wide waits.
   if (s->fault && (!S().orphan || s->fault.seq < S().orphan.seq)) S().orphan = s->fault;
   if (s->cap.graph && !s->cap.joined) {  // the origin of a capture: the capture goes with it
@@ -1628,6 +1799,7 @@ SIM_API CUresult cuEventSynchronize(CUevent he) {
   if (CUresult r = check_unsafe_call()) return r;
   if (e->captured) return CUDA_ERROR_CAPTURED_EVENT;
   if (CUresult r = sticky_error()) return r;
+  complete_for_event(e);
   return e->fault ? make_sticky(e->fault) : CUDA_SUCCESS;
 }
 
@@ -1638,6 +1810,7 @@ SIM_API CUresult cuEventQuery(CUevent he) {
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
   if (e->captured) return CUDA_ERROR_CAPTURED_EVENT;
   if (CUresult r = sticky_error()) return r;
+  complete_for_event(e);
   return e->fault ? make_sticky(e->fault) : CUDA_SUCCESS;
 }
 
