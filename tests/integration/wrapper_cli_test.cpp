@@ -125,8 +125,8 @@ TEST(WrapperCommandLine, MistakesAreUsageErrorsBeforeAnythingRuns) {
        "option --error-exitcode needs a value (" + exit_codes +
            "), not '--'; for a value that starts with --, write --error-exitcode=VALUE"},
       {{"--explain", "--", kProbeApp},
-       "option --explain needs a value (a kernel name or NAME#N, and any of #N family=F library=CALL "
-       "stream=0x... thread=N after=SECONDS), not '--'; for a value that starts with --, write "
+       "option --explain needs a value (a kernel name or NAME#N, and any of #N thread#N family=F "
+       "library=CALL stream=0x... thread=N after=SECONDS), not '--'; for a value that starts with --, write "
        "--explain=VALUE"},
       {{"-b", "all", kProbeApp}, "unknown option '-b'"},
       {{"-", kProbeApp}, "unknown option '-'"},
