@@ -43,8 +43,13 @@ else:
         sys.exit(f"FAILED: poke (launch {launch}) on stream {stream} is not among the candidates: {suspects}")
     rule = first.get("pin_rule") or ""
     culprit = next(s for s in suspects if is_culprit(s))
-    if f"{culprit['kernel_base']}#{culprit['kernel_launch']}" not in rule.split(","):
-        sys.exit(f"FAILED: the pin rule {rule!r} does not block poke#{culprit['kernel_launch']}")
+    # NAME#N where one thread launches the kernel; NAME thread#N (its number among its thread's launches, which
+    # another interleaving keeps) where several do.
+    terms = {f"{culprit['kernel_base']}#{culprit['kernel_launch']}",
+             f"{culprit['kernel_base']} thread#{culprit.get('thread_launch')}"}
+    if not terms & set(rule.split(",")):
+        sys.exit(f"FAILED: the pin rule {rule!r} does not block poke#{culprit['kernel_launch']} "
+                 f"(thread#{culprit.get('thread_launch')})")
     print(f"OK: {len(suspects)} candidates, poke#{culprit['kernel_launch']} on stream {stream} among "
           f"them; pin rule {rule}")
 PY
