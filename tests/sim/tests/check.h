@@ -2,8 +2,13 @@
 // failures.
 #pragma once
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace simtest {
 inline int& failures() {
@@ -16,6 +21,30 @@ inline int finish() {
   else
     std::printf("all checks passed\n");
   return failures() ? 1 : 0;
+}
+// Runs `scenario` in a forked child, after `prepare` set the child's environment (the sim reads its variables
+// once a process, and a fault stays the process's sticky error); the child prints `[label] ` and its checks'
+// outcome. Returns the child's status: 0 when its checks passed, 1 when one failed or it died.
+template <typename Prepare>
+int run_in_child(void (*scenario)(), const std::string& label, Prepare&& prepare) {
+  std::fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    prepare();
+    scenario();
+    std::printf("[%s] ", label.c_str());
+    std::exit(finish());
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+// Sets `variable` to `value`, or unsets it where `value` is null.
+inline void set_or_unset(const char* variable, const char* value) {
+  if (value)
+    setenv(variable, value, 1);
+  else
+    unsetenv(variable);
 }
 }  // namespace simtest
 

@@ -295,18 +295,10 @@ void not_at_write_or_record_scenario() {
 }
 
 int run_child(void (*scenario)(), const char* label, const char* surfaces) {
-  std::fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) {
+  return simtest::run_in_child(scenario, std::string(label) + ", " + surfaces, [&] {
     setenv("CUDA_SIM_FAULT_SURFACES", surfaces, 1);
     g_next_call = std::strcmp(surfaces, "next-call") == 0;
-    scenario();
-    std::printf("[%s, %s] ", label, surfaces);
-    std::exit(simtest::finish());
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  });
 }
 
 }  // namespace

@@ -118,20 +118,8 @@ void name_too_long_scenario() {
 }
 
 int run_child(void (*scenario)(), const char* label, const char* fault_thread) {
-  std::fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (fault_thread)
-      setenv("CUDA_SIM_FAULT_THREAD", fault_thread, 1);
-    else
-      unsetenv("CUDA_SIM_FAULT_THREAD");
-    scenario();
-    std::printf("[%s] ", label);
-    std::exit(simtest::finish());
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  return simtest::run_in_child(scenario, label,
+                               [&] { simtest::set_or_unset("CUDA_SIM_FAULT_THREAD", fault_thread); });
 }
 
 }  // namespace

@@ -288,25 +288,12 @@ void lag_scenario() {
 }
 
 int run_child(void (*scenario)(), const char* label, bool stops_device, const char* lag = nullptr) {
-  std::fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (stops_device)
-      setenv("CUDA_SIM_FAULT_STOPS_DEVICE", "1", 1);
-    else
-      unsetenv("CUDA_SIM_FAULT_STOPS_DEVICE");
-    if (lag)
-      setenv("CUDA_SIM_KERNEL_LAG", lag, 1);
-    else
-      unsetenv("CUDA_SIM_KERNEL_LAG");
+  std::string described = std::string(label) + (stops_device ? ", stops device" : "") + (lag ? ", lag" : "");
+  return simtest::run_in_child(scenario, described, [&] {
+    simtest::set_or_unset("CUDA_SIM_FAULT_STOPS_DEVICE", stops_device ? "1" : nullptr);
+    simtest::set_or_unset("CUDA_SIM_KERNEL_LAG", lag);
     g_stops_device = stops_device;
-    scenario();
-    std::printf("[%s%s%s] ", label, stops_device ? ", stops device" : "", lag ? ", lag" : "");
-    std::exit(simtest::finish());
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  });
 }
 
 }  // namespace
