@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <string>
 
 namespace simtest {
@@ -38,6 +40,20 @@ int run_in_child(void (*scenario)(), const std::string& label, Prepare&& prepare
   int status = 0;
   waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+// A counter of the driver's CUDA_SIM_STATS file (key=value lines), once the test had the driver write it
+// (sim::write_stats()); -1 where ctest gave no file.
+inline long stat_in_file(const char* key) {
+  const char* path = std::getenv("CUDA_SIM_STATS");  // set by ctest
+  if (!path) return -1;
+  std::map<std::string, long> counters;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto eq = line.find('=');
+    if (eq != std::string::npos) counters[line.substr(0, eq)] = std::stol(line.substr(eq + 1));
+  }
+  return counters[key];
 }
 // Sets `variable` to `value`, or unsets it where `value` is null.
 inline void set_or_unset(const char* variable, const char* value) {

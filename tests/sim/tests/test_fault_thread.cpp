@@ -25,15 +25,7 @@ namespace {
 
 long faults_injected() {
   sim::write_stats();
-  const char* path = std::getenv("CUDA_SIM_STATS");  // set by ctest
-  std::map<std::string, long> m;
-  std::ifstream in(path ? path : "");
-  std::string line;
-  while (std::getline(in, line)) {
-    auto eq = line.find('=');
-    if (eq != std::string::npos) m[line.substr(0, eq)] = std::stol(line.substr(eq + 1));
-  }
-  return path ? m["faults_injected"] : -1;
+  return simtest::stat_in_file("faults_injected");
 }
 
 // `launches` launches of stencil from a new thread named `name` (empty: the name it inherits), on its

@@ -31,15 +31,7 @@ namespace {
 
 long stat(const char* key) {
   sim::write_stats();
-  const char* path = std::getenv("CUDA_SIM_STATS");  // set by ctest
-  std::map<std::string, long> m;
-  std::ifstream in(path ? path : "");
-  std::string line;
-  while (std::getline(in, line)) {
-    auto eq = line.find('=');
-    if (eq != std::string::npos) m[line.substr(0, eq)] = std::stol(line.substr(eq + 1));
-  }
-  return path ? m[key] : -1;
+  return simtest::stat_in_file(key);
 }
 
 // The driver's entry points, reached the way a preload library would (libcuda is loaded RTLD_GLOBAL).
