@@ -36,6 +36,7 @@ enum class State { Unset, Inert, Active };
 
 std::atomic<State> g_state{State::Unset};
 std::once_flag g_configure_once;
+std::atomic<bool> g_loaded_after_start{false};  // dlopen after start, not LD_PRELOAD (on_load)
 Config* g_config = nullptr;              // never freed: CUDA calls can come after static destructors
 OutputFile* g_standard_error = nullptr;  // the log's default, standard error as it was at load; never freed
 // Serializes creating the engine. A pointer, so that a forked child gets a fresh one: another thread of the
@@ -125,6 +126,12 @@ void configure() {
   if (!parsed.errors.empty()) {
     for (const ConfigError& error : parsed.errors)
       std::fprintf(stderr, "cuda-blockrun: %s\n", error.message().c_str());
+    if (g_loaded_after_start.load(std::memory_order_relaxed)) {
+      // The program is well under way (a notebook's kernel): it goes on, unobserved, rather than end here.
+      std::fprintf(stderr, "cuda-blockrun: not enabled in this process; see `cuda-blockrun --help`\n");
+      g_state.store(State::Inert);
+      return;
+    }
     std::fprintf(stderr,
                  "cuda-blockrun: the program was not started (exit status 2); see `cuda-blockrun --help`\n");
     std::fflush(stderr);
@@ -360,7 +367,28 @@ void create_engine() {
   errno = saved_errno;
 }
 
+// Whether the shim came into the process after it started (dlopen: `import cuda_blockrun`) rather than by
+// LD_PRELOAD, whose objects precede the C library in the loader's list.
+bool loaded_after_start() {
+  Dl_info own{};
+  if (!dladdr(reinterpret_cast<const void*>(&loaded_after_start), &own)) return false;
+  bool after_libc = false;
+  visit_loaded_objects([&](const LoadedObject& object) {
+    if (object.info.dlpi_addr == reinterpret_cast<ElfW(Addr)>(own.dli_fbase)) return true;
+    after_libc = std::strncmp(object.file, "libc.so", 7) == 0;
+    return after_libc;
+  });
+  return after_libc;
+}
+
+// Preloaded, the shim reads its settings before main() (a bad one ends the program before it starts). Loaded
+// after start (the Python package), it reads them at the first CUDA call, so that cuda_blockrun.enable() can
+// still set them after the import (docs/python.md).
 __attribute__((constructor)) void on_load() {
+  if (loaded_after_start()) {
+    g_loaded_after_start.store(true, std::memory_order_relaxed);
+    return;
+  }
   std::call_once(g_configure_once, configure);
 }
 

@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli.h"
 #include "config.h"
 #include "suggest.h"
@@ -40,6 +42,8 @@ struct Invocation {
   bool localize = false;
   std::optional<int> max_runs;
   std::optional<int> error_exitcode;
+  bool print_environment = false;
+  std::optional<std::string> python;  // --python: the interpreter that runs the script or module
   int program = 0;
 };
 
@@ -120,6 +124,12 @@ int take_command(const CommandSpec& spec, const std::optional<std::string>& inli
     case Command::explain:
       invocation->explain = take_value(spec.flag, spec.accepted, inline_value, argc, argv, &index);
       break;
+    case Command::print_environment:
+      invocation->print_environment = true;
+      break;
+    case Command::python:
+      invocation->python = take_value(spec.flag, spec.accepted, inline_value, argc, argv, &index);
+      break;
     case Command::error_exitcode:
       invocation->error_exitcode =
           exit_code(spec, take_value(spec.flag, spec.accepted, inline_value, argc, argv, &index));
@@ -166,6 +176,8 @@ Invocation parse_command_line(int argc, char** argv) {
       break;
     }
     if (argument.empty() || argument[0] != '-') break;  // the program
+    // A Python program starts at `-m module` or `-c code` as well as at a script.
+    if (invocation.python && (argument == "-m" || argument == "-c")) break;
     auto [flag, inline_value] = split_flag(argument);
     const CommandSpec* command = nullptr;
     for (const CommandSpec& candidate : command_specs()) {
@@ -232,6 +244,23 @@ void prepare_environment(const std::map<std::string, std::string>& settings) {
   setenv("LD_PRELOAD", preload_value.c_str(), 1);
 }
 
+// --print-environment: what prepare_environment would set for the program (the flags' variables, the run id), as
+// JSON, with the shim it would preload; the Python package (python/cuda_blockrun) sets them in its own process
+// and loads that shim.
+int print_environment(std::map<std::string, std::string> settings) {
+  std::optional<std::string> shim = find_shim();
+  if (!shim)
+    usage_error(std::string("cannot find ") + kShimFile + " beside " + directory_of_executable() +
+                " (expected in ../lib/); is cuda-blockrun installed completely?");
+  set_run_id();
+  settings[blockrun::variable::run_id] = std::getenv(blockrun::variable::run_id);
+  nlohmann::json environment = nlohmann::json::object();
+  for (const auto& [variable, value] : settings) environment[variable] = value;
+  nlohmann::json answer = {{"environment", environment}, {"shim", *shim}};
+  std::puts(answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  return 0;
+}
+
 }  // namespace
 
 }  // namespace blockrun::cli
@@ -242,7 +271,12 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "report") == 0) return report_command(argc - 2, argv + 2);
   Invocation invocation = parse_command_line(argc, argv);
   if (invocation.explain) return explain_launch(invocation.settings, *invocation.explain);
-  if (invocation.program >= argc) usage_error("no program given");
+  if (invocation.program >= argc && !invocation.print_environment)
+    usage_error(invocation.python ? "no Python script, -m module or -c code given" : "no program given");
+  if (invocation.print_environment && invocation.program < argc)
+    usage_error("--print-environment runs nothing: no program goes with it");
+  if (invocation.print_environment && invocation.localize)
+    usage_error("--localize runs the program: it cannot be combined with --print-environment");
   if (invocation.localize) {
     for (const char* variable : {blockrun::variable::block, blockrun::variable::report}) {
       if (invocation.settings.count(variable) || std::getenv(variable))
@@ -261,7 +295,17 @@ int main(int argc, char** argv) {
   if (!invocation.localize && !mode_chosen) invocation.settings[blockrun::variable::breadcrumbs] = "1";
   blockrun::Config config = checked_configuration(invocation.settings);
   check_output_directories(config);
-  char** program_argv = argv + invocation.program;
+  if (invocation.print_environment) return print_environment(invocation.settings);
+  // --python: INTERPRETER -m cuda_blockrun._run PROGRAM..., which adds the verdict to a CUDA error's traceback
+  // and runs the script, module or code as the interpreter would have (python/cuda_blockrun/_run.py).
+  std::vector<char*> python_argv;
+  if (invocation.python) {
+    static char dash_m[] = "-m", runner[] = "cuda_blockrun._run";
+    python_argv = {invocation.python->data(), dash_m, runner};
+    python_argv.insert(python_argv.end(), argv + invocation.program, argv + argc);
+    python_argv.push_back(nullptr);
+  }
+  char** program_argv = invocation.python ? python_argv.data() : argv + invocation.program;
   std::string program = program_argv[0];
   if (!find_program(program)) usage_error("program '" + program + "' not found or not executable");
   prepare_environment(invocation.settings);
