@@ -167,7 +167,7 @@ def _first_record(path, record_type):
 
 def _keyword_text(message):
     """The wrapper's message in enable()'s terms: '--breadcrumb-every' -> 'breadcrumb_every'."""
-    message = re.sub(r"'--([a-z0-9-]+)'", lambda m: "'%s'" % m.group(1).replace("-", "_"), message)
+    message = re.sub(r"'--([a-z0-9-]+)(=[^']*)?'", lambda m: "'%s'" % m.group(1).replace("-", "_"), message)
     message = re.sub(r"(?m)^cuda-blockrun: ", "", message)
     message = message.replace("the program was not started", "not enabled").replace(
         "see `cuda-blockrun --help`", "see `cuda-blockrun --help-all` (its options are enable()'s keywords)"
@@ -275,7 +275,27 @@ def status():
     }
 
 
+def _front_end():
+    """Whether this interpreter is `python -m cuda_blockrun ...` itself: its package is imported before __main__
+    execs the wrapper, and must then change nothing (the program gets the wrapper's settings, not these)."""
+    argv = getattr(sys, "orig_argv", None)
+    if argv is None:
+        try:
+            with open("/proc/self/cmdline", "rb") as command_line:
+                argv = command_line.read().decode(errors="replace").split("\0")
+        except OSError:
+            return False
+    for index, argument in enumerate(argv[1:-1], start=1):
+        if argument == "-m":
+            return argv[index + 1] == __name__
+        if argument == "-c" or not argument.startswith("-"):
+            return False  # a script or code: the interpreter's own options end here
+    return False
+
+
 def _start():
+    if _front_end():
+        return
     preloaded = _native.loaded_shim()
     if preloaded:
         # Under the wrapper or `python -m cuda_blockrun`: the shim is already here and configured; only the note.

@@ -9,9 +9,11 @@ import runpy
 import sys
 
 import cuda_blockrun  # noqa: F401  (preloaded: installs the traceback's note only)
+from cuda_blockrun import _traceback
 
 
 def main():
+    _traceback.runner_files.update({os.path.abspath(__file__), runpy.__file__, "<frozen runpy>"})
     arguments = sys.argv[1:]
     if not arguments:
         sys.exit("usage: python -m cuda_blockrun [options] (script.py | -m module | -c code) [args...]")

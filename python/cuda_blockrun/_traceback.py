@@ -61,6 +61,19 @@ def _write_note(exception, first_error, in_notebook, stream):
         pass
 
 
+# The files of `python -m cuda_blockrun`'s runner (_run.py and runpy), whose frames sit above the program's own at
+# the top of a traceback: left out, so that the traceback reads as the program run directly would print it.
+runner_files = set()
+
+
+def _without_runner(traceback):
+    while traceback is not None and traceback.tb_next is not None:
+        if traceback.tb_frame.f_code.co_filename not in runner_files:
+            break
+        traceback = traceback.tb_next
+    return traceback
+
+
 def install(first_error):
     """Adds the verdict's note after the traceback of an uncaught CUDA error; once."""
     global _installed
@@ -70,6 +83,9 @@ def install(first_error):
     previous_hook = sys.excepthook
 
     def excepthook(kind, value, traceback):
+        if runner_files and traceback is not None:
+            traceback = _without_runner(traceback)
+            value = value.with_traceback(traceback)  # what the interpreter's own hook prints
         previous_hook(kind, value, traceback)
         _write_note(value, first_error, False, sys.stderr)
 
