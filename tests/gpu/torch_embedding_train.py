@@ -10,7 +10,8 @@
 # GEMM, the loss, backward, the optimizer), or at the loss.item() of that step, never at the lookup's own
 # line. The forward line that calls the embedding carries the marker comment the case greps for (never a
 # hard-coded line number); it is the program's own frame under nn.Module's __call__.
-#   python3 torch_embedding_train.py
+#   python3 torch_embedding_train.py       (GPU_CASE_RAISE=1: the error is raised on, uncaught, after its line)
+import os
 import sys
 import traceback
 
@@ -68,6 +69,8 @@ for step in range(1, STEPS + 1):
             print(f"torch_embedding_train: step {step} loss {loss.item():.4f}", flush=True)
     except RuntimeError as error:
         print(f"torch_embedding_train: in step {step}: {describe(error)}", flush=True)
+        if os.environ.get("GPU_CASE_RAISE") == "1":
+            raise  # an unmodified training script's end: the traceback (tests/gpu/python_door_case.sh)
         sys.exit(1)
 torch.cuda.synchronize()
 print(f"torch_embedding_train: UNEXPECTED: {STEPS} steps without an error", flush=True)
