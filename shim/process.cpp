@@ -387,6 +387,7 @@ bool loaded_after_start() {
 __attribute__((constructor)) void on_load() {
   if (loaded_after_start()) {
     g_loaded_after_start.store(true, std::memory_order_relaxed);
+    if (!getauxval(AT_SECURE) && !switched_off(process_environment())) claim_driver_library();
     return;
   }
   std::call_once(g_configure_once, configure);

@@ -7,6 +7,8 @@
 // driver wrapper, with what the outer layer was doing attached (ThreadContext's layers). The runtime wrapper
 // records only when the driver wrapper did not see the launch. Who owns a launch is the engine's rule
 // (src/launch_layers.h).
+#include <dlfcn.h>
+
 #include <cerrno>
 #include <cstring>
 #include <new>
@@ -19,6 +21,7 @@
 #include "facts.h"
 #include "python_frames.h"
 #include "shim.h"
+#include "symbol_table.h"
 
 #ifdef CUDA_BLOCKRUN_BENCH_SWITCH
 #include "bench_switch.h"
@@ -744,6 +747,16 @@ const HookRow kHookRows[] = {
 #include "hooks.def"
 };
 
+struct HelperRow {
+  const char* name;
+  Layer layer;
+};
+
+const HelperRow kHelperRows[] = {
+#define CUDA_BLOCKRUN_REAL(layer, return_type, name, parameters) {#name, Layer::layer},
+#include "hooks.def"
+};
+
 // "cuMemcpyHtoD_v2_ptds" -> "cuMemcpyHtoD": the name cuGetProcAddress is asked for.
 std::string base_name_of(const char* name) {
   std::string base = name;
@@ -770,6 +783,29 @@ void* lookup_hook_address(Hook hook) {
   address = find_real(kHookRows[index].name, kHookRows[index].layer);
   if (address) slot.store(address, std::memory_order_release);
   return address;
+}
+
+void claim_driver_library() {
+  // RTLD_NODELETE: the table written below must outlive any dlclose of the program's.
+  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (!driver) return;  // no driver: nothing will launch
+  // The real functions first, from the table as it still is.
+  for (size_t index = 0; index < static_cast<size_t>(Hook::Count); ++index) {
+    if (kHookRows[index].layer != Layer::Driver || hook_addresses[index].load(std::memory_order_acquire))
+      continue;
+    if (void* address = real_dlsym(driver, kHookRows[index].name))
+      hook_addresses[index].store(address, std::memory_order_release);
+  }
+  for (size_t index = 0; index < static_cast<size_t>(Helper::Count); ++index) {
+    if (kHelperRows[index].layer != Layer::Driver || helper_addresses[index].load(std::memory_order_acquire))
+      continue;
+    if (void* address = real_dlsym(driver, kHelperRows[index].name))
+      helper_addresses[index].store(address, std::memory_order_release);
+  }
+  for (size_t index = 0; index < static_cast<size_t>(Hook::Count); ++index) {
+    if (kHookRows[index].layer == Layer::Driver && hook_addresses[index].load(std::memory_order_acquire))
+      point_symbol_at(driver, kHookRows[index].name, kHookRows[index].wrapper);
+  }
 }
 
 void* substitute_wrapper(const char* symbol, void* address, bool by_base_name) {

@@ -107,6 +107,12 @@ typename HelperTraits<id>::Function helper() {
 // of that base name: "cuLaunchKernel" may give cuLaunchKernel or cuLaunchKernel_ptsz), else `address`.
 void* substitute_wrapper(const char* symbol, void* address, bool by_base_name);
 
+// For a shim loaded after start (the Python door; process.cpp): opens libcuda, keeps its real functions (the
+// driver's hooks and helpers), then points libcuda's own exported hooks at the shim's wrappers
+// (symbol_table.h), so that a library that finds the driver later, with dlsym or by linking it, finds the
+// shim as under LD_PRELOAD (docs/python.md). Nothing where no driver is installed.
+void claim_driver_library();
+
 // What a thread is inside of, so that one launch is recorded once however many layers it crosses:
 // a runtime launch continues into the driver, a library call launches kernels through the driver. Who owns a
 // launch is the engine's answer (src/launch_layers.h) from `layers`.

@@ -238,8 +238,9 @@ def enable(**settings):
         _say(problem)
         return False
     _door.apply(answer)
-    _door.loaded_at_load = [_native.stem(p) for p in _door.late_objects]
     problem = _door.load(answer["shim"])
+    # What is loaded now (the shim opens libcuda itself: shim/shim.cpp, claim_driver_library) is not "since".
+    _door.loaded_at_load = [_native.stem(p) for p in _native.loaded_cuda_objects()]
     if problem:
         _door.problem = problem
         warnings.warn("cuda_blockrun is NOT enabled: " + problem, NotEnabledWarning, stacklevel=2)

@@ -135,10 +135,10 @@ class PackageTest(unittest.TestCase):
         self.assert_note(run, "breadcrumbs")
         self.assertIn("driver log: Sticky error detected", run.stderr)  # the driver's launches were seen
 
-    def test_without_the_rebinding_breadcrumbs_cannot_name_it(self):
-        # The control: the shim loaded by ctypes alone (as issue 39 measured on the H200) sees the runtime's
-        # launches but not the driver's, and ends with suspects. If this passes by naming the culprit, the simulated
-        # driver hands out interposed functions again, and the test above proves nothing.
+    def test_a_shim_loaded_by_ctypes_alone_names_it_too(self):
+        # Issue 39's measurement: the shim loaded by ctypes as the first line (no package) saw the runtime's launches
+        # but not the driver's, and breadcrumbs ended with suspects. The shim, loaded after start, now points
+        # libcuda's own exported hooks at itself (claim_driver_library), so the driver's launches reach it.
         shim = os.path.join(PACKAGE_PARENT, "cuda_blockrun", "lib", "libcuda_blockrun.so")
         program = (
             "import ctypes, os, sys\n"
@@ -146,12 +146,39 @@ class PackageTest(unittest.TestCase):
             "lib = ctypes.CDLL(sys.argv[1])\n"
             "lib.launch_fill(); lib.launch_stencil(); lib.launch_fill(); lib.synchronize()\n" % shim
         )
-        report = os.path.join(self.directory.name, "control.jsonl")
+        report = os.path.join(self.directory.name, "ctypes.jsonl")
         self.run_program(program=program.replace("{", "{{").replace("}", "}}"),
                          extra_env={"CUDA_BLOCKRUN_BREADCRUMBS": "1", "CUDA_BLOCKRUN_REPORT": report})
         records = [json.loads(line) for line in open(report)]
         first = [r for r in records if r["type"] == "first_error"][0]
-        self.assertEqual(first["certainty"], "suspects", first)
+        self.assertEqual((first["certainty"], first["method"], first["launch"]["seq"]),
+                         ("exact", "breadcrumbs", CULPRIT_SEQ), first)
+
+    def test_the_simulated_driver_hands_out_its_own_functions(self):
+        # The simulator's fidelity, on which the tests above rest: like the real driver, cuGetProcAddress answers
+        # with libcuda's own functions even where an object loaded before it exports the same names (here the
+        # shim, switched off so that it claims nothing). Without it, the Python door's gap never showed here.
+        shim = os.path.join(PACKAGE_PARENT, "cuda_blockrun", "lib", "libcuda_blockrun.so")
+        program = textwrap.dedent("""\
+            import ctypes, os
+            shim = ctypes.CDLL(SHIM, mode=os.RTLD_GLOBAL)
+            driver = ctypes.CDLL("libcuda.so.1")
+            function = ctypes.c_void_p()
+            status = ctypes.c_int()
+            result = driver.cuGetProcAddress_v2(b"cuLaunchKernel", ctypes.byref(function), 13000,
+                                                ctypes.c_uint64(0), ctypes.byref(status))
+            own = ctypes.cast(driver.cuLaunchKernel, ctypes.c_void_p).value
+            shims = ctypes.cast(shim.cuLaunchKernel, ctypes.c_void_p).value
+            print("ADDRESSES %d %d %d %d" % (result, function.value, own, shims))
+            """).replace("SHIM", repr(shim))
+        run = self.run_program(program=program.replace("{", "{{").replace("}", "}}"),
+                               extra_env={"CUDA_BLOCKRUN": "0"})
+        line = [l for l in run.stdout.splitlines() if l.startswith("ADDRESSES ")]
+        self.assertTrue(line, run.stderr)
+        result, handed, own, shims = (int(x) for x in line[0].split()[1:])
+        self.assertEqual(result, 0)
+        self.assertEqual(handed, own)
+        self.assertNotEqual(handed, shims)
 
     def test_import_first_block_names_the_culprit(self):
         # Every launch blocked (blocking the stencil alone leaves the fill before it unfinished: suspects, rightly).
@@ -245,7 +272,8 @@ class PackageTest(unittest.TestCase):
                 print("ERROR " + str(error))
             """)
         run = self.run_program(program=program.replace("{", "{{").replace("}", "}}"))
-        self.assertIn("ERROR cuda_blockrun.enable: too late to change the settings: libcudart", run.stdout)
+        self.assertIn("ERROR cuda_blockrun.enable: too late to change the settings: libcudart was loaded since",
+                      run.stdout)
 
     # ---- imported late ----
     def test_import_after_cuda_libraries_loaded_still_sees_everything(self):
