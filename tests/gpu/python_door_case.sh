@@ -18,7 +18,8 @@
 #                       (GPU_CASE_RAISE=1): the traceback ends with the note naming the kernel and the marker's line
 #   python_door_case.sh <package-parent> <wrapper> <case-name> <expected-kernel-regex> <source-with-marker> <marker>
 # <package-parent>: the directory holding the staged package cuda_blockrun/ (build/python).
-# Environment: ATTRIBUTION_BLOCK_NAME, ATTRIBUTION_RUN_TIMEOUT, GPU_MATRIX_OUT as in attribution_case.sh.
+# Environment: ATTRIBUTION_BLOCK_NAME, ATTRIBUTION_RUN_TIMEOUT, GPU_MATRIX_OUT as in attribution_case.sh;
+# GPU_CASE_LOGS=DIR keeps the runs' logs and reports there.
 # Prints MATRIX/RESULT lines per mode (attribution_check.py), exit status 0 when nothing failed, 77 without a GPU
 # or PyTorch with CUDA.
 set -u
@@ -139,6 +140,8 @@ print("RESULT dash-m-traceback %s" % ("fail" if problems else "pass"))
 sys.exit(1 if problems else 0)
 EOF
 
+# GPU_CASE_LOGS=DIR keeps every run's log and report there (the H200 output docs/python.md shows).
+if [ -n "${GPU_CASE_LOGS:-}" ]; then mkdir -p "$GPU_CASE_LOGS" && cp -r "$work" "$GPU_CASE_LOGS/"; fi
 if [ "$failed" -eq 0 ]; then
   rm -rf "$work"
   echo "PASSED: $case_name through the Python door"
