@@ -116,6 +116,9 @@ void test_dl() {
       "dladdr1");
   void* handle = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
   check(handle != nullptr, "dlopen(libc.so.6, RTLD_NOLOAD)");
+  struct link_map* handle_map = nullptr;
+  if (handle)
+    check(dlinfo(handle, RTLD_DI_LINKMAP, &handle_map) == 0 && handle_map == map, "dlinfo(RTLD_DI_LINKMAP)");
   if (handle) check(dlclose(handle) == 0, "dlclose");
   check(dlopen("/nonexistent/libnothing.so", RTLD_NOW) == nullptr && dlerror() != nullptr,
         "dlopen fails, dlerror");

@@ -13,21 +13,7 @@ import subprocess
 import sys
 import tempfile
 
-failures = []
-
-
-def check(ok, what):
-    print(("ok      " if ok else "FAILED  ") + what, flush=True)
-    if not ok:
-        failures.append(what)
-
-
-def run(command, **options):
-    print("$ " + " ".join(command), flush=True)
-    result = subprocess.run(command, capture_output=True, text=True, **options)
-    if result.returncode != 0:
-        sys.stdout.write(result.stdout + result.stderr)
-    return result
+from checks import check, failures, run
 
 
 def main():

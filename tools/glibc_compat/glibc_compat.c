@@ -61,6 +61,7 @@ OLD_VERSION(dlclose, "GLIBC_2.2.5");
 OLD_VERSION(dlerror, "GLIBC_2.2.5");
 OLD_VERSION(dladdr, "GLIBC_2.2.5");
 OLD_VERSION(dladdr1, "GLIBC_2.3.3");
+OLD_VERSION(dlinfo, "GLIBC_2.3.3");
 OLD_VERSION(dlvsym, "GLIBC_2.2.5");
 
 extern int old_pthread_create(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
@@ -79,6 +80,7 @@ extern int old_dlclose(void*);
 extern char* old_dlerror(void);
 extern int old_dladdr(const void*, Dl_info*);
 extern int old_dladdr1(void*, Dl_info*, void**, int);
+extern int old_dlinfo(void*, int, void*);
 extern void* old_dlvsym(void*, const char*, const char*);
 
 // dlopen, dlvsym: glibc takes the caller's object from the return address (RTLD_NEXT, $ORIGIN, the
@@ -134,6 +136,9 @@ COMPAT int dladdr(const void* address, Dl_info* info) {
 }
 COMPAT int dladdr1(const void* address, Dl_info* info, void** extra, int flags) {
   return old_dladdr1((void*)address, info, extra, flags);
+}
+COMPAT int dlinfo(void* restrict handle, int request, void* restrict argument) {
+  return old_dlinfo(handle, request, argument);
 }
 COMPAT void* dlvsym(void* restrict handle, const char* restrict name, const char* restrict version) {
   return old_dlvsym(handle, name, version);
