@@ -220,7 +220,13 @@ def enable(**settings):
                 "at start; give them to the wrapper instead (cuda-blockrun --block ... -- program)"
             )
         return True
-    answer = _door.check(settings)
+    try:
+        answer = _door.check(settings)
+    except OSError as error:  # an incomplete installation: said, never the program's end
+        _door.problem = str(error)
+        warnings.warn(_door.problem, NotEnabledWarning, stacklevel=2)
+        _say("NOT enabled: " + _door.problem)
+        return False
     if _door.shim is not None:
         # The shim reads the settings at its first CUDA call: they can change only until CUDA code is loaded.
         since = sorted({_native.stem(p) for p in _native.loaded_cuda_objects()} - set(_door.loaded_at_load))

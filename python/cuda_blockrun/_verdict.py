@@ -34,13 +34,28 @@ def _python_line(launch):
 
 
 def _native_line(launch):
-    # The program's own frame where one was found, else the innermost frame that has a source line.
+    # The program's own frame where one was found, else the innermost frame that has a source line; else, as the
+    # log writes it, the call site's function and its place in its module (a library without line tables).
     frames = [launch.get("callsite")] + list(launch.get("frames") or [])
     for frame in frames:
         if frame and frame.get("file") and frame.get("line"):
             function = frame.get("function")
             return "%s:%s%s" % (frame["file"], frame["line"], " in %s" % function if function else "")
+    for frame in frames:
+        if frame and frame.get("function") and frame.get("module"):
+            return "%s (%s+%s)" % (frame["function"], frame["module"].rsplit("/", 1)[-1], frame.get("offset"))
     return None
+
+
+def _localize_command(command):
+    """The shim's `cuda-blockrun --localize -- PYTHON -m cuda_blockrun._run ARGS` (a run through python -m
+    cuda_blockrun) as the user would type it: `PYTHON -m cuda_blockrun --localize ARGS`."""
+    runner = " -m cuda_blockrun._run "
+    head = "cuda-blockrun --localize -- "
+    if command.startswith(head) and runner in command:
+        python, arguments = command[len(head):].split(runner, 1)
+        return "%s -m cuda_blockrun --localize %s" % (python, arguments)
+    return command
 
 
 def _launch_name(launch):
@@ -101,7 +116,7 @@ def _pin_hint(record, in_notebook):
         ]
     lines = []
     if record.get("localize_command"):
-        lines.append(PREFIX + "to pin it: " + record["localize_command"])
+        lines.append(PREFIX + "to pin it: " + _localize_command(record["localize_command"]))
         lines.append(PREFIX + "or run again with cuda_blockrun.enable(block=%r) (--block %r)" % (block, block))
     else:
         lines.append(PREFIX + "to pin it: run again with cuda_blockrun.enable(block=%r) (--block %r)" % (block, block))

@@ -1,13 +1,15 @@
 # GPU case (issue 39, the Python door in a notebook): cells run one after another in one namespace, as Jupyter
 # runs them, `import cuda_blockrun` in cell 1 and an embedding lookup with an id far past its table in cell 3.
 # In IPython (where it is installed) the cells go through InteractiveShell.run_cell, which shows a cell's
-# exception itself; without it, through exec with the exception handed to sys.excepthook, as a REPL does. Either
+# exception itself; without it, through exec (each cell named as Jupyter's kernel names it) with the exception
+# handed to sys.excepthook, as a REPL does. Either
 # way the verdict's note must follow the exception's traceback, naming the lookup's kernel, exactly, at cell 3's
 # line 2; and cuda_blockrun.first_error() must say the same. Prints PASSED or FAILED lines; exit status 0 or 1
 # (77: no CUDA).
 #   python3 torch_notebook_cells.py
 import io
 import json
+import os
 import re
 import sys
 
@@ -45,7 +47,9 @@ tee = Tee(sys.stderr)
 sys.stderr = tee
 try:
     from IPython.core.interactiveshell import InteractiveShell
-
+except ImportError:
+    InteractiveShell = None
+if InteractiveShell is not None:
     shell = InteractiveShell.instance(colors="NoColor")
     namespace = shell.user_ns
     for cell in CELLS:
@@ -53,11 +57,12 @@ try:
         if "record" not in namespace and cell is CELLS[1] and "table" not in namespace:
             sys.exit(77)
     how = "IPython"
-except ImportError:
+else:
     namespace = {}
     for number, cell in enumerate(CELLS, start=1):
         try:
-            exec(compile(cell, "<cell %d>" % number, "exec"), namespace)
+            # Named as Jupyter's kernel names a cell's code (ipykernel 6+: a file in its temporary directory).
+            exec(compile(cell, "/tmp/ipykernel_%d/cell%d.py" % (os.getpid(), number), "exec"), namespace)
         except SystemExit:
             raise
         except BaseException:
