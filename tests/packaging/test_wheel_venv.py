@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """The wheel in a fresh virtual environment (issue 39, item 4): built from the staged package, checked, installed
 with `pip install --no-index` into a new venv, and run from outside the source tree: `cuda-blockrun --version`
-(the console script on the venv's PATH) and `python -m cuda_blockrun --help`.
+(the console script on the venv's PATH) and `python -m cuda_blockrun --help`; then, on the simulated stack, a
+demo through `python -m cuda_blockrun`, through `import cuda_blockrun` and the C++ demo through the console script.
 
   test_wheel_venv.py --config build/python/wheel.json --wheel-tool tools/wheel.py --source-dir . \
-      [--sim-libdir build/sim/lib] [--demo build/bin/demo-stencil]
+      [--sim-libdir build/sim/lib] [--demo build/bin/demo-stencil] [--launch-lib build/lib/libpython_launch_lib.so]
 """
 import argparse
 import glob
@@ -29,10 +30,46 @@ def clean_environment(venv):
     return environment
 
 
+# A Python program with a known fault, for the simulated stack: tests/python/launch_lib.cpp's launches, the
+# stencil faulting (CUDA_SIM_FAULT=stencil:1) and surfacing at the next launch, never at its own line.
+DEMO = """\
+import ctypes, sys
+{first_line}
+lib = ctypes.CDLL(sys.argv[1])
+lib.launch_fill()
+lib.launch_stencil()  # the culprit
+lib.launch_fill()
+if lib.synchronize():
+    raise RuntimeError("CUDA error: an illegal memory access was encountered")
+"""
+
+
 def demo_through_the_package(venv, environment, workdir, arguments):
-    """Issue 39, item 5: the demo through `python -m cuda_blockrun` and through `import cuda_blockrun`, on the
-    simulated stack (arguments.sim_libdir, arguments.demo when it was built), from the installed wheel.
-    Added with the package's own tests; nothing here yet."""
+    """Issue 39, item 5: from the installed wheel, on the simulated stack, the demo through `python -m cuda_blockrun`
+    and through `import cuda_blockrun`, and the C++ demo through the venv's `cuda-blockrun`: each names the
+    culprit exactly, after the traceback for the Python ones."""
+    if not arguments.sim_libdir or not arguments.launch_lib:
+        check(False, "the demo needs --sim-libdir and --launch-lib")
+        return
+    python = os.path.join(venv, "bin", "python")
+    simulated = dict(environment, LD_LIBRARY_PATH=arguments.sim_libdir, CUDA_SIM_FAULT="stencil:1")
+    line = DEMO.splitlines().index("lib.launch_stencil()  # the culprit") + 1
+    for door, first_line, command in (
+            ("python -m cuda_blockrun", "", [python, "-m", "cuda_blockrun"]),
+            ("import cuda_blockrun", "import cuda_blockrun", [python])):
+        script = os.path.join(workdir, "demo_%s.py" % ("import" if first_line else "dash_m"))
+        with open(script, "w") as file:
+            file.write(DEMO.format(first_line=first_line))
+        result = run(command + [script, arguments.launch_lib], cwd=workdir, env=simulated)
+        note = result.stderr[result.stderr.rfind("RuntimeError: CUDA error"):]
+        check(result.returncode == 1 and "[cuda-blockrun] culprit (exact, by breadcrumbs): stencil(" in note
+              and "Python: %s:%d" % (script, line) in note,
+              "the demo through %s names the stencil launch and its line after the traceback" % door)
+    if arguments.demo and os.path.exists(arguments.demo):
+        result = run(["cuda-blockrun", "--block", "all", "--", arguments.demo], cwd=workdir,
+                     env=dict(simulated, CUDA_SIM_FAULT="stencil:13"))
+        check("launch #38 (stencil#13)" in result.stderr and "blocking synchronize after the launch" in result.stderr,
+              "the C++ demo through the venv's cuda-blockrun names stencil#13")
 
 
 def main():
@@ -42,6 +79,7 @@ def main():
     parser.add_argument("--source-dir", required=True)
     parser.add_argument("--sim-libdir")
     parser.add_argument("--demo")
+    parser.add_argument("--launch-lib")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
     arguments = parser.parse_args()
 
