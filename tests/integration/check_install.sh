@@ -1,7 +1,7 @@
 #!/bin/bash
 # The install as a user gets it: `cmake --install` into a temporary prefix, then the CPack tarball unpacked.
-# Each tree holds exactly the wrapper, the shim (both stripped), the report's schema, the docs, the man page
-# and the completions; its wrapper, run from another directory, prints its version and help, preloads the
+# Each tree holds exactly the wrapper, the shim and the Python door's rebind library (all stripped), the Python
+# package's modules (docs/python.md), the report's schema, the docs, the man page and the completions; its wrapper, run from another directory, prints its version and help, preloads the
 # installed shim (not the build tree's) and pins a simulated-stack program's fault to its launch.
 #   check_install.sh BUILD LIBDIR CUDA_APP SIM_LIBDIR CPACK VERSION
 set -u
@@ -19,7 +19,8 @@ fail() { echo "FAIL: $*"; status=1; }
 # Checks the tree under $1 (a prefix); $2 names it in messages.
 check_tree() {
   local prefix=$1 what=$2 file
-  for file in bin/cuda-blockrun "$libdir/libcuda_blockrun.so" share/cuda-blockrun/report.schema.json \
+  for file in bin/cuda-blockrun "$libdir/libcuda_blockrun.so" "$libdir/libcuda_blockrun_rebind.so" \
+              share/cuda-blockrun/python/cuda_blockrun/__init__.py share/cuda-blockrun/report.schema.json \
               share/doc/cuda-blockrun/README.md share/doc/cuda-blockrun/install.md share/doc/cuda-blockrun/config.md \
               share/man/man1/cuda-blockrun.1 share/bash-completion/completions/cuda-blockrun \
               share/zsh/site-functions/_cuda-blockrun; do
@@ -28,9 +29,9 @@ check_tree() {
   # Nothing else: no tests, no demo, no simulated CUDA.
   local others
   others=$(cd "$prefix" && find . -type f | sed 's|^\./||' | grep -Ev \
-    "^(bin/cuda-blockrun|$libdir/libcuda_blockrun\.so|share/cuda-blockrun/report\.schema\.json|share/doc/cuda-blockrun/[^/]*\.(md|png)|share/doc/cuda-blockrun/LICENSE|share/man/man1/cuda-blockrun\.1|share/bash-completion/completions/cuda-blockrun|share/zsh/site-functions/_cuda-blockrun)$")
+    "^(bin/cuda-blockrun|$libdir/libcuda_blockrun(_rebind)?\.so|share/cuda-blockrun/python/cuda_blockrun/[^/]*\.py|share/cuda-blockrun/report\.schema\.json|share/doc/cuda-blockrun/[^/]*\.(md|png)|share/doc/cuda-blockrun/LICENSE|share/man/man1/cuda-blockrun\.1|share/bash-completion/completions/cuda-blockrun|share/zsh/site-functions/_cuda-blockrun)$")
   [ -z "$others" ] || fail "$what: installs more than the tool: $others"
-  for file in bin/cuda-blockrun "$libdir/libcuda_blockrun.so"; do
+  for file in bin/cuda-blockrun "$libdir/libcuda_blockrun.so" "$libdir/libcuda_blockrun_rebind.so"; do
     if readelf -S "$prefix/$file" | grep -Eq '\.debug_info|\.symtab'; then fail "$what: $file is not stripped"; fi
   done
   (
