@@ -59,6 +59,50 @@ void start_clean_after_fork() {
   reset_launch_gate_after_fork();
 }
 
+// Two installs of the shim in one process (issue 40, N14: `cuda-blockrun -- /other/bin/cuda-blockrun -- app`
+// preloads both): the program's calls reach the one first in the loader's list, which observes the process. It
+// skips the other when it looks for the real functions (find_real), so that the other's wrappers never see
+// its calls. The other steps aside: it reads no configuration and passes every call through, yet still hands
+// out its wrappers for cuGetProcAddress and dlsym, so that a first copy of an older version, whose "real"
+// functions are these wrappers, still recognizes what the driver hands out. It is said once: by the first copy
+// in its log, else (an older first copy) by this one at the first CUDA call that reaches it, on standard error
+// as it was at load (never freed).
+const std::string* g_other_shim = nullptr;  // set where this copy stepped aside
+std::atomic<bool> g_to_say_stepped_aside{false};
+OutputFile* g_stepped_aside_error = nullptr;
+
+// The path of another copy of the shim before this one in the loader's list (`earlier`) or after it; "" where
+// there is none.
+std::string other_shim_copy(bool earlier) {
+  Dl_info own{};
+  if (!dladdr(reinterpret_cast<const void*>(&other_shim_copy), &own)) return "";
+  std::string found;
+  bool after_own = false;
+  visit_loaded_objects([&](const LoadedObject& object) {
+    if (object.info.dlpi_addr == reinterpret_cast<ElfW(Addr)>(own.dli_fbase)) {
+      after_own = true;
+      return earlier;  // nothing before this one: no earlier copy
+    }
+    if (after_own == earlier || !is_shim_copy(object)) return false;
+    found = object.path;
+    return true;
+  });
+  return found;
+}
+
+std::string shim_module_path();
+
+std::string two_shims_line(const std::string& observing, const std::string& stepping_aside) {
+  return "two cuda-blockrun shims are loaded: " + observing + " observes this process, " + stepping_aside +
+         " steps aside (each launch is seen once)";
+}
+
+void say_stepped_aside() {
+  if (!g_stepped_aside_error || !g_other_shim) return;
+  std::string line = "[cuda-blockrun] " + two_shims_line(*g_other_shim, shim_module_path()) + "\n";
+  g_stepped_aside_error->write_record(line.data(), line.size());
+}
+
 EnvLookup process_environment() {
   return [](const std::string& variable) -> std::optional<std::string> {
     const char* value = std::getenv(variable.c_str());
@@ -119,6 +163,16 @@ void configure() {
     return;
   }
   if (switched_off(process_environment())) {
+    g_state.store(State::Inert);
+    return;
+  }
+  // Before the configuration is read: the copy that observes the process reads it (and stops the program on
+  // a bad one); this one must not stop it for a variable only its own version does not know.
+  std::string other_shim = other_shim_copy(true);
+  if (!other_shim.empty()) {
+    g_other_shim = new std::string(std::move(other_shim));
+    g_stepped_aside_error = OutputFile::standard_error().release();
+    g_to_say_stepped_aside.store(true, std::memory_order_relaxed);
     g_state.store(State::Inert);
     return;
   }
@@ -319,7 +373,8 @@ void open_trace(Engine& engine, const ProcessInfo& info, const OutputFile* log_f
   std::string path = expand_path(g_config->trace, info.pid, info.rank, info.host);
   std::string problem;
   std::unique_ptr<OutputFile> file = OutputFile::open(path, g_config->private_files, &problem);
-  if (file && ((log_file && file->same_file(*log_file)) || (report && file->same_file(*report->file())))) {
+  if (file &&
+      ((log_file && file->clashes_with(*log_file)) || (report && file->clashes_with(*report->file())))) {
     file.reset();
     problem = "it is the log or the report file";
   }
@@ -335,15 +390,17 @@ void create_engine() {
   try {
     OutputFile* log_file = nullptr;
     std::string prefix = this_log_prefix(*g_config);
-    auto engine =
-        std::make_unique<Engine>(*g_config, make_logger(*g_config, prefix, &log_file), describe_error);
+    std::shared_ptr<spdlog::logger> logger = make_logger(*g_config, prefix, &log_file);
+    std::string other_shim = other_shim_copy(false);
+    if (!other_shim.empty()) logger->info("{}", two_shims_line(shim_module_path(), other_shim));
+    auto engine = std::make_unique<Engine>(*g_config, std::move(logger), describe_error);
     std::unique_ptr<ReportFile> report;
     ProcessInfo info = process_info();
     if (!g_config->report.empty()) {
       std::string path = expand_path(g_config->report, info.pid, info.rank, info.host);
       std::string problem;
       report = ReportFile::open(path, g_config->private_files, &problem);
-      if (report && log_file && report->file()->same_file(*log_file)) {
+      if (report && log_file && report->file()->clashes_with(*log_file)) {
         // Log lines in the report would make it invalid JSON lines (issue 17, F16).
         report.reset();
         problem = cannot_open("report", path, "it is the log file", "no report is written");
@@ -387,7 +444,9 @@ bool loaded_after_start() {
 __attribute__((constructor)) void on_load() {
   if (loaded_after_start()) {
     g_loaded_after_start.store(true, std::memory_order_relaxed);
-    if (!getauxval(AT_SECURE) && !switched_off(process_environment())) claim_driver_library();
+    // Not over another copy of the shim (configure steps aside then): libcuda's symbols stay its.
+    if (!getauxval(AT_SECURE) && !switched_off(process_environment()) && other_shim_copy(true).empty())
+      claim_driver_library();
     return;
   }
   std::call_once(g_configure_once, configure);
@@ -425,13 +484,20 @@ bool shim_active() {
   return state == State::Active;
 }
 
+bool hands_out_wrappers() { return shim_active() || g_other_shim; }
+
 Engine* active_engine_slow() {
   State state = g_state.load(std::memory_order_acquire);
   if (state == State::Unset) {
     std::call_once(g_configure_once, configure);
     state = g_state.load(std::memory_order_acquire);
   }
-  if (state != State::Active) return nullptr;
+  if (state != State::Active) {
+    // Only on the inert path: an active shim's calls never come here once its engine exists.
+    if (g_to_say_stepped_aside.load(std::memory_order_relaxed) && g_to_say_stepped_aside.exchange(false))
+      say_stepped_aside();
+    return nullptr;
+  }
   Engine* engine = g_engine.load(std::memory_order_acquire);
   if (engine) return engine;
   ReentryGuard guard;

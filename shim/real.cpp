@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "loaded_objects.h"
+#include "symbol_table.h"
 
 namespace blockrun::shim {
 
@@ -39,6 +40,25 @@ bool inside_shim(const void* address) {
 
 namespace {
 
+constexpr char kShimFilePrefix[] = "libcuda_blockrun";
+
+// Whether `address` lies inside another install's copy of the shim (a program preloading two of them): its
+// wrapper is skipped for the real function behind it, so that it never sees this shim's calls.
+bool inside_other_shim_copy(const void* address) {
+  Dl_info info{};
+  if (!dladdr(address, &info) || !info.dli_fname) return false;
+  const char* slash = std::strrchr(info.dli_fname, '/');
+  if (std::strncmp(slash ? slash + 1 : info.dli_fname, kShimFilePrefix, sizeof(kShimFilePrefix) - 1) != 0)
+    return false;
+  bool copy = false;
+  visit_loaded_objects([&](const LoadedObject& object) {
+    if (object.info.dlpi_addr != reinterpret_cast<ElfW(Addr)>(info.dli_fbase)) return false;
+    copy = is_shim_copy(object);
+    return true;
+  });
+  return copy;
+}
+
 // Keeps the object holding `address` loaded for good (RTLD_NODELETE): the shim caches the address, and a
 // program that dlcloses libcuda or libcudart (then perhaps loads it again elsewhere) must not leave the shim
 // calling into unmapped memory. The only change the program could see: the library's memory stays mapped
@@ -52,9 +72,14 @@ void* pinned(void* address) {
 
 }  // namespace
 
+bool is_shim_copy(const LoadedObject& object) {
+  return std::strncmp(object.file, kShimFilePrefix, sizeof(kShimFilePrefix) - 1) == 0 &&
+         std::strstr(object.file, ".so") && defines_function(object.info, "cuLaunchKernel");
+}
+
 void* find_real(const char* name, Layer layer) {
   void* address = real_dlsym(RTLD_NEXT, name);
-  if (address && !inside_shim(address)) return pinned(address);
+  if (address && !inside_shim(address) && !inside_other_shim_copy(address)) return pinned(address);
   // A library loaded privately (RTLD_LOCAL) is not in RTLD_NEXT's scope: look in each one of that layer.
   const char* prefix = library_prefix(layer);
   void* found = nullptr;

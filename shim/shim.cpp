@@ -809,7 +809,7 @@ void claim_driver_library() {
 }
 
 void* substitute_wrapper(const char* symbol, void* address, bool by_base_name) {
-  if (!shim_active()) return address;
+  if (!hands_out_wrappers()) return address;
   for (size_t index = 0; index < static_cast<size_t>(Hook::Count); ++index) {
     const HookRow& row = kHookRows[index];
     bool candidate = by_base_name ? row.layer == Layer::Driver && base_name_of(row.name) == symbol

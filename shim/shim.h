@@ -143,6 +143,9 @@ inline void at_first_launch() {
 
 // Whether the shim acts in this process (configured, enabled, not in secure-execution mode).
 bool shim_active();
+// Whether cuGetProcAddress and dlsym hand out the shim's wrappers: where it acts, and where it stepped aside
+// for another install's copy loaded first (process.cpp), whose real functions may be these wrappers.
+bool hands_out_wrappers();
 
 // The engine once it exists (set only while the shim is active: process.cpp). Read by every wrapper.
 inline std::atomic<Engine*> g_engine{nullptr};

@@ -20,21 +20,28 @@ namespace blockrun::shim {
 
 namespace {
 
-// The dynamic section's addresses: relocated in place by glibc, except where a value is still an offset.
+using DynamicEntry = ElfW(Dyn);
+
+// The dynamic section's addresses: relocated in place by glibc, except where a value is still an offset
+// from the object's load address `base`.
+uintptr_t dynamic_address(ElfW(Addr) base, ElfW(Addr) value) {
+  return value < base ? base + value : value;
+}
+
 uintptr_t dynamic_address(const link_map* map, ElfW(Addr) value) {
-  return value < map->l_addr ? map->l_addr + value : value;
+  return dynamic_address(map->l_addr, value);
 }
 
 // How many entries the dynamic symbol table has: from DT_HASH's chain count, else from DT_GNU_HASH (the
 // highest symbol any bucket starts, then its chain to the end).
-size_t symbol_count(const link_map* map) {
+size_t symbol_count(const DynamicEntry* dynamic, ElfW(Addr) base) {
   const uint32_t* sysv_hash = nullptr;
   const uint32_t* gnu_hash = nullptr;
-  for (const ElfW(Dyn)* entry = map->l_ld; entry->d_tag != DT_NULL; ++entry) {
+  for (const ElfW(Dyn)* entry = dynamic; entry->d_tag != DT_NULL; ++entry) {
     if (entry->d_tag == DT_HASH)
-      sysv_hash = reinterpret_cast<const uint32_t*>(dynamic_address(map, entry->d_un.d_ptr));
+      sysv_hash = reinterpret_cast<const uint32_t*>(dynamic_address(base, entry->d_un.d_ptr));
     if (entry->d_tag == DT_GNU_HASH)
-      gnu_hash = reinterpret_cast<const uint32_t*>(dynamic_address(map, entry->d_un.d_ptr));
+      gnu_hash = reinterpret_cast<const uint32_t*>(dynamic_address(base, entry->d_un.d_ptr));
   }
   if (sysv_hash) return sysv_hash[1];
   if (!gnu_hash) return 0;
@@ -89,7 +96,7 @@ bool point_symbol_at(void* handle, const char* name, void* target) {
       strings = reinterpret_cast<const char*>(dynamic_address(map, entry->d_un.d_ptr));
   }
   if (!symbols || !strings) return false;
-  size_t count = symbol_count(map);
+  size_t count = symbol_count(map->l_ld, map->l_addr);
   bool pointed = false;
   for (size_t index = 1; index < count; ++index) {
     ElfW(Sym)& symbol = symbols[index];
@@ -109,6 +116,32 @@ bool point_symbol_at(void* handle, const char* name, void* target) {
     pointed = true;
   }
   return pointed;
+}
+
+bool defines_function(const dl_phdr_info& object, const char* name) {
+  const ElfW(Dyn)* dynamic = nullptr;
+  for (ElfW(Half) i = 0; i < object.dlpi_phnum; ++i) {
+    if (object.dlpi_phdr[i].p_type == PT_DYNAMIC)
+      dynamic = reinterpret_cast<const ElfW(Dyn)*>(object.dlpi_addr + object.dlpi_phdr[i].p_vaddr);
+  }
+  if (!dynamic) return false;
+  const ElfW(Sym)* symbols = nullptr;
+  const char* strings = nullptr;
+  for (const ElfW(Dyn)* entry = dynamic; entry->d_tag != DT_NULL; ++entry) {
+    if (entry->d_tag == DT_SYMTAB)
+      symbols = reinterpret_cast<const ElfW(Sym)*>(dynamic_address(object.dlpi_addr, entry->d_un.d_ptr));
+    if (entry->d_tag == DT_STRTAB)
+      strings = reinterpret_cast<const char*>(dynamic_address(object.dlpi_addr, entry->d_un.d_ptr));
+  }
+  if (!symbols || !strings) return false;
+  size_t count = symbol_count(dynamic, object.dlpi_addr);
+  for (size_t index = 1; index < count; ++index) {
+    const ElfW(Sym)& symbol = symbols[index];
+    if (symbol.st_shndx != SHN_UNDEF && ELF64_ST_TYPE(symbol.st_info) == STT_FUNC &&
+        std::strcmp(strings + symbol.st_name, name) == 0)
+      return true;
+  }
+  return false;
 }
 
 }  // namespace blockrun::shim

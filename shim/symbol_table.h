@@ -4,12 +4,19 @@
 // (docs/python.md).
 #pragma once
 
+#include <link.h>
+
 namespace blockrun::shim {
 
 // Sets the dynamic symbol `name` of the library opened as `handle` to resolve to `target` from now on.
 // Returns false (and changes nothing) where the library has no such defined symbol or its table cannot be
 // written.
 bool point_symbol_at(void* handle, const char* name, void* target);
+
+// Whether the loaded object `object` (dl_iterate_phdr's) defines the function `name` in its own dynamic
+// symbol table (not through its dependencies, as a dlsym on its handle would answer). Read from its mapped
+// table: no dlopen, so usable from a constructor while the loader starts the program.
+bool defines_function(const dl_phdr_info& object, const char* name);
 
 }  // namespace blockrun::shim
 // SPDX-License-Identifier: MIT

@@ -10,6 +10,7 @@
 
 #include "linear_regex.h"
 #include "names.h"
+#include "output_file.h"
 #include "suggest.h"
 
 extern char** environ;
@@ -179,13 +180,19 @@ ConfigResult parse_config(const EnvLookup& lookup, const std::vector<std::string
     if (std::optional<ConfigError> error = set_option(result.config, spec, *value))
       result.errors.push_back(*error);
   }
-  // The log's lines in the report would make it invalid JSON lines (issue 17, F16); the same file reached by
-  // two different paths is refused when it is opened.
-  if (!result.config.report.empty() && result.config.report == result.config.log) {
-    result.errors.push_back(ConfigError{variable::report, result.config.report,
-                                        std::string("a path other than ") + variable::log + "'s",
-                                        "it is the log file's path"});
-  }
+  // The log's lines in the report would make it invalid JSON lines (issue 17, F16), and so would the error
+  // file's plain line in the report or the trace (issue 40, N12); the same file reached by two different
+  // paths is refused when it is opened. The null device keeps nothing: any output may go there (N13).
+  auto clash = [&](const char* variable, const std::string& path, const char* other_variable,
+                   const std::string& other_path, const char* other_file) {
+    if (path.empty() || path != other_path || is_null_device(path.c_str())) return;
+    result.errors.push_back(
+        ConfigError{variable, path, std::string("a path other than ") + other_variable + "'s, or /dev/null",
+                    std::string("it is the ") + other_file + " file's path"});
+  };
+  clash(variable::report, result.config.report, variable::log, result.config.log, "log");
+  clash(variable::error_file, result.config.error_file, variable::report, result.config.report, "report");
+  clash(variable::error_file, result.config.error_file, variable::trace, result.config.trace, "trace");
   std::vector<std::string> known;
   for (const OptionSpec& spec : option_specs()) known.emplace_back(spec.variable);
   for (const std::string& variable : variables) {

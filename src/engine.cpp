@@ -620,6 +620,12 @@ void Engine::note_in_error_file(const Finding& finding) {
   std::string path = expand_path(config_.error_file, process_.pid, process_.rank, process_.host);
   std::string problem;
   std::unique_ptr<OutputFile> file = OutputFile::open(path, config_.private_files, &problem);
+  // Its plain line in the report would make the report invalid JSON lines (issue 40, N12): the same path is
+  // refused before the program starts, the same file by another path here.
+  if (file && report_ && file->clashes_with(*report_->file())) {
+    file.reset();
+    problem = "it is the report file";
+  }
   std::string line = fmt::format("{} {} {}\n", process_.pid, finding.text.name, finding.api);
   if (!file || !file->write_record(line.data(), line.size()))
     logger_->warn("cannot note the error in {} ({}): {}", path, variable::error_file,
@@ -1002,12 +1008,16 @@ void Engine::finish() {
   // write (a forked child that exits normally must not repeat it).
   if (getpid() != owner_pid_) return;
   std::lock_guard<std::mutex> guard(report_mutex_);
+  // The log's summary line is for a process that launched or met an error. A report that has its `start`
+  // always gets its `summary`, whatever the process did with CUDA (only cudaMalloc and cudaFree, a forked
+  // worker whose calls failed): a report without one reads as a process killed outright (issue 40, N2).
   bool used = ledger_.launches() > 0 || first_error_.taken();
-  if (used && !finished_.exchange(true) && (config_.summary || report_)) {
+  bool log_it = used && config_.summary;
+  if ((log_it || report_) && !finished_.exchange(true)) {
     // The table of every kernel is built only where it is told: in the report, or in the log when launches
     // were blocked (at exit it is the shim's largest allocation, docs/memory.md).
     Summary counts = summary(report_ || blocked_.load() > 0);
-    if (config_.summary) log_summary(*logger_, counts, config_.print_limit);
+    if (log_it) log_summary(*logger_, counts, config_.print_limit);
     if (report_) report_->write_record(summary_record(counts, process_.pid));
   }
   // Whether or not it launched: a trace file, once opened, is a JSON document when the process ends.

@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -138,6 +139,15 @@ int high_descriptor_floor() {
   return floor < 3 ? 3 : static_cast<int>(floor);
 }
 
+bool is_null_device(const struct stat& info) {
+  return S_ISCHR(info.st_mode) && major(info.st_rdev) == 1 && minor(info.st_rdev) == 3;
+}
+
+bool is_null_device(const char* path) {
+  struct stat info {};
+  return stat(path, &info) == 0 && is_null_device(info);
+}
+
 std::unique_ptr<OutputFile> OutputFile::open(const std::string& given, bool private_file,
                                              std::string* problem) {
   std::string path = given;
@@ -188,6 +198,7 @@ std::unique_ptr<OutputFile> OutputFile::open(const std::string& given, bool priv
   file->fd_.store(fd);
   file->device_ = info.st_dev;
   file->inode_ = info.st_ino;
+  file->null_device_ = is_null_device(info);
   if (path.size() < sizeof file->path_) std::memcpy(file->path_, path.c_str(), path.size() + 1);
   return file;
 }
@@ -200,6 +211,7 @@ std::unique_ptr<OutputFile> OutputFile::standard_error() {
   file->owned_ = false;
   file->device_ = info.st_dev;
   file->inode_ = info.st_ino;
+  file->null_device_ = is_null_device(info);
   return file;
 }
 

@@ -16,6 +16,7 @@
 // Issue 17: F5, F6, F7, F10, F12, F16.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -46,6 +47,9 @@ class OutputFile {
   bool truncate();
   // Whether both name one file (the log and the report must not).
   bool same_file(const OutputFile& other) const { return device_ == other.device_ && inode_ == other.inode_; }
+  // Whether writing both into one would mix them: the same file, unless it is the null device, which keeps
+  // nothing, so that any number of outputs may be sent there (issue 40, N13).
+  bool clashes_with(const OutputFile& other) const { return same_file(other) && !null_device_; }
   int descriptor() const { return fd_.load(std::memory_order_relaxed); }
 
  private:
@@ -62,7 +66,14 @@ class OutputFile {
   char path_[4096] = {};  // to open it again where the program took its descriptor; "" for standard error
   std::atomic<bool> lost_{false};  // no longer ours and not found again: nothing more is written
   bool owned_ = true;              // opened here (closed with it); false for standard error
+  bool null_device_ = false;       // /dev/null, known by its device number (is_null_device)
 };
+
+// Whether `info` (stat's) is the null device, by its device number (1, 3) rather than its path: a container's
+// /dev/null bound from the host, or another name for it, is one too.
+bool is_null_device(const struct stat& info);
+// The same for a path (following symbolic links, as a stat does); false where it cannot be examined.
+bool is_null_device(const char* path);
 
 // The lowest descriptor number the shim's files are moved to (or above), below RLIMIT_NOFILE.
 int high_descriptor_floor();

@@ -94,6 +94,29 @@ TEST(Config, UnknownVariableIsAnError) {
   EXPECT_EQ(result.errors[0].message().find("did you mean"), std::string::npos);
 }
 
+// Issue 40, N12 and N13: the error file's plain line would break the report or the trace; the null device
+// keeps nothing, so any output may go there.
+TEST(Config, OutputsOnOnePathAreRefusedExceptTheNullDevice) {
+  ConfigResult error_in_report =
+      parse({{"CUDA_BLOCKRUN_REPORT", "/tmp/r.jsonl"}, {"CUDA_BLOCKRUN_ERROR_FILE", "/tmp/r.jsonl"}});
+  ASSERT_EQ(error_in_report.errors.size(), 1u);
+  EXPECT_EQ(
+      error_in_report.errors[0].message(),
+      "invalid CUDA_BLOCKRUN_ERROR_FILE='/tmp/r.jsonl': it is the report file's path; accepted: a path other "
+      "than CUDA_BLOCKRUN_REPORT's, or /dev/null");
+  ConfigResult error_in_trace =
+      parse({{"CUDA_BLOCKRUN_TRACE", "/tmp/t.json"}, {"CUDA_BLOCKRUN_ERROR_FILE", "/tmp/t.json"}});
+  ASSERT_EQ(error_in_trace.errors.size(), 1u);
+  EXPECT_EQ(error_in_trace.errors[0].variable, "CUDA_BLOCKRUN_ERROR_FILE");
+  EXPECT_TRUE(parse({{"CUDA_BLOCKRUN_LOG", "/dev/null"},
+                     {"CUDA_BLOCKRUN_REPORT", "/dev/null"},
+                     {"CUDA_BLOCKRUN_TRACE", "/dev/null"},
+                     {"CUDA_BLOCKRUN_ERROR_FILE", "/dev/null"}})
+                  .errors.empty());
+  EXPECT_EQ(parse({{"CUDA_BLOCKRUN_LOG", "/tmp/same"}, {"CUDA_BLOCKRUN_REPORT", "/tmp/same"}}).errors.size(),
+            1u);
+}
+
 TEST(Config, ExpandsProcessIdInPaths) {
   EXPECT_EQ(expand_path("/tmp/blockrun.%p.log", 4242), "/tmp/blockrun.4242.log");
   EXPECT_EQ(expand_path("100%%-%p", 7), "100%-7");

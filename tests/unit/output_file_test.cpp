@@ -64,6 +64,24 @@ TEST_P(OpenRefusingSymlinks, RefusesALinkInAnyComponent) {
 INSTANTIATE_TEST_SUITE_P(BothWays, OpenRefusingSymlinks, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "WalkingComponents" : "Openat2"; });
 
+// Issue 40, N13: two outputs on one file clash, unless that file is the null device (known by its number).
+TEST(OutputFile, OnlyTheNullDeviceMayTakeTwoOutputs) {
+  Directory directory;
+  std::string problem;
+  auto first = OutputFile::open(directory / "same", false, &problem);
+  auto second = OutputFile::open(directory.path + "/./same", false, &problem);
+  ASSERT_TRUE(first && second) << problem;
+  EXPECT_TRUE(first->clashes_with(*second));
+  auto null_log = OutputFile::open("/dev/null", false, &problem);
+  auto null_report = OutputFile::open("/dev/null", false, &problem);
+  ASSERT_TRUE(null_log && null_report) << problem;
+  EXPECT_TRUE(null_log->same_file(*null_report));
+  EXPECT_FALSE(null_log->clashes_with(*null_report));
+  EXPECT_TRUE(is_null_device("/dev/null"));
+  EXPECT_FALSE(is_null_device("/dev/zero"));
+  EXPECT_FALSE(is_null_device((directory / "same").c_str()));
+}
+
 TEST(OutputFile, RecordsAreWholeAndTheFileMustStayTheSame) {
   Directory directory;
   std::string problem;

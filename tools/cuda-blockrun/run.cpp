@@ -103,8 +103,13 @@ int exit_status_after(int status, int error_exitcode, const std::string& error_f
 // Only the wrapper checks: a preloaded process (a shell that changes its directory before it starts the
 // program) is never stopped for it; the shim says so in the log when it cannot open the file.
 void check_output_directories(const blockrun::Config& config) {
-  const std::pair<const char*, const std::string*> outputs[] = {{blockrun::variable::log, &config.log},
-                                                                {blockrun::variable::report, &config.report}};
+  // Every file the shim writes: a trace into a missing directory was lost after the whole run (issue 40,
+  // N11).
+  const std::pair<const char*, const std::string*> outputs[] = {
+      {blockrun::variable::log, &config.log},
+      {blockrun::variable::report, &config.report},
+      {blockrun::variable::trace, &config.trace},
+      {blockrun::variable::error_file, &config.error_file}};
   for (const auto& [variable, path] : outputs) {
     size_t slash = path->rfind('/');
     if (slash == std::string::npos) continue;

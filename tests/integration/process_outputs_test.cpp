@@ -1,0 +1,179 @@
+// Issue 40, reliability round three: how a process's report ends, where its files may go, and two installs of
+// the shim in one process (N2, N11, N12, N13, N14), on the simulated stack. Each test failed before its fix.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "report_json.h"
+#include "sim_programs.h"
+#include "../sanitized_build.h"
+
+namespace {
+
+using namespace blockrun::testing;
+
+const std::string kProbeApp = CUDA_BLOCKRUN_PROBE_APP;
+
+// A fresh directory of the test's own, removed with what is in it.
+struct Directory {
+  std::string path;
+  Directory() {
+    std::string pattern = ::testing::TempDir() + "blockrun_outputs_XXXXXX";
+    path = mkdtemp(pattern.data());
+  }
+  ~Directory() { run_process({"/bin/rm", "-rf", path}, {}); }
+  std::string operator/(const std::string& name) const { return path + "/" + name; }
+};
+
+ProcessResult run_preloaded(const std::vector<std::string>& command, Env env,
+                            const std::string& preload = kShim) {
+  env["LD_LIBRARY_PATH"] = kSimLib;
+  env["LD_PRELOAD"] = preload;
+  return run_process(command, env);
+}
+
+// Each line's `type`, in order ("not JSON" for a line that is not a JSON object).
+std::vector<std::string> record_types(const std::string& path) {
+  std::vector<std::string> types;
+  std::string text = read_file(path);
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    start = end + 1;
+    if (line.empty()) continue;
+    auto record = blockrun::parse_json(line);
+    types.push_back(record ? blockrun::string_member(*record, "type", "not JSON") : "not JSON");
+  }
+  return types;
+}
+
+size_t occurrences(const std::string& text, const std::string& piece) {
+  size_t count = 0;
+  for (size_t at = text.find(piece); at != std::string::npos; at = text.find(piece, at + piece.size()))
+    ++count;
+  return count;
+}
+
+// ---- N2: a process that calls CUDA but never launches ----
+
+TEST(ProcessEnd, AProcessThatNeverLaunchesEndsItsReport) {
+  Directory directory;
+  // `loop 0`: a synchronize and no launch (the round's malloc_only: cudaMalloc, cudaFree, a synchronize).
+  ProcessResult run = run_wrapped({"--report", directory / "r.jsonl"}, {kProbeApp, "loop", "0"}, {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(record_types(directory / "r.jsonl"), (std::vector<std::string>{"start", "summary"}));
+  ProcessResult verdict = run_process({kWrapper, "report", directory / "r.jsonl"}, {});
+  EXPECT_EQ(verdict.status, 0) << verdict.out << verdict.err;
+  EXPECT_FALSE(contains(verdict.out + verdict.err, "killed outright")) << verdict.out << verdict.err;
+  // The log's summary line stays for processes that launched.
+  EXPECT_FALSE(contains(run.err, "summary:")) << run.err;
+}
+
+// ---- N11: the trace's directory, checked like the log's and the report's ----
+
+TEST(OutputPaths, ATraceIntoAMissingDirectoryIsRefusedBeforeTheProgramRuns) {
+  Directory directory;
+  std::string trace = directory / "missing/t.json";
+  ProcessResult run = run_wrapped({"--trace", trace}, {kProbeApp, "loop", "3"}, {});
+  EXPECT_EQ(run.status, 2) << run.err;
+  EXPECT_TRUE(contains(run.err, "CUDA_BLOCKRUN_TRACE='" + trace + "': no such directory")) << run.err;
+  EXPECT_FALSE(contains(run.out, "done")) << run.out;
+}
+
+// ---- N12: the error file on the report's path ----
+
+TEST(OutputPaths, TheErrorFileOnTheReportsPathIsRefused) {
+  Directory directory;
+  Env fault = {{"CUDA_SIM_FAULT", "fill:2"}};
+  Env same = fault;
+  same["CUDA_BLOCKRUN_ERROR_FILE"] = directory / "r.jsonl";
+  ProcessResult refused = run_wrapped({"--report", directory / "r.jsonl"}, {kProbeApp, "loop", "3"}, same);
+  EXPECT_EQ(refused.status, 2) << refused.err;
+  EXPECT_TRUE(contains(refused.err, "CUDA_BLOCKRUN_ERROR_FILE='" + directory / "r.jsonl" +
+                                        "': it is the report file's path; accepted: a path other than "
+                                        "CUDA_BLOCKRUN_REPORT's, or /dev/null"))
+      << refused.err;
+  // The same file by another path: found when the error is noted; the report stays JSON lines.
+  Env aliased = fault;
+  aliased["CUDA_BLOCKRUN_ERROR_FILE"] = directory.path + "/./r.jsonl";
+  ProcessResult run = run_wrapped({"--report", directory / "r.jsonl"}, {kProbeApp, "loop", "3"}, aliased);
+  EXPECT_EQ(run.status, 0) << run.err;
+  std::vector<std::string> types = record_types(directory / "r.jsonl");
+  EXPECT_EQ(std::count(types.begin(), types.end(), "not JSON"), 0) << read_file(directory / "r.jsonl");
+  EXPECT_TRUE(contains(run.err, "(CUDA_BLOCKRUN_ERROR_FILE): it is the report file")) << run.err;
+}
+
+// ---- N13: the null device for any output ----
+
+TEST(OutputPaths, EveryOutputMayGoToTheNullDevice) {
+  ProcessResult preloaded = run_preloaded(
+      {kProbeApp, "loop", "3"}, {{"CUDA_BLOCKRUN_LOG", "/dev/null"}, {"CUDA_BLOCKRUN_REPORT", "/dev/null"}});
+  EXPECT_EQ(preloaded.status, 0) << preloaded.err;
+  EXPECT_TRUE(contains(preloaded.out, "done")) << preloaded.out;
+  EXPECT_EQ(preloaded.err, "");
+  ProcessResult wrapped = run_wrapped(
+      {"--log", "/dev/null", "--report", "/dev/null", "--trace", "/dev/null"}, {kProbeApp, "loop", "3"},
+      {{"CUDA_SIM_FAULT", "fill:2"}, {"CUDA_BLOCKRUN_ERROR_FILE", "/dev/null"}});
+  EXPECT_EQ(wrapped.status, 0) << wrapped.err;
+  EXPECT_TRUE(contains(wrapped.out, "done")) << wrapped.out;
+  EXPECT_EQ(wrapped.err, "");
+}
+
+// ---- N14: two installs of the shim in one process ----
+
+struct OtherInstall {
+  Directory directory;
+  std::string wrapper = directory / "bin/cuda-blockrun";
+  std::string shim = directory / "lib/libcuda_blockrun.so";
+  OtherInstall() {
+    run_process({"/bin/mkdir", "-p", directory / "bin", directory / "lib"}, {});
+    run_process({"/bin/cp", kWrapper, wrapper}, {});
+    run_process({"/bin/cp", kShim, shim}, {});
+  }
+};
+
+TEST(TwoShims, TheSecondShimStepsAsideAndItIsSaidOnce) {
+  // Two instrumented copies of one library register the same globals twice, which AddressSanitizer reports as
+  // a violation of the one-definition rule before the program starts.
+  if (kSanitizedBuild) GTEST_SKIP() << "two copies of an instrumented shim: not in the sanitizer builds";
+  OtherInstall other;
+  Directory directory;
+  // Preloaded by hand, the other install first: it observes; this tree's steps aside.
+  ProcessResult run =
+      run_preloaded({kProbeApp, "loop", "5"},
+                    {{"CUDA_BLOCKRUN_BLOCK", "all"}, {"CUDA_BLOCKRUN_REPORT", directory / "r.jsonl"}},
+                    other.shim + ":" + kShim);
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(record_types(directory / "r.jsonl"), (std::vector<std::string>{"start", "summary"}))
+      << read_file(directory / "r.jsonl");
+  EXPECT_EQ(occurrences(run.err, "steps aside"), 1u) << run.err;
+  EXPECT_TRUE(contains(run.err, "two cuda-blockrun shims are loaded: ")) << run.err;
+  EXPECT_TRUE(contains(run.err, " observes this process, " + kShim + " steps aside")) << run.err;
+  EXPECT_EQ(occurrences(run.err, "summary: 5 launches, 5 blocked"), 1u) << run.err;
+
+  // As the issue's repro: a wrapper of one install runs another install's wrapper.
+  ProcessResult nested = run_wrapped(
+      {},
+      {other.wrapper, "--block", "all", "--report", directory / "nested.jsonl", "--", kProbeApp, "loop", "5"},
+      {});
+  EXPECT_EQ(nested.status, 0) << nested.err;
+  EXPECT_EQ(record_types(directory / "nested.jsonl"), (std::vector<std::string>{"start", "summary"}))
+      << read_file(directory / "nested.jsonl");
+  EXPECT_EQ(occurrences(nested.err, "steps aside"), 1u) << nested.err;
+  EXPECT_EQ(occurrences(nested.err, "summary: 5 launches, 5 blocked"), 1u) << nested.err;
+}
+
+// One shim alone says nothing of another.
+TEST(TwoShims, OneShimAloneSaysNothingOfAnother) {
+  ProcessResult run = run_preloaded({kProbeApp, "loop", "5"}, {{"CUDA_BLOCKRUN_BLOCK", "all"}});
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_FALSE(contains(run.err, "steps aside")) << run.err;
+  EXPECT_EQ(occurrences(run.err, "summary: 5 launches, 5 blocked"), 1u) << run.err;
+}
+
+}  // namespace
+// SPDX-License-Identifier: MIT
