@@ -210,7 +210,9 @@ void write_signal_record(const Watched& watched, const SignalFacts& facts, bool 
 // --trace: the timeline, marked with the signal, written now (the process may not reach its exit).
 void write_trace(Engine& engine, const Watched& watched) {
   trace::TraceWritten written = engine.trace_at_fatal_signal(watched.name);
-  if (!written.written || written.again) return;  // said when it was written at exit (an `abort` rule)
+  if (written.outcome == trace::TraceWritten::Outcome::Nothing) return;  // no trace in this process
+  if (written.written && written.again) return;  // said when it was written at exit (an `abort` rule)
+  // Not written, or not whole: said too (issue 40, N5), the reader must not take the file for a trace.
   trace::WrittenLine line;
   line.add(g_log_prefix);
   line.add(" ");

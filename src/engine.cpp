@@ -141,7 +141,7 @@ void Engine::start(ProcessInfo info, std::unique_ptr<ReportFile> report, StackFu
     python_every_launch_ = config_.breadcrumbs || trace_file_;
   }
   if (trace_file_) {
-    tracer_ = std::make_unique<trace::Tracer>(config_.trace_events, std::move(trace_file_));
+    tracer_ = std::make_unique<trace::Tracer>(config_.trace_events, std::move(trace_file_), trace_path_);
     tracer_->set_process(process_.pid, process_.has_rank ? process_.rank : -1, process_.name,
                          python_sites_.get());
   }
@@ -999,8 +999,7 @@ void Engine::trace_first_error(const Finding& finding, const SurfacingCall& call
 
 trace::TraceWritten Engine::trace_at_fatal_signal(const char* signal) {
   if (!tracer_ || !in_owner_process()) return {};
-  tracer_->fatal_signal(signal, current_thread_number());
-  return tracer_->write();
+  return tracer_->write_at_signal(signal, current_thread_number());
 }
 
 void Engine::finish() {

@@ -4,6 +4,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 #include "instance_serial.h"
 
 namespace blockrun::trace {
@@ -30,10 +32,13 @@ const char* outcome_text(EntryOutcome outcome) {
   return "launched";
 }
 
-TraceRecorder::TraceRecorder(size_t capacity)
+TraceRecorder::TraceRecorder(size_t capacity, size_t max_threads)
     : capacity_(capacity ? capacity : 1),
       slots_(capacity_ + 1),
       chunks_((slots_ + kChunkEntries - 1) / kChunkEntries),
+      max_threads_(max_threads == 0            ? 1
+                   : max_threads > kMaxThreads ? kMaxThreads
+                                               : max_threads),
       serial_(next_instance_serial<TraceRecorder>()) {}
 
 TraceRecorder::~TraceRecorder() {
@@ -45,28 +50,90 @@ TraceRecorder::~TraceRecorder() {
   }
 }
 
+namespace {
+
+// Whether kernel thread `os_thread` of this process is gone. A thread id the kernel gave again to a live
+// thread reads as alive (a ring is then not taken: never wrong, only less memory saved).
+bool exited(pid_t process, pid_t os_thread) {
+  return syscall(SYS_tgkill, process, os_thread, 0) != 0 && errno == ESRCH;
+}
+
+}  // namespace
+
+TraceRecorder::Ring* TraceRecorder::reuse_ring(pid_t self, uint32_t thread) {
+  size_t count = ring_count_.load(std::memory_order_acquire);
+  if (count > max_threads_) count = max_threads_;
+  if (!count) return nullptr;
+  int saved_errno = errno;
+  pid_t process = getpid();
+  // A few rings from where the last look ended, not all: a process with thousands of live threads must not
+  // pay a system call for each of them at every new thread's first entry.
+  size_t from = reuse_from_.fetch_add(kReuseScan, std::memory_order_relaxed);
+  size_t looks = count < kReuseScan ? count : kReuseScan;
+  Ring* found = nullptr;
+  for (size_t i = 0; i < looks && !found; ++i) {
+    Ring* ring = rings_[(from + i) % count].load(std::memory_order_acquire);
+    if (!ring) continue;
+    pid_t owner = ring->owner.load(std::memory_order_acquire);
+    // Its thread is this one (its id cannot be another live thread's), or exited: taken, by one thread only.
+    if ((owner == self || exited(process, owner)) &&
+        ring->owner.compare_exchange_strong(owner, self, std::memory_order_acq_rel))
+      found = ring;
+  }
+  errno = saved_errno;
+  if (!found) return nullptr;
+  uint32_t taken = found->taken.fetch_add(1, std::memory_order_relaxed);
+  Ring::Owner& owner = found->owners[taken % Ring::kOwners];
+  owner.thread.store(thread, std::memory_order_relaxed);
+  owner.os_thread.store(self, std::memory_order_relaxed);
+  return found;
+}
+
+pid_t TraceRecorder::os_thread_of(const Ring& ring, uint32_t thread) {
+  for (const Ring::Owner& owner : ring.owners)
+    if (owner.thread.load(std::memory_order_relaxed) == thread)
+      return owner.os_thread.load(std::memory_order_relaxed);
+  return 0;
+}
+
 TraceRecorder::Ring* TraceRecorder::ring_of_this_thread(uint32_t thread) {
   // A thread keeps its ring for the recorder it was made for (tests make several recorders in one thread).
   struct Cached {
     uint64_t serial;
     Ring* ring;
+    uint32_t until_retry;  // without a ring: entries until this thread looks for one again
   };
-  thread_local Cached cached{0, nullptr};
-  if (cached.serial == serial_) return cached.ring;
-  size_t index = ring_count_.fetch_add(1, std::memory_order_relaxed);
-  Ring* ring = nullptr;
-  if (index < kMaxThreads) {
-    ring = new Ring;
-    ring->thread = thread;
-    ring->os_thread = static_cast<pid_t>(syscall(SYS_gettid));
-    ring->chunks = std::make_unique<std::atomic<TraceEntry*>[]>(chunks_);
-    rings_[index].store(ring, std::memory_order_release);
+  thread_local Cached cached{0, nullptr, 0};
+  if (cached.serial == serial_ && (cached.ring || --cached.until_retry)) return cached.ring;
+  // A thread's first entry (in this recorder): a ring of a thread that exited, else a new one.
+  pid_t self = static_cast<pid_t>(syscall(SYS_gettid));
+  Ring* ring = reuse_ring(self, thread);
+  if (!ring && ring_count_.load(std::memory_order_relaxed) < max_threads_) {
+    size_t index = ring_count_.fetch_add(1, std::memory_order_relaxed);
+    if (index < max_threads_) {
+      ring = new Ring;
+      ring->first_thread = thread;
+      ring->owner.store(self, std::memory_order_relaxed);
+      ring->owners[0].thread.store(thread, std::memory_order_relaxed);
+      ring->owners[0].os_thread.store(self, std::memory_order_relaxed);
+      ring->taken.store(1, std::memory_order_relaxed);
+      ring->chunks = std::make_unique<std::atomic<TraceEntry*>[]>(chunks_);
+      rings_[index].store(ring, std::memory_order_release);
+    }
   }
-  cached = Cached{serial_, ring};
+  // No ring (more threads live at once than there are rings): this thread's entries are counted, not kept,
+  // and it looks again for a ring a thread left after kRetryEntries of them, so that the look's system
+  // calls are not paid at every launch.
+  cached = Cached{serial_, ring, ring ? 0 : kRetryEntries};
   return ring;
 }
 
 void TraceRecorder::record(const TraceEntry& entry, uint32_t thread) {
+  // A trace being written (at most a few times in a process): counted, not kept.
+  if (holds_.load(std::memory_order_relaxed) > 0) {
+    held_back_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   Ring* ring = ring_of_this_thread(thread);
   if (!ring) {
     untracked_.fetch_add(1, std::memory_order_relaxed);
@@ -80,18 +147,11 @@ void TraceRecorder::record(const TraceEntry& entry, uint32_t thread) {
     chunk = new TraceEntry[kChunkEntries];
     chunk_slot.store(chunk, std::memory_order_release);
   }
-  chunk[slot % kChunkEntries] = entry;
+  TraceEntry& kept = chunk[slot % kChunkEntries];
+  kept = entry;
+  kept.thread = thread;
   // Published after the entry: a reader that sees the count sees the entry whole.
   ring->written.store(written + 1, std::memory_order_release);
-}
-
-ThreadEntries TraceRecorder::entries_of(const Ring& ring) const {
-  ThreadEntries entries;
-  entries.thread = ring.thread;
-  entries.os_thread = ring.os_thread;
-  entries.recorded = ring.written.load(std::memory_order_acquire);
-  entries.dropped = entries.recorded > capacity_ ? entries.recorded - capacity_ : 0;
-  return entries;
 }
 
 bool TraceRecorder::read(const Ring& ring, uint64_t index, TraceEntry* out) const {
@@ -107,12 +167,21 @@ bool TraceRecorder::read(const Ring& ring, uint64_t index, TraceEntry* out) cons
 }
 
 uint64_t TraceRecorder::dropped() const {
-  uint64_t total = 0;
+  uint64_t total = untracked();
   size_t count = ring_count_.load(std::memory_order_acquire);
-  if (count > kMaxThreads) count = kMaxThreads;
-  for (size_t i = 0; i < count; ++i)
-    if (const Ring* ring = rings_[i].load(std::memory_order_acquire)) total += entries_of(*ring).dropped;
+  if (count > max_threads_) count = max_threads_;
+  for (size_t i = 0; i < count; ++i) {
+    if (const Ring* ring = rings_[i].load(std::memory_order_acquire)) {
+      uint64_t written = ring->written.load(std::memory_order_acquire);
+      total += written > capacity_ ? written - capacity_ : 0;
+    }
+  }
   return total;
+}
+
+size_t TraceRecorder::rings() const {
+  size_t count = ring_count_.load(std::memory_order_acquire);
+  return count < max_threads_ ? count : max_threads_;
 }
 
 }  // namespace blockrun::trace

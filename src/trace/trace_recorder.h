@@ -1,14 +1,21 @@
 // The timeline's memory (--trace): what each host thread did, its launches, library calls and synchronizing
-// calls, each kept as a fixed-size entry in a ring of the thread's own. The ring is bounded: it keeps the
-// thread's newest `capacity` entries (--trace-events) and counts the older ones it let go, so that the trace
-// of a million launches is the size of its last ones. A ring is made at its thread's first entry, and its
-// memory comes in chunks as it first fills them: a thread with ten launches costs one chunk, not the bound.
+// calls, each kept as a fixed-size entry in a ring. The ring is bounded: it keeps its newest `capacity`
+// entries (--trace-events) and counts the older ones it let go, so that the trace of a million launches is
+// the size of its last ones. A ring is made at its thread's first entry, and its memory comes in chunks as it
+// first fills them: a thread with ten launches costs one chunk, not the bound.
+//
+// A ring has one writer at a time. A thread that exited hands its ring on: the next thread that needs one
+// takes it and writes on after the exited thread's entries (each entry says its thread), so that a program
+// that starts thread after thread (a pool that churns) holds the rings of the threads alive at once, not of
+// every thread it ever had (issue 40, N3). Whether a ring's thread exited is asked only where a thread takes
+// its ring, at its first entry.
 //
 // Recording takes no lock (each ring has one writer, its own thread) and allocates only a new chunk, once per
 // kChunkEntries entries while the ring grows to its bound. Reading (TraceRecorder::for_each_thread, at exit
 // or from the fatal-signal handler) allocates nothing and takes no lock: it reads each entry and then checks
-// that its thread did not overwrite it meanwhile, as a sequence lock's reader does, and leaves out any it
-// did.
+// that its thread did not overwrite it meanwhile, as a sequence lock's reader does, and counts any it did.
+// While a trace is written the recorder is held (hold()): entries are counted, not kept, so that the trace
+// ends where its writing began and no ring wraps under the reader (issue 40, N8).
 #pragma once
 
 #include <sys/types.h>
@@ -65,28 +72,41 @@ struct TraceEntry {
   EntryKind kind = EntryKind::Launch;
   EntryOutcome outcome = EntryOutcome::Launched;
   bool device_wide = false;  // a device synchronize
+  uint32_t thread = 0;       // the host thread that made it (record() sets it: rings pass between threads)
 };
 
 // What --trace-events' description and docs/trace.md say an entry costs.
 static_assert(sizeof(TraceEntry) <= 200, "a trace entry grew: say so in options.def and docs/trace.md");
 
-// One thread's entries as read: `dropped` older ones were let go (the ring keeps `capacity`).
+// One thread's entries as read, given before them.
 struct ThreadEntries {
   uint32_t thread = 0;  // the host thread number (the log's `thread 2`)
-  pid_t os_thread = 0;  // its kernel thread id
-  uint64_t recorded = 0;
+  pid_t os_thread = 0;  // its kernel thread id (0: not known any more, in a ring that passed between many)
+  // Older entries its ring let go, just before this thread's first kept one (0 but for the oldest thread
+  // read from a ring); `inherited`: the ring was another thread's first, whose entries may be among them.
   uint64_t dropped = 0;
+  bool inherited = false;
+};
+
+// What a reading left out, besides what the bound let go.
+struct ReadCounts {
+  uint64_t overwritten = 0;  // entries their thread overwrote while they were read
 };
 
 class TraceRecorder {
  public:
   // Entries of a ring's chunk: 1024 of about 200 bytes.
   static constexpr size_t kChunkEntries = 1024;
-  // Threads with a ring; the entries of threads past it are counted, not kept.
+  // Rings at most (threads alive at once, each with a ring of its own); the entries of threads past it are
+  // counted, not kept.
   static constexpr size_t kMaxThreads = 4096;
+  // Threads that exited are looked for among this many rings where a thread takes its ring.
+  static constexpr size_t kReuseScan = 64;
+  // A thread that found no ring looks again after this many entries.
+  static constexpr uint32_t kRetryEntries = 4096;
 
-  // `capacity` entries kept per thread (at least 1).
-  explicit TraceRecorder(size_t capacity);
+  // `capacity` entries kept per ring (at least 1); `max_threads` rings at most (1 to kMaxThreads).
+  explicit TraceRecorder(size_t capacity, size_t max_threads = kMaxThreads);
   ~TraceRecorder();
   TraceRecorder(const TraceRecorder&) = delete;
   TraceRecorder& operator=(const TraceRecorder&) = delete;
@@ -96,49 +116,93 @@ class TraceRecorder {
   size_t capacity() const { return capacity_; }
   // Entries of threads that found no room for a ring of their own.
   uint64_t untracked() const { return untracked_.load(std::memory_order_relaxed); }
-  // Every thread's entries, oldest first: `begin(const ThreadEntries&)` once per thread, then `visit(const
-  // TraceEntry&)` for each entry kept. Async-signal-safe when both are.
+  // Entries made while the recorder was held (a trace being written), counted, not kept.
+  uint64_t held_back() const { return held_back_.load(std::memory_order_relaxed); }
+  // Every ring's entries, oldest first: `begin(const ThreadEntries&)` where a thread's entries start, then
+  // `visit(const TraceEntry&)` for each. Async-signal-safe when both are.
   template <typename Begin, typename Visit>
-  void for_each_thread(Begin&& begin, Visit&& visit) const;
-  // The total of entries let go by every ring.
+  ReadCounts for_each_thread(Begin&& begin, Visit&& visit) const;
+  // The entries let go by every ring's bound, and those of threads that had no ring (untracked): every entry
+  // recorded and not kept, but for those held back.
   uint64_t dropped() const;
+  // Rings made (each holds chunks of entries): what the recorder's memory grows with.
+  size_t rings() const;
+  // While held (a trace is being written; holds nest), entries are counted as held back, not kept: the
+  // trace ends where its writing began, and the rings it reads do not move. Async-signal-safe.
+  void hold() { holds_.fetch_add(1, std::memory_order_seq_cst); }
+  void release() { holds_.fetch_sub(1, std::memory_order_seq_cst); }
 
  private:
   struct Ring;
   Ring* ring_of_this_thread(uint32_t thread);
+  // A ring whose thread exited (or whose thread is this one: a thread that recorded into another recorder
+  // meanwhile), taken for this thread; nullptr where none was found.
+  Ring* reuse_ring(pid_t self, uint32_t thread);
+  static pid_t os_thread_of(const Ring& ring, uint32_t thread);
   // Copies entry `index` of `ring` into `out`; false where its thread overwrote it meanwhile.
   bool read(const Ring& ring, uint64_t index, TraceEntry* out) const;
-  ThreadEntries entries_of(const Ring& ring) const;
 
   const size_t capacity_;
   const size_t slots_;  // capacity_ + 1: one spare (read)
   const size_t chunks_;
+  const size_t max_threads_;
   const uint64_t serial_;
+  std::atomic<int> holds_{0};  // read by every record(), written only around a trace's writing
   std::atomic<Ring*> rings_[kMaxThreads] = {};
   std::atomic<size_t> ring_count_{0};
+  std::atomic<size_t> reuse_from_{0};
   std::atomic<uint64_t> untracked_{0};
+  std::atomic<uint64_t> held_back_{0};
 };
 
 struct TraceRecorder::Ring {
-  uint32_t thread = 0;
-  pid_t os_thread = 0;
+  uint32_t first_thread = 0;    // the thread it was made for
+  std::atomic<pid_t> owner{0};  // the kernel thread id of the thread that writes it now
+  // The threads that took it, newest last (by `taken`, modulo kOwners): their kernel thread ids, for the
+  // tracks' names. A ring that passed between more threads names the newest kOwners.
+  static constexpr size_t kOwners = 32;
+  struct Owner {
+    std::atomic<uint32_t> thread{0};
+    std::atomic<pid_t> os_thread{0};
+  };
+  Owner owners[kOwners];
+  std::atomic<uint32_t> taken{0};
   std::atomic<uint64_t> written{0};
   std::unique_ptr<std::atomic<TraceEntry*>[]> chunks;
 };
 
 template <typename Begin, typename Visit>
-void TraceRecorder::for_each_thread(Begin&& begin, Visit&& visit) const {
+ReadCounts TraceRecorder::for_each_thread(Begin&& begin, Visit&& visit) const {
+  ReadCounts counts;
   size_t count = ring_count_.load(std::memory_order_acquire);
-  if (count > kMaxThreads) count = kMaxThreads;
+  if (count > max_threads_) count = max_threads_;
   for (size_t i = 0; i < count; ++i) {
     const Ring* ring = rings_[i].load(std::memory_order_acquire);
     if (!ring) continue;  // being made by its thread right now
-    ThreadEntries entries = entries_of(*ring);
-    begin(entries);
+    uint64_t written = ring->written.load(std::memory_order_acquire);
+    uint64_t dropped = written > capacity_ ? written - capacity_ : 0;
+    // A ring holds its threads one after another: a thread's entries start where the thread changes.
+    bool begun = false;
+    uint32_t thread = 0;
     TraceEntry entry;
-    for (uint64_t index = entries.dropped; index < entries.recorded; ++index)
-      if (read(*ring, index, &entry)) visit(entry);
+    for (uint64_t index = dropped; index < written; ++index) {
+      if (!read(*ring, index, &entry)) {
+        ++counts.overwritten;
+        continue;
+      }
+      if (!begun || entry.thread != thread) {
+        ThreadEntries entries;
+        entries.thread = thread = entry.thread;
+        entries.os_thread = os_thread_of(*ring, thread);
+        entries.dropped = begun ? 0 : dropped;
+        entries.inherited = !begun && dropped && thread != ring->first_thread;
+        begun = true;
+        begin(entries);
+      }
+      visit(entry);
+    }
   }
+  return counts;
 }
 
 }  // namespace blockrun::trace

@@ -1,7 +1,15 @@
 // The Chrome trace-event JSON writer (trace_writer.h). Async-signal-safe throughout.
 #include "trace/trace_writer.h"
 
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
+
+#include "output_file.h"
 
 namespace blockrun::trace {
 
@@ -97,10 +105,56 @@ uint64_t error_point(const ErrorMark& mark) {
 TraceWriter::TraceWriter(OutputFile* file, char* buffer, size_t size)
     : file_(file), buffer_(buffer + kEventBytes), size_(size - kEventBytes), event_(*new (buffer) Event) {}
 
+TraceWriter::TraceWriter(int fd, char* buffer, size_t size)
+    : file_(nullptr),
+      fd_(fd),
+      buffer_(buffer + kEventBytes),
+      size_(size - kEventBytes),
+      event_(*new (buffer) Event) {}
+
+bool TraceWriter::write_out(const char* data, size_t size) {
+  if (file_) return file_->write_record(data, size);
+  if (failed_) return false;  // a document with a hole is no document: nothing after the first failure
+  int saved_errno = errno;
+  // Past RLIMIT_FSIZE the kernel sends SIGXFSZ, whose default action ends the program: held back on this
+  // thread during the write, and taken back if this write raised it (as OutputFile::write_record does).
+  rlimit limit{};
+  bool limited = getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
+  sigset_t xfsz, saved, pending;
+  bool was_pending = false;
+  if (limited) {
+    sigemptyset(&xfsz);
+    sigaddset(&xfsz, SIGXFSZ);
+    pthread_sigmask(SIG_BLOCK, &xfsz, &saved);
+    was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ);
+  }
+  bool whole = true;
+  while (size > 0) {
+    ssize_t written = write(fd_, data, size);
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) {
+      error_ = written < 0 ? errno : ENOSPC;
+      whole = false;
+      break;
+    }
+    data += written;
+    size -= static_cast<size_t>(written);
+  }
+  if (limited) {
+    if (!was_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ)) {
+      timespec now{};
+      sigtimedwait(&xfsz, nullptr, &now);
+    }
+    pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  }
+  errno = saved_errno;
+  return whole;
+}
+
 void TraceWriter::put(const char* data, size_t size) {
   if (used_ + size > size_) flush();
   if (size > size_) {
-    failed_ |= !file_->write_record(data, size);
+    failed_ |= !write_out(data, size);
     return;
   }
   std::memcpy(buffer_ + used_, data, size);
@@ -109,7 +163,7 @@ void TraceWriter::put(const char* data, size_t size) {
 
 void TraceWriter::flush() {
   if (used_ == 0) return;
-  failed_ |= !file_->write_record(buffer_, used_);
+  failed_ |= !write_out(buffer_, used_);
   used_ = 0;
 }
 
@@ -377,6 +431,36 @@ void TraceWriter::instant(uint64_t pid, uint64_t tid, uint64_t at_ns, const char
 
 bool TraceWriter::end() {
   put("\n]}\n", 4);
+  flush();
+  return !failed_;
+}
+
+void TraceWriter::begin_events() {
+  const char head[] = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
+  put(head, sizeof head - 1);
+}
+
+bool TraceWriter::end_with(const char* producer, uint64_t origin_unix_us, uint64_t events_per_thread,
+                           const LeftOut& left_out) {
+  Event& tail = event_;
+  tail.size = 0;
+  tail.add("\n],\"otherData\":{");
+  tail.key("producer", true);
+  tail.add_string(producer, kArgumentBytes);
+  tail.key("origin_unix_us");
+  tail.add(origin_unix_us);
+  tail.key("events_per_thread");
+  tail.add(events_per_thread);
+  tail.key("dropped_events");  // every launch and call recorded and not in the trace, whatever the cause
+  tail.add(left_out.oldest + left_out.untracked + left_out.missed);
+  tail.key("dropped_oldest");
+  tail.add(left_out.oldest);
+  tail.key("dropped_threads_without_buffer");
+  tail.add(left_out.untracked);
+  tail.key("dropped_while_written");
+  tail.add(left_out.missed);
+  tail.add("}}\n");
+  put(tail.text, tail.size);
   flush();
   return !failed_;
 }

@@ -121,6 +121,9 @@ class TraceWriter {
   // first kEventBytes, the rest is the output buffer; a MiB keeps writes few). Nothing is written before
   // begin(). The buffer, not the stack, holds the event: the fatal-signal handler's stack may be small.
   TraceWriter(OutputFile* file, char* buffer, size_t size);
+  // The same, into descriptor `fd` (a file of its own, written from its start: tracer.h's file beside the
+  // trace), whose failed write's errno error() then gives.
+  TraceWriter(int fd, char* buffer, size_t size);
 
   // The document's start: `otherData` (what made the trace, and what it left out) and the array's opening.
   // `dropped` events were left out of the bounded per-thread buffers (0: none), `events_per_thread` the
@@ -143,6 +146,20 @@ class TraceWriter {
   // Closes the document and writes what is buffered. False where any write failed.
   bool end();
 
+  // What a process's trace left out, by cause; `otherData` says each (docs/trace.md).
+  struct LeftOut {
+    uint64_t oldest = 0;     // let go by the per-thread bound (--trace-events)
+    uint64_t untracked = 0;  // of threads past the bound of threads with a buffer
+    uint64_t missed = 0;     // made while the trace was being written, or overwritten as it was read
+  };
+  // A document whose `otherData` comes after its events (what was left out is known once they are read):
+  // begin_events() opens it, end_with() closes it. False where any write failed.
+  void begin_events();
+  bool end_with(const char* producer, uint64_t origin_unix_us, uint64_t events_per_thread,
+                const LeftOut& left_out);
+  // The errno of the first write that failed, where the writer wrote to a descriptor (0: none, not known).
+  int error() const { return error_; }
+
  private:
   void start_event(Event& event, char phase, uint64_t pid, uint64_t tid, uint64_t at_ns, const char* name,
                    const char* category);
@@ -150,7 +167,11 @@ class TraceWriter {
   void put(const char* data, size_t size);
   void flush();
 
+  bool write_out(const char* data, size_t size);
+
   OutputFile* file_;
+  int fd_ = -1;
+  int error_ = 0;
   char* buffer_;
   size_t size_;
   size_t used_ = 0;

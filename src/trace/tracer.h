@@ -8,6 +8,14 @@
 // Recording costs two clock reads and one ring entry per call, no lock. Writing allocates nothing: every name
 // it writes lives as long as the process (kernel records, the Python line table, static API names) or was
 // copied into the tracer when it was decided.
+//
+// A trace is written whole or not at all (issue 40, N5, N7): into a file beside it (`trace.json.PID.N.tmp`),
+// renamed into place once complete, so that a reader never sees half a trace, whether a signal (torchrun's
+// SIGTERM to the other ranks) ends the process during the exit's writing or the disk fills. A trace that
+// could not be written whole is removed (the empty file opened at the first CUDA call with it), and the log
+// says so. A fatal signal that arrives during the exit's writing writes the trace itself, in the second of
+// two writings prepared up front, and its trace is the one kept. Where no file can be made beside it (a
+// directory the program cannot write, the null device) the trace is written in place, as before.
 #pragma once
 
 #include <sys/types.h>
@@ -48,9 +56,27 @@ struct ErrorFacts {
 
 // What writing the trace did, for the log's line.
 struct TraceWritten {
-  bool written = false;  // false: not written (already, or the file failed)
+  enum class Outcome : uint8_t {
+    Nothing,     // no trace in this process (nothing to say)
+    Written,     // in place, whole
+    Busy,        // not written: another writing was under way (in place, or two already)
+    Superseded,  // written whole, but a writing begun after it (at a fatal signal) put its trace in place
+    Failed,      // not written whole: `error`, and what was left (`left`)
+  };
+  enum class Left : uint8_t {
+    Removed,      // nothing at the path: the incomplete trace and the empty file were removed
+    EarlierKept,  // the path keeps the trace written whole earlier (at a fatal signal, by an abort rule)
+    Emptied,      // written in place: emptied (the directory could not be used to remove it)
+    Device,       // a device: what reached it stays
+  };
+  bool written = false;  // Outcome::Written
+  Outcome outcome = Outcome::Nothing;
+  Left left = Left::Removed;
+  int error = 0;         // the errno of the write that failed (0: not known)
   uint64_t events = 0;   // launches and calls in the trace
   uint64_t dropped = 0;  // older ones the per-thread bound let go
+  uint64_t untracked = 0;  // those of threads past the bound of threads with a ring (kMaxThreads alive)
+  uint64_t missed = 0;     // made while a trace was being written, or overwritten as they were read
   uint64_t threads = 0;
   bool again = false;  // an earlier call had written the file (the log said so then)
 };
@@ -62,8 +88,11 @@ void written_line(WrittenLine& line, const char* path, const TraceWritten& writt
 
 class Tracer {
  public:
-  // Keeps `events_per_thread` entries per host thread; writes into `file` (emptied when written).
-  Tracer(size_t events_per_thread, std::unique_ptr<OutputFile> file);
+  // Keeps `events_per_thread` entries per host thread; writes `file`, opened at `path` (replaced when
+  // written: a file beside it, renamed over it), in place where `path` is "" or its directory cannot be used.
+  // `max_threads`: threads alive at once with a ring (TraceRecorder::kMaxThreads; tests use fewer).
+  Tracer(size_t events_per_thread, std::unique_ptr<OutputFile> file, const std::string& path = "",
+         size_t max_threads = TraceRecorder::kMaxThreads);
   ~Tracer();
 
   // The steady clock, in nanoseconds: every time the tracer is given.
@@ -80,9 +109,13 @@ class Tracer {
   void first_error(const ErrorFacts& facts);
   // A fatal signal arrived on host thread `thread`: marked in the trace. Async-signal-safe.
   void fatal_signal(const char* signal, uint32_t thread);
+  // A fatal signal arrived on host thread `thread`: the trace is cut there (what other threads launch from
+  // now on is counted, not kept: issue 40, N8), marked, and written. Async-signal-safe.
+  TraceWritten write_at_signal(const char* signal, uint32_t thread);
 
   // Writes the trace, replacing what an earlier call wrote (a program that lived on after a signal, whose
-  // trace was written then, exits later with more). Nothing while another call writes it. Async-signal-safe.
+  // trace was written then, exits later with more). Two writings may run at once (a fatal signal during the
+  // exit's, on its thread or another): the one begun last is kept. Async-signal-safe.
   TraceWritten write();
   const TraceRecorder& recorder() const { return recorder_; }
 
@@ -94,16 +127,31 @@ class Tracer {
   static constexpr size_t kErrorNames = 32;
   const char* error_name(ErrorCode code) const;
   struct Writing;
+  // The two writings that may run at once, each with its own buffer and file beside the trace.
+  static constexpr int kSlots = 2;
+  struct Slot {
+    std::atomic<bool> busy{false};
+    std::atomic<pid_t> writer{0};              // the kernel thread writing it
+    std::unique_ptr<char[]> buffer;            // the writer's, allocated up front: writing allocates nothing
+    std::unique_ptr<unsigned char[]> storage;  // a Writing's, likewise
+    char temporary[256] = {};  // its file's name in the trace's directory ("": none, written in place)
+  };
+  void open_directory(const std::string& path);
+  bool directory_usable() const;
+  TraceWritten write_in(int slot);
 
   TraceRecorder recorder_;
   std::unique_ptr<OutputFile> file_;
+  int directory_ = -1;  // the trace's directory (O_PATH), where the file beside it is made and renamed
+  dev_t directory_device_ = 0;
+  ino_t directory_inode_ = 0;
+  char name_[256] = {};      // the trace's name in it
   uint64_t origin_ns_;       // steady clock when the tracer was made: the trace's time 0
   uint64_t origin_unix_us_;  // the wall clock then
   long pid_ = 0;
   char process_title_[320] = {};
   const PythonSiteTable* python_sites_ = nullptr;
-  std::unique_ptr<char[]> buffer_;  // the writer's, allocated up front: writing allocates nothing
-  std::unique_ptr<unsigned char[]> writing_storage_;  // a Writing's, likewise
+  Slot slots_[kSlots];
 
   std::mutex error_names_mutex_;  // taken only where an error is met
   ErrorName error_names_[kErrorNames];
@@ -114,7 +162,8 @@ class Tracer {
   const char* signal_ = nullptr;
   uint32_t signal_thread_ = 0;
   uint64_t signal_ns_ = 0;
-  std::atomic<bool> writing_{false};
+  std::atomic<uint64_t> tickets_{0};  // writings begun
+  std::atomic<uint64_t> placed_{0};   // the ticket of the writing whose trace is in place (0: none yet)
   std::atomic<uint32_t> writes_{0};
 };
 

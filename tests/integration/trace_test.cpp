@@ -4,8 +4,11 @@
 // names one; a million launches make a trace the size of the newest 65,536; a fatal signal still writes it.
 #include <gtest/gtest.h>
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 #include <regex>
 #include <string>
@@ -214,6 +217,92 @@ TEST_F(Trace, ATracePathThatCannotBeUsedIsSaidAndTheProgramRunsOn) {
                          "reads, not a regular file); no trace is written"),
             std::string::npos)
       << run.err;
+}
+
+// The names in the trace's directory.
+std::vector<std::string> names_in(const std::string& directory) {
+  std::vector<std::string> names;
+  if (DIR* listing = opendir(directory.c_str())) {
+    while (dirent* entry = readdir(listing))
+      if (entry->d_name[0] != '.') names.push_back(entry->d_name);
+    closedir(listing);
+  }
+  return names;
+}
+
+// The program, traced (LD_PRELOAD, as torchrun's ranks run it), in the background of a shell that signals it
+// as `when` says; the shell prints `status N`, N the program's.
+ProcessResult run_signalled(const std::string& path, const std::string& when,
+                            const std::vector<std::string>& command, Env env = {}) {
+  std::vector<std::string> argv = {"/bin/sh", "-c",
+                                   "\"$0\" \"$@\" & p=$!; " + when + "; wait $p; echo status $?"};
+  argv.insert(argv.end(), command.begin(), command.end());
+  env["LD_PRELOAD"] = kShim;
+  env["LD_LIBRARY_PATH"] = kSimLib;
+  env["CUDA_BLOCKRUN_TRACE"] = path;
+  return run_process(argv, env);
+}
+
+// torchrun's SIGTERM to the other ranks arrives as a rank writes its trace at exit: the signal's handler
+// writes it whole (a file beside it, renamed into place), and no cut document is left (issue 40, N5).
+TEST_F(Trace, ASignalDuringTheExitsWritingLeavesAWholeTrace) {
+  if (kSanitizedBuild) GTEST_SKIP() << "the sanitizer takes over the program's fatal signals";
+  // As soon as the exit's writing has begun: a file in the directory is not empty any more.
+  std::string when = "while kill -0 $p 2>/dev/null && [ -z \"$(find '" + directory_ +
+                     "' -type f -size +0 -print -quit)\" ]; do sleep 0.002; done; kill -TERM $p";
+  ProcessResult run = run_signalled(path_, when, {kThreadsApp, "4", "30000"});
+  EXPECT_NE(run.out.find("status 143"), std::string::npos) << run.out << run.err;
+  EXPECT_NE(run.err.find("[cuda-blockrun] trace: "), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find(" written to " + path_), std::string::npos) << run.err;
+  ProcessResult checked = check({"--no-culprit", "--min-launches", "1000"});
+  EXPECT_EQ(checked.status, 0) << checked.out;
+  EXPECT_NE(read_text(path_).find("\"name\":\"fatal signal SIGTERM\""), std::string::npos);
+  EXPECT_EQ(names_in(directory_), std::vector<std::string>{"trace.json"});
+}
+
+// A disk that fills while the trace is written (RLIMIT_FSIZE here, as a 2 MB tmpfs would): no trace with a
+// hole is left, the file is removed, and the log says so (issue 40, N7).
+TEST_F(Trace, ATraceThatCannotBeWrittenWholeIsRemovedAndTheLogSaysSo) {
+  ProcessResult run =
+      run_wrapped({"--trace", path_},
+                  {"/bin/sh", "-c", "ulimit -f 2048 && exec \"$0\" \"$@\"", kThreadsApp, "2", "20000"}, {});
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.err.find("trace: could not write " + path_ +
+                         " whole (file too large (RLIMIT_FSIZE)): it was removed, there is no trace"),
+            std::string::npos)
+      << run.err;
+  EXPECT_EQ(names_in(directory_), std::vector<std::string>{});
+}
+
+// A trace written from the signal's handler while other threads keep launching ends at the signal, and
+// counts what they launched meanwhile (issue 40, N8): before, their rings wrapped under the reader, launches
+// made after the signal were in it and `dropped_events` said 0.
+TEST_F(Trace, ATraceWrittenAtASignalEndsThereAndCountsWhatOtherThreadsLaunchedMeanwhile) {
+  if (kSanitizedBuild) GTEST_SKIP() << "the sanitizer takes over the program's fatal signals";
+  // 4,096 entries a thread: the handler's writing is short, and the threads launch thousands meanwhile.
+  ProcessResult run = run_signalled(path_, "sleep 0.3; kill -TERM $p", {kThreadsApp, "4", "3000000"},
+                                    {{"CUDA_BLOCKRUN_TRACE_EVENTS", "4096"}});
+  ASSERT_NE(run.out.find("status 143"), std::string::npos) << run.out << run.err;
+  nlohmann::json trace = nlohmann::json::parse(read_text(path_));
+  const nlohmann::json& other = trace["otherData"];
+  auto left_out = [&](const char* cause) { return other.value(cause, uint64_t{0}); };
+  EXPECT_GT(left_out("dropped_while_written"), 0u) << other.dump();
+  EXPECT_EQ(left_out("dropped_events"), left_out("dropped_oldest") +
+                                            left_out("dropped_threads_without_buffer") +
+                                            left_out("dropped_while_written"));
+  double signal_us = -1;
+  for (const nlohmann::json& event : trace["traceEvents"])
+    if (event.value("cat", "") == "signal") signal_us = event["ts"].get<double>();
+  ASSERT_GE(signal_us, 0) << "no signal instant";
+  size_t launches = 0, after = 0;
+  for (const nlohmann::json& event : trace["traceEvents"]) {
+    if (event.value("ph", "") != "X" || event.value("cat", "") != "launch") continue;
+    ++launches;
+    if (event["ts"].get<double>() > signal_us) ++after;
+  }
+  EXPECT_GT(launches, 0u);
+  EXPECT_EQ(after, 0u) << "launches that began after the signal, of " << launches;
+  EXPECT_NE(run.err.find(" made while it was being written were left out"), std::string::npos) << run.err;
 }
 
 }  // namespace

@@ -7,7 +7,9 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <dirent.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,8 +21,10 @@
 #include <vector>
 
 #include "engine.h"
+#include "output_file.h"
 #include "trace/trace_recorder.h"
 #include "trace/trace_writer.h"
+#include "trace/tracer.h"
 
 namespace blockrun {
 namespace {
@@ -68,16 +72,20 @@ TEST(TraceRecorder, KeepsTheNewestEntriesOfEachThreadAndCountsTheOlderOnes) {
   EXPECT_EQ(recorder.dropped(), 7500u);
 }
 
+// Threads alive at once each keep their own (one that exited hands its ring on: the next test).
 TEST(TraceRecorder, EachThreadKeepsItsOwnEntries) {
   TraceRecorder recorder(64);
   std::vector<std::thread> threads;
+  std::atomic<int> recorded{0};
   for (uint32_t thread = 1; thread <= 4; ++thread) {
-    threads.emplace_back([&recorder, thread] {
+    threads.emplace_back([&recorder, &recorded, thread] {
       TraceEntry entry;
       for (uint64_t i = 1; i <= 100; ++i) {
         entry.sequence = thread * 1000 + i;
         recorder.record(entry, thread);
       }
+      ++recorded;
+      while (recorded < 4) std::this_thread::yield();
     });
   }
   for (std::thread& t : threads) t.join();
@@ -90,6 +98,93 @@ TEST(TraceRecorder, EachThreadKeepsItsOwnEntries) {
     EXPECT_EQ(kept.back(), thread * 1000 + 100) << thread;
     EXPECT_EQ(held.dropped[thread], 36u);
   }
+}
+
+// Runs `body` in a thread of its own and returns once the kernel has ended that thread (join() returns a
+// moment before: its id is still taken), as a thread of a pool that churns would have.
+template <typename Body>
+void in_a_thread_that_exits(Body body) {
+  std::atomic<long> id{0};
+  std::thread([&] {
+    id = syscall(SYS_gettid);
+    body();
+  }).join();
+  while (syscall(SYS_tgkill, getpid(), id.load(), 0) == 0) std::this_thread::yield();
+}
+
+// A program that starts thread after thread, each launching a little (a pool that churns), holds one ring,
+// not one per thread it ever had (a 200 KiB chunk each: 3,000 threads took 614 MB): a thread that exited
+// hands its ring to the next, whose entries follow its own, each under its own thread (issue 40, N3).
+TEST(TraceRecorder, AThreadThatExitedHandsItsRingToTheNext) {
+  TraceRecorder recorder(1000);
+  for (uint32_t thread = 1; thread <= 100; ++thread) {
+    in_a_thread_that_exits([&recorder, thread] {
+      TraceEntry entry;
+      for (uint64_t i = 1; i <= 2; ++i) {
+        entry.sequence = thread * 10 + i;
+        recorder.record(entry, thread);
+      }
+    });
+  }
+  EXPECT_EQ(recorder.rings(), 1u);
+  Held held = read_all(recorder);
+  ASSERT_EQ(held.sequences.size(), 100u);
+  for (uint32_t thread = 1; thread <= 100; ++thread)
+    EXPECT_EQ(held.sequences[thread], (std::vector<uint64_t>{thread * 10 + 1, thread * 10 + 2})) << thread;
+  EXPECT_EQ(recorder.dropped(), 0u);
+}
+
+// A ring that passed between threads keeps its newest entries under the same bound, and the older ones are
+// counted where its oldest kept thread starts.
+TEST(TraceRecorder, APassedRingKeepsItsNewestEntriesUnderTheSameBound) {
+  TraceRecorder recorder(10);
+  for (uint32_t thread = 1; thread <= 20; ++thread) {
+    in_a_thread_that_exits([&recorder, thread] {
+      TraceEntry entry;
+      for (uint64_t i = 1; i <= 2; ++i) {
+        entry.sequence = thread * 10 + i;
+        recorder.record(entry, thread);
+      }
+    });
+  }
+  EXPECT_EQ(recorder.rings(), 1u);
+  std::vector<trace::ThreadEntries> begun;
+  std::vector<uint64_t> kept;
+  recorder.for_each_thread([&](const trace::ThreadEntries& entries) { begun.push_back(entries); },
+                           [&](const TraceEntry& entry) { kept.push_back(entry.sequence); });
+  ASSERT_EQ(begun.size(), 5u);  // threads 16 to 20, the newest 10 entries
+  EXPECT_EQ(begun[0].thread, 16u);
+  EXPECT_EQ(begun[0].dropped, 30u);
+  EXPECT_TRUE(begun[0].inherited);
+  EXPECT_EQ(begun[1].dropped, 0u);
+  EXPECT_EQ(kept.size(), 10u);
+  EXPECT_EQ(kept.front(), 161u);
+  EXPECT_EQ(kept.back(), 202u);
+  EXPECT_EQ(recorder.dropped(), 30u);
+}
+
+// A thread that found no ring (more threads alive at once than the recorder has rings for) has its entries
+// counted among those left out, which the trace's `dropped_events` says (issue 40, N6).
+TEST(TraceRecorder, EntriesOfAThreadWithoutARingAreCountedAsLeftOut) {
+  TraceRecorder recorder(64, 1);
+  std::atomic<bool> recorded{false}, done{false};
+  std::thread holder([&] {
+    TraceEntry entry;
+    for (int i = 0; i < 3; ++i) recorder.record(entry, 1);
+    recorded = true;
+    while (!done) std::this_thread::yield();  // alive: its ring is not passed on
+  });
+  while (!recorded) std::this_thread::yield();
+  std::thread([&] {
+    TraceEntry entry;
+    for (int i = 0; i < 5; ++i) recorder.record(entry, 2);
+  }).join();
+  done = true;
+  holder.join();
+  EXPECT_EQ(recorder.untracked(), 5u);
+  EXPECT_EQ(recorder.dropped(), 5u);
+  Held held = read_all(recorder);
+  EXPECT_EQ(held.sequences.size(), 1u);
 }
 
 // The fatal-signal handler reads the rings while other threads still record: an entry their thread overwrote
@@ -464,6 +559,59 @@ TEST_F(TraceTest, TheBoundKeepsTheNewestLaunchesAndSaysHowManyWereLeftOut) {
                       "it keeps the newest 100 of each thread (--trace-events)\n"),
       std::string::npos)
       << log_.str();
+}
+
+// The trace and the log say what threads without a ring launched (issue 40, N6): `dropped_events` counts them
+// with the rest, `dropped_threads_without_buffer` alone.
+TEST_F(TraceTest, WhatThreadsWithoutABufferLaunchedIsCountedInTheTraceAndTheLog) {
+  std::string problem;
+  trace::Tracer tracer(64, OutputFile::open(path_, false, &problem), path_, 1);
+  std::atomic<bool> recorded{false}, done{false};
+  std::thread holder([&] {
+    TraceEntry entry;
+    entry.began_ns = entry.ended_ns = trace::Tracer::now();
+    for (int i = 0; i < 3; ++i) tracer.record(entry, 1);
+    recorded = true;
+    while (!done) std::this_thread::yield();
+  });
+  while (!recorded) std::this_thread::yield();
+  std::thread([&] {
+    TraceEntry entry;
+    for (int i = 0; i < 5; ++i) tracer.record(entry, 2);
+  }).join();
+  trace::TraceWritten written = tracer.write();
+  done = true;
+  holder.join();
+  ASSERT_TRUE(written.written);
+  std::ifstream file(path_);
+  json trace = json::parse(file);
+  EXPECT_EQ(trace["otherData"]["dropped_events"], 5);
+  EXPECT_EQ(trace["otherData"]["dropped_threads_without_buffer"], 5);
+  EXPECT_EQ(slices(trace).size(), 3u);
+  trace::WrittenLine line;
+  trace::written_line(line, path_.c_str(), written, 64);
+  EXPECT_NE(std::string(line.text, line.size)
+                .find("; 5 of threads past the 4096 alive at once with a buffer "
+                      "were left out"),
+            std::string::npos)
+      << line.text;
+}
+
+// Written into a file beside it and renamed into place: the trace's directory holds the trace alone after
+// (issue 40, N5).
+TEST_F(TraceTest, TheTraceIsWrittenBesideAndRenamedIntoPlace) {
+  auto engine = make("none");
+  launched(*engine, kernel(*engine, 0x10, "_Z4fillPfif"));
+  json trace = written(*engine);
+  EXPECT_EQ(slices(trace).size(), 1u);
+  EXPECT_EQ(trace["otherData"]["dropped_events"], 0);
+  std::vector<std::string> names;
+  if (DIR* directory = opendir(directory_.c_str())) {
+    while (dirent* entry = readdir(directory))
+      if (entry->d_name[0] != '.') names.push_back(entry->d_name);
+    closedir(directory);
+  }
+  EXPECT_EQ(names, std::vector<std::string>{"trace.json"});
 }
 
 // The file was opened at the first CUDA call: it is a JSON document at exit even where nothing was launched.
