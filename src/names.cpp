@@ -56,12 +56,21 @@ std::string printable(std::string_view text, size_t limit) {
   size_t kept = text.size() > limit ? limit : text.size();
   out.reserve(kept + 16);
   static const char kHex[] = "0123456789abcdef";
+  auto escape = [&](unsigned char c) {
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  };
   for (size_t i = 0; i < kept; ++i) {
     unsigned char c = static_cast<unsigned char>(text[i]);
     if (c < 0x20 || c == 0x7f) {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
+      escape(c);
+    } else if (c == 0xc2 && i + 1 < kept && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+      // U+0080..U+009F in UTF-8: the C1 controls, which a UTF-8 terminal takes as ESC-sequences do (U+009B
+      // is CSI).
+      escape(c);
+      escape(static_cast<unsigned char>(text[++i]));
     } else {
       out += static_cast<char>(c);
     }

@@ -223,61 +223,125 @@ void keep_last_run(size_t first, std::vector<ProcessOutcome>* processes) {
 
 }  // namespace
 
+size_t RecordOwners::start(long pid) {
+  if (started_last_) pids_.push_back(pid);  // another process of the same file
+  pids_.back() = pid;
+  started_last_ = true;
+  return pids_.size() - 1;
+}
+
+size_t RecordOwners::owner(long pid) const {
+  for (size_t i = pids_.size(); pid >= 0 && i-- > 0;) {
+    if (pids_[i] == pid) return i;
+  }
+  return pids_.size() - 1;
+}
+
+void JobReader::begin_file(const std::string& path, bool keep_launches) {
+  path_ = path;
+  keep_launches_ = keep_launches;
+  owners_ = RecordOwners();
+  first_of_file_ = processes_.size();
+  unreadable_ = 0;
+  of_file_.assign(1, processes_.size());
+  processes_.emplace_back();
+  processes_.back().report = path;
+  processes_.back().launches_kept = keep_launches;
+}
+
+void JobReader::add_line(std::string_view line) {
+  // Most of a report written with --log-launches is launch records, which the verdict does not need: each is
+  // checked (a cut one counts as unreadable), not built.
+  static constexpr std::string_view kLaunch = "{\"type\":\"launch\",";
+  if (!keep_launches_ && line.substr(0, kLaunch.size()) == kLaunch) {
+    if (!valid_json(line)) ++unreadable_;
+    return;
+  }
+  std::optional<Json> record = parse_json(line);
+  if (!record) {
+    ++unreadable_;
+    return;
+  }
+  add_record(std::move(*record));
+}
+
+void JobReader::add_record(Json&& record) {
+  std::string type = string_member(record, key::type);
+  if (type == "start") {
+    size_t ordinal = owners_.start(static_cast<long>(number_member(record, key::pid)));
+    if (ordinal == of_file_.size()) {
+      of_file_.push_back(processes_.size());
+      processes_.emplace_back();
+      processes_.back().report = path_;
+      processes_.back().ordinal = ordinal;
+      processes_.back().launches_kept = keep_launches_;
+    }
+    ProcessOutcome& process = processes_.back();
+    process.started = true;
+    process.host = string_member(record, key::host, "?");
+    process.pid = static_cast<long>(number_member(record, key::pid));
+    process.rank = static_cast<long>(number_member(record, key::rank));
+    process.process = string_member(record, key::process, "?");
+    process.run = string_member(record, key::run);
+    process.started_at = number_member(record, key::time);
+    return;
+  }
+  ProcessOutcome& process =
+      processes_[of_file_[owners_.owner(static_cast<long>(number_member(record, key::pid, -1)))]];
+  if (type == "launch") {
+    if (keep_launches_) process.launches.push_back(std::move(record));
+    return;
+  }
+  if (type == "first_error" && !process.first_error) {
+    process.first_error = std::move(record);
+  } else if (type == "fatal_signal" && !process.fatal_signal) {
+    process.fatal_signal = std::move(record);
+  } else if (type == "summary") {
+    process.summary = std::move(record);
+  }
+}
+
+void JobReader::end_file() {
+  processes_.back().unreadable += unreadable_;  // a cut-short record is the last process's, at the end
+  keep_last_run(first_of_file_, &processes_);
+  if (processes_.size() - first_of_file_ > 1) {
+    for (size_t i = first_of_file_; i < processes_.size(); ++i) processes_[i].shared_file = true;
+  }
+}
+
+bool for_each_launch(const ProcessOutcome& process, const std::function<void(const Json&)>& visit,
+                     std::string* error) {
+  if (process.launches_kept) {
+    for (const Json& record : process.launches) visit(record);
+    return true;
+  }
+  // The file again, its records given to their processes as the verdict's reading gave them.
+  RecordOwners owners;
+  return for_each_line_in_file(
+      process.report,
+      [&](std::string_view line) {
+        std::optional<Json> record = parse_json(line);
+        if (!record) return;
+        std::string type = string_member(*record, key::type);
+        if (type == "start") {
+          owners.start(static_cast<long>(number_member(*record, key::pid)));
+        } else if (type == "launch" &&
+                   owners.owner(static_cast<long>(number_member(*record, key::pid, -1))) == process.ordinal) {
+          visit(*record);
+        }
+      },
+      error);
+}
+
 std::vector<ProcessOutcome> read_job(const std::vector<std::pair<std::string, std::string>>& reports,
                                      bool keep_launches) {
-  std::vector<ProcessOutcome> processes;
+  JobReader reader;
   for (const auto& [path, contents] : reports) {
-    size_t first_of_file = processes.size();
-    processes.emplace_back();
-    processes.back().report = path;
-    size_t unreadable = for_each_json_line(contents, [&, &path = path](Json&& record) {
-      std::string type = string_member(record, key::type);
-      if (type == "start") {
-        if (processes.back().started) {  // another process of the same file
-          processes.emplace_back();
-          processes.back().report = path;
-        }
-        ProcessOutcome& process = processes.back();
-        process.started = true;
-        process.host = string_member(record, key::host, "?");
-        process.pid = static_cast<long>(number_member(record, key::pid));
-        process.rank = static_cast<long>(number_member(record, key::rank));
-        process.process = string_member(record, key::process, "?");
-        process.run = string_member(record, key::run);
-        process.started_at = number_member(record, key::time);
-        return;
-      }
-      // Processes sharing the file interleave their records: each says whose it is (the latest started
-      // process of that pid). A record without one (earlier shims wrote it on launch records only) goes to
-      // the latest started process, which is right where the processes did not overlap.
-      long pid = static_cast<long>(number_member(record, key::pid, -1));
-      size_t owner = processes.size() - 1;
-      for (size_t i = processes.size(); pid >= 0 && i-- > first_of_file;) {
-        if (processes[i].pid == pid) {
-          owner = i;
-          break;
-        }
-      }
-      ProcessOutcome& process = processes[owner];
-      if (type == "launch") {
-        if (keep_launches) process.launches.push_back(std::move(record));
-        return;
-      }
-      if (type == "first_error" && !process.first_error) {
-        process.first_error = std::move(record);
-      } else if (type == "fatal_signal" && !process.fatal_signal) {
-        process.fatal_signal = std::move(record);
-      } else if (type == "summary") {
-        process.summary = std::move(record);
-      }
-    });
-    processes.back().unreadable += unreadable;  // a cut-short record is the last process's, at the end
-    keep_last_run(first_of_file, &processes);
-    if (processes.size() - first_of_file > 1) {
-      for (size_t i = first_of_file; i < processes.size(); ++i) processes[i].shared_file = true;
-    }
+    reader.begin_file(path, keep_launches);
+    for_each_line(contents, [&](std::string_view line) { reader.add_line(line); });
+    reader.end_file();
   }
-  return processes;
+  return reader.take();
 }
 
 int first_failure(const std::vector<ProcessOutcome>& processes) {

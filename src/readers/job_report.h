@@ -4,8 +4,10 @@
 // files and prints the result.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -29,7 +31,9 @@ struct ProcessOutcome {
   std::string run;             // its start record's run id ("" for none)
   double started_at = 0;       // its start record's time (seconds since 1970), where launch times count from
   std::vector<Json> launches;  // its `launch` records (--log-launches), where read_job was asked to keep them
+  bool launches_kept = false;  // `launches` holds them all (else for_each_launch reads its file again)
   size_t earlier_runs = 0;  // processes of earlier runs in the same file, left out (a report path used again)
+  size_t ordinal = 0;       // which process of its file it is (RecordOwners), for reading its records again
 
   enum class Kind {
     CudaError,   // its first CUDA error
@@ -48,6 +52,54 @@ struct ProcessOutcome {
   // "rank 1 (pid 4242 on gpu7, python3)".
   std::string who() const;
 };
+
+// Which process of one report file each record is. The processes of a file are its start records, in order
+// (records before the first start record are the first process's); processes sharing the file interleave
+// their records, and each says whose it is (`pid`: the latest started process of that pid). A record without
+// one (earlier shims wrote it on launch records only) goes to the latest started process, which is right
+// where the processes did not overlap. The same for the verdict and for reading a process's launches again.
+class RecordOwners {
+ public:
+  // A start record of process `pid`: the ordinal of its process (0 for the file's first).
+  size_t start(long pid);
+  // The ordinal of the process a record of `pid` (-1: none given) goes to.
+  size_t owner(long pid) const;
+  size_t processes() const { return pids_.size(); }
+
+ private:
+  std::vector<long> pids_ = {0};  // by ordinal; the first stands for records before any start record
+  bool started_last_ = false;
+};
+
+// Reads a job's report files one line at a time, keeping of each process only what the verdict needs (its
+// start record, first error, fatal signal and summary), so that memory does not grow with the launch records
+// (a million per rank: issue 40, N4). read_job is this over files in memory.
+class JobReader {
+ public:
+  // The lines of the file at `path` follow, then end_file(). `keep_launches`: its processes keep their launch
+  // records (for a trace from a file that cannot be read twice, such as a pipe).
+  void begin_file(const std::string& path, bool keep_launches = false);
+  void add_line(std::string_view line);
+  void end_file();
+  // The processes of every file read, in the order read.
+  std::vector<ProcessOutcome> take() { return std::move(processes_); }
+
+ private:
+  void add_record(Json&& record);
+
+  std::vector<ProcessOutcome> processes_;
+  std::vector<size_t> of_file_;  // this file's processes, by ordinal: indexes into processes_
+  RecordOwners owners_;
+  size_t first_of_file_ = 0;
+  size_t unreadable_ = 0;
+  bool keep_launches_ = false;
+  std::string path_;
+};
+
+// Gives each `launch` record of `process`, in order, to `visit`: those it kept, else read again from its
+// report file one line at a time. False where the file could not be read again (`error` says why).
+bool for_each_launch(const ProcessOutcome& process, const std::function<void(const Json&)>& visit,
+                     std::string* error = nullptr);
 
 // `reports`: (path, contents) of each report file. A file that several processes appended to (a path
 // without %p) is split at each `start` record; of a file that several runs appended to (start records with

@@ -44,9 +44,6 @@ class ProcessTrace {
  public:
   ProcessTrace(const ProcessOutcome& process, uint64_t pid, double origin)
       : process_(process), pid_(pid), offset_ns_(std::llround((process.started_at - origin) * 1e9)) {
-    for (const Json& record : process.launches)
-      if (const Json* launch = object_member(record, key::launch))
-        sequences_.insert(unsigned_member(*launch, key::seq));
     if (process.first_error) read_first_error(*process.first_error);
   }
 
@@ -63,30 +60,42 @@ class ProcessTrace {
     std::string title = "rank " + std::to_string(process_.rank) + ": " + process_.process + " (pid " +
                         std::to_string(process_.pid) + " on " + process_.host + ")";
     out.process_name(pid_, title.c_str(), process_.rank);
-    std::set<uint64_t> threads;
-    for (const Json& record : process_.launches)
-      if (const Json* launch = object_member(record, key::launch))
-        threads.insert(unsigned_member(*launch, key::thread));
-    if (verdicts_.has_error) threads.insert(verdicts_.mark.tid);
-    for (uint64_t thread : threads) {
-      std::string name = "host thread " + std::to_string(thread);
-      out.thread_name(pid_, thread, name.c_str(), static_cast<int64_t>(thread));
+    // The records one at a time, as they are read: each thread's track named where its first launch is.
+    size_t launches = 0;
+    std::string problem;
+    bool read = for_each_launch(
+        process_,
+        [&](const Json& record) {
+          const Json* launch = object_member(record, key::launch);
+          if (!launch) return;
+          name_thread(out, unsigned_member(*launch, key::thread));
+          write_launch(out, record, *launch);
+          ++launches;
+        },
+        &problem);
+    if (!read) {
+      if (!result.not_read_again++) result.problem = process_.report + ": " + problem;
     }
-    for (const Json& record : process_.launches) {
-      if (const Json* launch = object_member(record, key::launch)) {
-        write_launch(out, record, *launch);
-        ++result.launches;
-      }
+    result.launches += launches;
+    if (!launches) ++result.without_launches;
+    if (verdicts_.has_error) {
+      name_thread(out, verdicts_.mark.tid);
+      out.error(verdicts_.mark);
     }
-    if (verdicts_.has_error) out.error(verdicts_.mark);
     if (const std::optional<Json>& signal = process_.fatal_signal) {
       std::string name = "fatal signal " + string_member(*signal, key::signal, "?");
-      out.instant(pid_, threads.empty() ? 1 : *threads.begin(), at(*signal, ""), "signal", name.c_str(),
+      out.instant(pid_, threads_.empty() ? 1 : *threads_.begin(), at(*signal, ""), "signal", name.c_str(),
                   nullptr);
     }
   }
 
  private:
+  void name_thread(trace::TraceWriter& out, uint64_t thread) {
+    if (!threads_.insert(thread).second) return;
+    std::string name = "host thread " + std::to_string(thread);
+    out.thread_name(pid_, thread, name.c_str(), static_cast<int64_t>(thread));
+  }
+
   static uint64_t clamp(int64_t nanoseconds) {
     return nanoseconds > 0 ? static_cast<uint64_t>(nanoseconds) : 0;
   }
@@ -125,10 +134,10 @@ class ProcessTrace {
     mark.began_ns = began && began->is_number() ? at(error, key::surfaced_began_ns) : 0;
     mark.returned_ns = at(error, key::surfaced_ns);
     // The launch that returned it is a slice of the trace where its record was read.
-    uint64_t surfaced_at = verdicts_.refused                            ? verdicts_.refused
-                           : method == "launch" || method == "blocking" ? verdicts_.culprit
-                                                                        : 0;
-    mark.call_has_slice = surfaced_at && sequences_.count(surfaced_at);
+    surfaced_at_ = verdicts_.refused                            ? verdicts_.refused
+                   : method == "launch" || method == "blocking" ? verdicts_.culprit
+                                                                : 0;
+    mark.call_has_slice = false;  // until that launch's record is read (write_launch)
     mark.error = texts_.error.c_str();
     mark.api = texts_.api.c_str();
     mark.how = texts_.how.empty() ? nullptr : texts_.how.c_str();
@@ -155,6 +164,7 @@ class ProcessTrace {
     const Json* wait = member(record, key::wait_began_ns);
     slice.wait_began_ns = wait && wait->is_number() ? at(record, key::wait_began_ns) : 0;
     slice.seq = unsigned_member(launch, key::seq);
+    if (surfaced_at_ && slice.seq == surfaced_at_) verdicts_.mark.call_has_slice = true;
     std::string api = string_member(launch, key::api), driver_api = string_member(launch, key::driver_api);
     std::string stream = string_member(launch, key::stream, "?");
     std::string outcome = string_member(record, key::outcome), result = string_member(record, key::result);
@@ -214,7 +224,8 @@ class ProcessTrace {
   const ProcessOutcome& process_;
   const uint64_t pid_;
   const int64_t offset_ns_;
-  std::set<uint64_t> sequences_;  // the launches whose records were read
+  uint64_t surfaced_at_ = 0;    // the launch that returned the first error, where one did (0: none)
+  std::set<uint64_t> threads_;  // the host threads whose tracks are named
   trace::Verdicts verdicts_;
   std::vector<uint64_t> others_;
   struct {
@@ -247,7 +258,6 @@ JobTrace write_job_trace(const std::vector<ProcessOutcome>& processes, OutputFil
     while (!pids.insert(pid).second) pid += 10'000'000;
     ProcessTrace(*process, pid, origin).write(out, result);
     ++result.processes;
-    if (process->launches.empty()) ++result.without_launches;
   }
   result.written = out.end();
   return result;

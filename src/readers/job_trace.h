@@ -19,9 +19,13 @@ struct JobTrace {
   size_t processes = 0;         // processes in the trace (those whose start record was read)
   size_t launches = 0;          // launch slices
   size_t without_launches = 0;  // processes with no launch records (not run with --log-launches)
+  size_t not_read_again = 0;    // processes whose report could not be read again for its launches
+  std::string problem;          // why, for the first of them ("r.0.jsonl: No such file or directory")
 };
 
-// Writes the trace of `processes` (read_job with keep_launches) into `file`, emptied first.
+// Writes the trace of `processes` (read_job, or a JobReader) into `file`, emptied first. Each process's
+// launch records are taken one at a time (for_each_launch: its report read again where they were not kept),
+// so that memory holds one record, not a rank's report (issue 40, N4).
 JobTrace write_job_trace(const std::vector<ProcessOutcome>& processes, OutputFile& file);
 
 }  // namespace blockrun

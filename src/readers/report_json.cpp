@@ -1,6 +1,13 @@
 // Reading the report's JSON lines back (report_json.h).
 #include "report_json.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
 #include <fmt/format.h>
 
 namespace blockrun {
@@ -25,7 +32,99 @@ class DepthLimit {
   bool* exceeded_;
 };
 
+// valid_json's parse: nothing built, the same depth limit as DepthLimit (a container or a scalar inside more
+// than kMaxDepth containers ends it).
+class Validator {
+ public:
+  bool null() { return scalar(); }
+  bool boolean(bool) { return scalar(); }
+  bool number_integer(Json::number_integer_t) { return scalar(); }
+  bool number_unsigned(Json::number_unsigned_t) { return scalar(); }
+  bool number_float(Json::number_float_t, const Json::string_t&) { return scalar(); }
+  bool string(Json::string_t&) { return scalar(); }
+  bool binary(Json::binary_t&) { return scalar(); }
+  bool start_object(size_t) { return open(); }
+  bool key(Json::string_t&) { return true; }
+  bool end_object() { return close(); }
+  bool start_array(size_t) { return open(); }
+  bool end_array() { return close(); }
+  bool parse_error(size_t, const std::string&, const nlohmann::detail::exception&) { return false; }
+
+ private:
+  bool scalar() const { return depth_ <= kMaxDepth; }
+  bool open() { return depth_++ <= kMaxDepth; }
+  bool close() {
+    --depth_;
+    return true;
+  }
+  int depth_ = 0;  // the containers open
+};
+
+constexpr size_t kReadBytes = 1 << 20;  // a read(2) per MiB of a report
+
 }  // namespace
+
+bool valid_json(std::string_view text) {
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") return false;  // as parse_json
+  Validator validator;
+  try {
+    return Json::sax_parse(text.begin(), text.end(), &validator);
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+}
+
+void for_each_line(std::string_view contents, const std::function<void(std::string_view)>& visit) {
+  size_t start = 0;
+  while (start < contents.size()) {
+    size_t end = contents.find('\n', start);
+    if (end == std::string_view::npos) end = contents.size();
+    std::string_view line = contents.substr(start, end - start);
+    start = end + 1;
+    if (!line.empty()) visit(line);
+  }
+}
+
+bool for_each_line_in_file(const std::string& path, const std::function<void(std::string_view)>& visit,
+                           std::string* error) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (error) *error = std::strerror(errno);
+    return false;
+  }
+  std::vector<char> buffer(kReadBytes);
+  std::string partial;  // a line begun in an earlier piece
+  bool read_all = false;
+  for (;;) {
+    ssize_t got = ::read(fd, buffer.data(), buffer.size());
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      if (error) *error = std::strerror(errno);
+      break;
+    }
+    if (got == 0) {
+      read_all = true;
+      break;
+    }
+    std::string_view piece(buffer.data(), static_cast<size_t>(got));
+    size_t last_newline = piece.rfind('\n');
+    if (last_newline == std::string_view::npos) {
+      partial.append(piece);
+      continue;
+    }
+    if (partial.empty()) {
+      for_each_line(piece.substr(0, last_newline), visit);
+    } else {
+      partial.append(piece.substr(0, last_newline));
+      for_each_line(partial, visit);
+      partial.clear();
+    }
+    partial.append(piece.substr(last_newline + 1));
+  }
+  ::close(fd);
+  if (read_all) for_each_line(partial, visit);
+  return read_all;
+}
 
 std::optional<Json> parse_json(std::string_view text, std::string* error) {
   // JSON text has no byte order mark, and nlohmann would skip one at the start: such a line is no record.
@@ -46,20 +145,14 @@ std::optional<Json> parse_json(std::string_view text, std::string* error) {
 
 size_t for_each_json_line(std::string_view contents, const std::function<void(Json&&)>& visit) {
   size_t unreadable = 0;
-  size_t start = 0;
-  while (start < contents.size()) {
-    size_t end = contents.find('\n', start);
-    if (end == std::string_view::npos) end = contents.size();
-    std::string_view line = contents.substr(start, end - start);
-    start = end + 1;
-    if (line.empty()) continue;
+  for_each_line(contents, [&](std::string_view line) {
     std::optional<Json> record = parse_json(line);
     if (record) {
       visit(std::move(*record));
     } else {
       ++unreadable;
     }
-  }
+  });
   return unreadable;
 }
 

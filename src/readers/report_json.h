@@ -21,9 +21,21 @@ using Json = nlohmann::ordered_json;
 // to 64 deep (job_json writes records back recursively). On failure: nullopt, and `error` says why.
 std::optional<Json> parse_json(std::string_view text, std::string* error = nullptr);
 
+// Whether `text` is one JSON text that parse_json would accept, without building it: for the records a reader
+// skips but must still count when they are cut short (a launch record, for the verdict).
+bool valid_json(std::string_view text);
+
 // Parses JSON lines (a report file): `visit` gets each record in order; empty lines are skipped. Returns how
 // many lines were not JSON (a record cut short when the process that wrote it was killed).
 size_t for_each_json_line(std::string_view contents, const std::function<void(Json&&)>& visit);
+
+// The lines of `contents` (split at '\n'; a last line without one counts), empty ones skipped.
+void for_each_line(std::string_view contents, const std::function<void(std::string_view)>& visit);
+// The same, of the file at `path`, read a piece at a time: memory holds the longest line, not the file (a
+// report of a million launch records; issue 40, N4). False where it cannot be opened or read, and `error`
+// says why (strerror).
+bool for_each_line_in_file(const std::string& path, const std::function<void(std::string_view)>& visit,
+                           std::string* error = nullptr);
 
 // The member `key` of an object, or nullptr (not an object, or no such member).
 const Json* member(const Json& value, std::string_view key);

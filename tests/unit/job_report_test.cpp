@@ -2,11 +2,17 @@
 // (src/readers/job_report.h).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "job_report.h"
+#include "names.h"
+#include "report_json.h"
 
 namespace blockrun {
 namespace {
@@ -254,6 +260,93 @@ TEST(JobReport, TheOutcomeIsFailedThenCutShortThenClean) {
   EXPECT_EQ(job_outcome(read_job(reports)), JobOutcome::CutShort);
   reports.push_back({"r.2.jsonl", start(2, 12) + fatal(1001.0, "SIGABRT", true)});
   EXPECT_EQ(job_outcome(read_job(reports)), JobOutcome::Failed);
+}
+
+// Issue 40, N4: the verdict reads launch records without keeping them, and still counts a cut one (and one
+// nested past the parser's limit) as unreadable, as parse_json would.
+TEST(JobReport, LaunchRecordsAreCheckedNotKept) {
+  const std::string launch = "{\"type\":\"launch\",\"time\":1,\"pid\":10,\"launch\":{\"seq\":1}}\n";
+  const std::string deep =
+      "{\"type\":\"launch\",\"x\":" + std::string(70, '[') + std::string(70, ']') + "}\n";
+  const std::string cut = "{\"type\":\"launch\",\"time\":1,\"pi\n";
+  std::string report = start(0, 10) + launch + launch + deep + cut + kSummary;
+  std::vector<ProcessOutcome> job = read_job({{"r.0.jsonl", report}});
+  ASSERT_EQ(job.size(), 1u);
+  EXPECT_TRUE(job[0].launches.empty());
+  EXPECT_FALSE(job[0].launches_kept);
+  EXPECT_EQ(job[0].unreadable, 2u);
+  EXPECT_TRUE(job[0].summary.has_value());
+  job = read_job({{"r.0.jsonl", report}}, true);
+  EXPECT_EQ(job[0].launches.size(), 2u);
+  EXPECT_EQ(job[0].unreadable, 2u);
+  EXPECT_TRUE(valid_json("{\"a\":[1,2,{\"b\":null}]}"));
+  EXPECT_FALSE(valid_json("{\"a\":1} x"));
+  EXPECT_FALSE(valid_json("\xEF\xBB\xBF{}"));
+  EXPECT_TRUE(valid_json(std::string(64, '[') + std::string(64, ']')));
+  EXPECT_EQ(valid_json(std::string(66, '[') + "1" + std::string(66, ']')),
+            parse_json(std::string(66, '[') + "1" + std::string(66, ']')).has_value());
+}
+
+// A report read again for a trace: each process of a shared file gets its own launch records.
+TEST(JobReport, AProcessesLaunchesAreReadAgainFromItsFile) {
+  char name[] = "/tmp/job_report_test.XXXXXX";
+  int fd = mkstemp(name);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  auto launch = [](int pid, int seq) {
+    return "{\"type\":\"launch\",\"time\":1,\"pid\":" + std::to_string(pid) +
+           ",\"launch\":{\"seq\":" + std::to_string(seq) + "}}\n";
+  };
+  std::string text = start(0, 10) + launch(10, 1) + start(1, 20) + launch(20, 1) + launch(10, 2) + kSummary;
+  std::ofstream(name) << text;
+  JobReader reader;
+  reader.begin_file(name);
+  ASSERT_TRUE(for_each_line_in_file(name, [&](std::string_view line) { reader.add_line(line); }));
+  reader.end_file();
+  std::vector<ProcessOutcome> job = reader.take();
+  ASSERT_EQ(job.size(), 2u);
+  std::vector<std::vector<double>> seen(2);
+  for (size_t i = 0; i < 2; ++i) {
+    ASSERT_TRUE(for_each_launch(
+        job[i], [&](const Json& record) { seen[i].push_back(number_member(record, "pid")); }));
+  }
+  EXPECT_EQ(seen[0], (std::vector<double>{10, 10}));
+  EXPECT_EQ(seen[1], (std::vector<double>{20}));
+  std::remove(name);
+  std::string problem;
+  EXPECT_FALSE(for_each_launch(
+      job[0], [](const Json&) {}, &problem));
+  EXPECT_EQ(problem, "No such file or directory");
+}
+
+// Lines are read a piece at a time: one across the pieces' boundary, one longer than a piece, a last one
+// without its newline.
+TEST(JobReport, AFileIsReadLineByLine) {
+  char name[] = "/tmp/job_report_lines.XXXXXX";
+  int fd = mkstemp(name);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::vector<std::string> lines = {std::string((1 << 20) - 3, 'a'), "bcdef", std::string(3 << 20, 'g'), "",
+                                    "last"};
+  {
+    std::ofstream file(name, std::ios::binary);
+    for (size_t i = 0; i < lines.size(); ++i) file << lines[i] << (i + 1 < lines.size() ? "\n" : "");
+  }
+  std::vector<std::string> read;
+  ASSERT_TRUE(for_each_line_in_file(name, [&](std::string_view line) { read.emplace_back(line); }));
+  std::remove(name);
+  lines.erase(lines.begin() + 3);  // empty lines are skipped
+  EXPECT_EQ(read, lines);
+}
+
+// Issue 40, N9: the C1 controls (U+0080..U+009F, CSI among them) are escaped as C0 and DEL are; other UTF-8
+// is kept.
+TEST(JobReport, PrintableEscapesC1ControlsAndKeepsUtf8) {
+  EXPECT_EQ(printable("a\xc2\x9b"
+                      "2J\x1b\x7f"),
+            "a\\xc2\\x9b2J\\x1b\\x7f");
+  EXPECT_EQ(printable("caf\xc3\xa9 \xc2\xa0\xe2\x82\xac"), "caf\xc3\xa9 \xc2\xa0\xe2\x82\xac");
+  EXPECT_EQ(printable("\xc2"), "\xc2");
 }
 
 }  // namespace

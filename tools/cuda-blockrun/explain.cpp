@@ -21,6 +21,12 @@ namespace blockrun::cli {
 
 namespace {
 
+// What the user described, or the policy made of it, as it may be printed: control bytes escaped (issue 40,
+// N9), whole.
+std::string shown(const std::string& text) {
+  return blockrun::printable(text, std::string::npos);
+}
+
 // The policy of the flags, else CUDA_BLOCKRUN_BLOCK, else none.
 blockrun::Policy configured_policy(const std::map<std::string, std::string>& settings) {
   std::string policy_text = "none";
@@ -31,7 +37,7 @@ blockrun::Policy configured_policy(const std::map<std::string, std::string>& set
   }
   std::string error;
   std::optional<blockrun::Policy> policy = blockrun::Policy::parse(policy_text, &error);
-  if (!policy) usage_error("invalid CUDA_BLOCKRUN_BLOCK='" + policy_text + "': " + error);
+  if (!policy) usage_error("invalid CUDA_BLOCKRUN_BLOCK='" + shown(policy_text) + "': " + shown(error));
   return *policy;
 }
 
@@ -45,7 +51,8 @@ uint64_t number_after(const std::string& term, size_t prefix) {
   char* end = nullptr;
   unsigned long long value = std::strtoull(body.c_str(), &end, hex ? 16 : 10);
   if (body.empty() || !std::isxdigit(static_cast<unsigned char>(body[0])) || *end || errno == ERANGE)
-    usage_error("--explain: '" + term + "' needs a whole number after '" + term.substr(0, prefix) + "'");
+    usage_error("--explain: '" + shown(term) + "' needs a whole number after '" +
+                shown(term.substr(0, prefix)) + "'");
   return value;
 }
 
@@ -55,7 +62,8 @@ blockrun::LaunchFamily family_named(const std::string& family) {
     if (family == blockrun::launch_family_name(static_cast<blockrun::LaunchFamily>(f)))
       named = static_cast<blockrun::LaunchFamily>(f);
   }
-  if (!named) usage_error("--explain: family must be runtime, driver, cublas or graph, not '" + family + "'");
+  if (!named)
+    usage_error("--explain: family must be runtime, driver, cublas or graph, not '" + shown(family) + "'");
   return *named;
 }
 
@@ -92,7 +100,7 @@ void read_term(const std::string& term, DescribedLaunch* launch) {
     facts.thread_launch = number_after(term, 7);
     launch->have_thread_launch = true;
   } else if (term.rfind("ordinal=", 0) == 0) {
-    usage_error("--explain: '" + term +
+    usage_error("--explain: '" + shown(term) +
                 "': write a kernel's N-th launch as NAME#N, as in the policy (e.g. --explain 'stencil#13')");
   } else if (term.rfind("thread=", 0) == 0) {
     facts.thread = static_cast<uint32_t>(number_after(term, 7));
@@ -146,8 +154,10 @@ void print_decision(const DescribedLaunch& launch, const blockrun::Policy& polic
               (thread_launch.empty() ? "" : ", " + thread_launch) + ")";
   else if (!thread_launch.empty())
     number += " (" + thread_launch + ")";
-  std::printf("%s, %s, family %s", what.c_str(), number.c_str(), blockrun::launch_family_name(facts.family));
-  if (launch.have_kernel && !launch.library.empty()) std::printf(", launched by %s", launch.library.c_str());
+  std::printf("%s, %s, family %s", shown(what).c_str(), shown(number).c_str(),
+              blockrun::launch_family_name(facts.family));
+  if (launch.have_kernel && !launch.library.empty())
+    std::printf(", launched by %s", shown(launch.library).c_str());
   std::printf(":\n");
   static const char* const kActions[] = {
       "not blocked", "blocked (its stream is synchronized after it)",
@@ -165,11 +175,11 @@ void print_decision(const DescribedLaunch& launch, const blockrun::Policy& polic
   std::printf("\n");
   if (decision.rule >= 0) {
     std::printf("  decided by rule %d: '%s'\n", decision.rule + 1,
-                rules[static_cast<size_t>(decision.rule)].c_str());
+                shown(rules[static_cast<size_t>(decision.rule)]).c_str());
   } else if (launch.have_kernel && blockrun::is_nccl_kernel(launch.kernel) && !rules.empty()) {
     std::printf("  decided by the NCCL default: NCCL kernels are blocked only by a rule that names them\n");
   } else {
-    std::printf("  no rule matches (policy: %s)\n", policy.describe().c_str());
+    std::printf("  no rule matches (policy: %s)\n", shown(policy.describe()).c_str());
   }
 }
 

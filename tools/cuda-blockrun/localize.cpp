@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "config.h"
 #include "localize.h"
+#include "names.h"
 #include "report_json.h"
 
 extern char** environ;
@@ -26,8 +27,10 @@ namespace blockrun::cli {
 
 namespace {
 
+// Every verdict line goes through here: its control bytes escaped, as the shim's log escapes them (issue 40,
+// N9: a kernel named with ESC or BEL must not drive the terminal).
 void say(const std::string& line) {
-  std::fprintf(stderr, "[cuda-blockrun] %s\n", line.c_str());
+  std::fprintf(stderr, "[cuda-blockrun] %s\n", blockrun::printable(line, std::string::npos).c_str());
 }
 
 // Runs the program with `block` as its policy and its reports written under `directory` (one per
