@@ -46,6 +46,18 @@ bool is_bad_memory_access(int cuda_code) {
   }
 }
 
+EnvironmentAdvice environment_advice(ErrorCode code) {
+  if (error_meaning(code) != ErrorMeaning::Environment) return {};
+  switch (code.code) {
+#define CUDA_BLOCKRUN_ENVIRONMENT(number, problem, fix) \
+  case number:                                          \
+    return {problem, fix};
+#include "cuda_errors.def"
+    default:
+      return {};
+  }
+}
+
 const char* error_meaning_name(ErrorMeaning meaning) {
   switch (meaning) {
     case ErrorMeaning::Own:
@@ -54,6 +66,8 @@ const char* error_meaning_name(ErrorMeaning meaning) {
       return "asynchronous";
     case ErrorMeaning::Unknown:
       return "unknown";
+    case ErrorMeaning::Environment:
+      return "environment";
   }
   return "unknown";
 }

@@ -10,6 +10,7 @@ enum class ErrorMeaning {
   Own,           // the call's own error: nothing was enqueued; a launch returning it is the culprit
   Asynchronous,  // a kernel's execution error, sticky: the call that returned it is where it surfaced
   Unknown,       // not in the table (or CUDA_ERROR_UNKNOWN): possibly asynchronous, never exact
+  Environment,   // no usable driver or device: no launch is its culprit or a suspect
 };
 
 ErrorMeaning error_meaning(ErrorCode code);
@@ -21,8 +22,17 @@ bool is_bad_memory_access(int cuda_code);
 
 // An error that may be an earlier kernel's, surfacing at this call: asynchronous or unknown.
 inline bool may_have_surfaced(ErrorCode code) {
-  return !code.ok() && error_meaning(code) != ErrorMeaning::Own;
+  ErrorMeaning meaning = error_meaning(code);
+  return !code.ok() && (meaning == ErrorMeaning::Asynchronous || meaning == ErrorMeaning::Unknown);
 }
+
+// What an environment error (no usable driver or device) says to the user: the problem and its fix; empty
+// texts for any other code.
+struct EnvironmentAdvice {
+  const char* problem = "";
+  const char* fix = "";
+};
+EnvironmentAdvice environment_advice(ErrorCode code);
 
 }  // namespace blockrun
 // SPDX-License-Identifier: MIT

@@ -316,7 +316,10 @@ void Engine::launch_failed(Launch& launch, ErrorCode launch_result) {
   ErrorMeaning meaning = error_meaning(launch_result);
   // An unknown code may have come after the launch was enqueued: it stays a suspect.
   if (meaning != ErrorMeaning::Unknown) refuse(launch);
-  if (meaning == ErrorMeaning::Own) {
+  if (meaning == ErrorMeaning::Environment) {
+    // No usable driver or device: the launch never ran, and no launch is at fault (issue 42).
+    first_error(record.api, launch_result, "", Accused{});
+  } else if (meaning == ErrorMeaning::Own) {
     // A bad configuration, a missing image: the launch's own error, and it is the culprit.
     first_error(record.api, launch_result, "the launch itself failed",
                 Accused{&launch, true, {}, FoundBy::Launch});
@@ -335,6 +338,10 @@ void Engine::launch_blocked(Launch& launch, ErrorCode sync_result, const char* s
   if (config_.log_launches) log_launch(launch, sync_result.ok() ? "blocked" : "blocked, failed", sync_result);
   if (sync_result.ok()) {
     ledger_.synced(launch.stream, launch.record.sequence);
+    return;
+  }
+  if (error_meaning(sync_result) == ErrorMeaning::Environment) {
+    first_error(sync_api, sync_result, "", Accused{});
     return;
   }
   // The launching thread is still inside the launch call: its call site is taken now.
@@ -453,8 +460,8 @@ void Engine::observe_error(const char* api, ErrorCode result, const void* stream
 void Engine::watch_error(const char* api, ErrorCode result, const void* stream,
                          bool per_thread_default_stream, CallSpan span) {
   // Out of memory, an invalid value: the program's own business (PyTorch's allocator frees its cache and
-  // tries again), and never a kernel's fault.
-  if (!may_have_surfaced(result)) return;
+  // tries again), and never a kernel's fault. No usable driver or device is told wherever it shows first.
+  if (!may_have_surfaced(result) && error_meaning(result) != ErrorMeaning::Environment) return;
   observe_error(api, result, stream, per_thread_default_stream, span);
 }
 
@@ -534,6 +541,11 @@ std::vector<ReportedLaunch> Engine::may_have_faulted_instead(
 
 void Engine::surfaced(const char* api, ErrorCode result, StreamId stream, Surfacing where) {
   ErrorMeaning meaning = error_meaning(result);
+  // No usable driver or device: neither breadcrumbs nor the ledger are asked; no launch is a suspect.
+  if (meaning == ErrorMeaning::Environment) {
+    first_error(api, result, "", Accused{}, where);
+    return;
+  }
   // A call's own error (an invalid value, a copy in the wrong direction) is no kernel's: breadcrumbs are not
   // asked, and the host's view lists what was in flight on its stream, never exactly.
   if (meaning != ErrorMeaning::Own && breadcrumbs_ready() && surfaced_by_breadcrumbs(api, result, where))
@@ -640,7 +652,11 @@ Finding Engine::find(const char* api, ErrorCode result, const char* how, const A
   finding.meaning = error_meaning(result);
   finding.found_by = accused.found_by;
   finding.launch_told = *how != 0;
-  finding.how = *how ? how : surfaced_how(where);
+  finding.how = *how ? how
+                : finding.meaning == ErrorMeaning::Environment
+                    ? "no usable CUDA driver or device: the environment's error, no kernel's"
+                    : surfaced_how(where);
+  finding.environment = environment_advice(result);
   finding.at_exit = where.at_exit;
   finding.exact = accused.exact;
   finding.ring = ring_capacity_for(config_);

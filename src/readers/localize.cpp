@@ -130,7 +130,12 @@ bool is_exact(const Json& first_error) {
   return string_member(first_error, key::certainty) == "exact" && launch_of(first_error) != nullptr;
 }
 
+bool is_environment_error(const Json& first_error) {
+  return string_member(first_error, key::meaning) == "environment";
+}
+
 bool needs_second_run(const Json& first_error) {
+  if (is_environment_error(first_error)) return false;
   if (!is_exact(first_error)) return true;
   const Json& launch = *launch_of(first_error);
   // A graph replay whose failed node is not known: run 2 puts breadcrumbs into the graph and blocks its

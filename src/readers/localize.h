@@ -22,10 +22,18 @@ struct RunFinding {
 
 // `reports`: (path, contents) of every report file the run wrote.
 RunFinding find_first_error(const std::vector<std::pair<std::string, std::string>>& reports);
+// The same of the files at `paths`, each read a piece at a time: memory holds a line and the first error, not
+// a report (a million launch records with --log-launches: issue 40, N4). A file that cannot be read counts as
+// read, with nothing in it.
+RunFinding find_first_error_in_files(const std::vector<std::string>& paths);
 
 // The error is pinned to its launch: a blocked launch whose synchronize failed with everything before it
 // complete, or a launch that failed itself.
 bool is_exact(const Json& first_error);
+
+// The error is the environment's (no usable driver or device: the report's meaning `environment`): no launch
+// is at fault, and no second run can pin one.
+bool is_environment_error(const Json& first_error);
 
 // Whether a second run is needed: the error is not pinned to its launch, or it is (found by breadcrumbs)
 // but what was kept of the launch lacks its Python line (a Python program) or, without Python, a caller with

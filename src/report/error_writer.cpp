@@ -194,6 +194,12 @@ std::string first_error_record(const Finding& finding, long pid) {
           .end_object();
     json.end_array();
   }
+  if (finding.meaning == ErrorMeaning::Environment)
+    json.key(key::environment)
+        .begin_object()
+        .field(key::problem, finding.environment.problem)
+        .field(key::fix, finding.environment.fix)
+        .end_object();
   json.key(key::driver_log).begin_array();
   for (const std::string& line : finding.driver_logs) json.value(line);
   json.end_array();
@@ -215,6 +221,13 @@ void log_first_error(spdlog::logger& logger, const Finding& finding, bool stack,
   // (the report keeps every line).
   for (const std::string& line : finding.driver_logs) {
     if (line.rfind("Returning ", 0) != 0) logger.error("  driver log: {}", printable(line));
+  }
+  if (finding.meaning == ErrorMeaning::Environment) {
+    // Not a kernel's fault: what is wrong with the machine, and what to do; no launch, no hint to pin one.
+    logger.error("  not a kernel's fault: {}", finding.environment.problem);
+    logger.error("  to fix it: {}", finding.environment.fix);
+    logger.flush();
+    return;
   }
   if (const LaunchView* culprit = finding.culprit.get()) {
     logger.error("  in {}", describe(*culprit->record));

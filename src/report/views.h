@@ -76,6 +76,7 @@ struct Finding {
   ErrorCode result;
   ErrorText text;
   ErrorMeaning meaning = ErrorMeaning::Unknown;
+  EnvironmentAdvice environment;  // an environment error's problem and fix (cuda_errors.def)
   FoundBy found_by = FoundBy::Host;
   std::string how;           // the launch's own account, or where it surfaced
   bool launch_told = false;  // `how` comes from the launch that failed (not from where it surfaced)

@@ -75,7 +75,31 @@ TEST(ErrorMeaning, TheReportDocumentationListsTheTable) {
     ++rows;
   for (size_t at = docs.find("| unknown |"); at != std::string::npos; at = docs.find("| unknown |", at + 1))
     ++rows;
+  for (size_t at = docs.find("| environment |"); at != std::string::npos;
+       at = docs.find("| environment |", at + 1))
+    ++rows;
   EXPECT_EQ(rows, static_cast<size_t>(listed));
+}
+
+// No usable driver or device (issue 42): in both numberings, never a kernel's (not even possibly), and each
+// such row says its problem and its fix; a kernel built without code for this GPU stays its launch's own.
+TEST(ErrorMeaning, EnvironmentErrorsAreNoKernelsAndSayTheirFix) {
+  for (int code : {3, 35, 36, 46, 100, 222, 803, 804, 805}) {
+    EXPECT_EQ(error_meaning({Layer::Runtime, code}), ErrorMeaning::Environment) << code;
+    EXPECT_EQ(error_meaning({Layer::Driver, code}), ErrorMeaning::Environment) << code;
+    EXPECT_FALSE(may_have_surfaced({Layer::Runtime, code})) << code;
+  }
+  EXPECT_EQ(error_meaning({Layer::Runtime, 209}), ErrorMeaning::Own);  // cudaErrorNoKernelImageForDevice
+  EXPECT_EQ(error_meaning({Layer::Runtime, 101}), ErrorMeaning::Own);  // cudaErrorInvalidDevice
+  EXPECT_STREQ(error_meaning_name(ErrorMeaning::Environment), "environment");
+#define CUDA_BLOCKRUN_ERROR(meaning, number, runtime_name, driver_name)                            \
+  if (ErrorMeaning::meaning == ErrorMeaning::Environment) {                                        \
+    EnvironmentAdvice advice = environment_advice({Layer::Runtime, number});                       \
+    EXPECT_NE(std::string(advice.problem), "") << #number " has no CUDA_BLOCKRUN_ENVIRONMENT row"; \
+    EXPECT_NE(std::string(advice.fix), "") << #number;                                             \
+  }
+#include "cuda_errors.def"
+  EXPECT_EQ(std::string(environment_advice({Layer::Runtime, 700}).problem), "");
 }
 
 class AttributionTest : public ::testing::Test {

@@ -120,6 +120,21 @@ bool run_one_settles_it(const blockrun::RunFinding& first, int status) {
     say("localize: no CUDA error in run 1 (exit status " + std::to_string(status) + "): nothing to localize");
     return true;
   }
+  if (blockrun::is_environment_error(first.first_error)) {
+    // No kernel is at fault, and a second run would meet the same machine (issue 42).
+    const blockrun::Json& error = first.first_error;
+    const blockrun::Json* environment = blockrun::object_member(error, "environment");
+    say("localize: no usable CUDA driver or device, so no kernel is at fault: " +
+        blockrun::string_member(error, "error") + " (" + blockrun::string_member(error, "message") +
+        "), returned by " + blockrun::string_member(error, "surfaced_api") + " in run 1 (exit status " +
+        std::to_string(status) + ")");
+    if (environment) {
+      say("  " + blockrun::string_member(*environment, "problem"));
+      say("  to fix it: " + blockrun::string_member(*environment, "fix"));
+    }
+    say("  no second run: it would meet the same machine");
+    return true;
+  }
   if (blockrun::needs_second_run(first.first_error)) return false;
   say_culprit(first.first_error);
   if (blockrun::string_member(first.first_error, "method") == "breadcrumbs") {

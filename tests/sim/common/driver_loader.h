@@ -14,14 +14,26 @@
 #include <cuda.h>
 #include <dlfcn.h>
 
+#include <cstdlib>
+#include <cstring>
+
+// The CUDA version of the library being built (13000; a copy built to play a CUDA 12.x runtime sets it).
+#ifndef SIM_CUDART_VERSION
+#define SIM_CUDART_VERSION 13000
+#endif
+
 namespace {
 
 class DriverLoader {
  public:
-  static constexpr int kCudaVersion = 13000;
+  static constexpr int kCudaVersion = SIM_CUDART_VERSION;
 
   // Opens the driver and performs the self-lookup. Returns false if no usable driver was found.
   bool open() {
+    // CUDA_SIM_NO_DRIVER=1: no libcuda.so.1 is found, as on a machine where no driver is installed (a laptop,
+    // a login node), whatever the library path holds.
+    if (const char* absent = std::getenv("CUDA_SIM_NO_DRIVER"); absent && std::strcmp(absent, "1") == 0)
+      return false;
     handle_ = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
     if (!handle_) return false;
     using GetProc = decltype(&cuGetProcAddress_v2);

@@ -41,6 +41,11 @@
 #include <unordered_map>
 #include <vector>
 
+// The CUDA version this copy of the driver plays (cuDriverGetVersion): 13000 is driver 580.
+#ifndef SIM_DRIVER_VERSION
+#define SIM_DRIVER_VERSION 13000
+#endif
+
 // cuda.h maps these names to their newest versions; the driver also exports the old entry points themselves.
 #undef cuGetProcAddress
 #undef cuStreamBeginCapture
@@ -345,6 +350,42 @@ CUresult surface_all() {
 bool env_switch(const char* name) {
   const char* env = std::getenv(name);
   return env && std::strcmp(env, "1") == 0;
+}
+
+// The CUDA version the driver plays: SIM_DRIVER_VERSION (13000, driver 580; a copy built to play an older
+// driver sets it lower), or CUDA_SIM_DRIVER_VERSION (read once; a number such as 12020, driver 535). What an
+// older driver lacks is what cuGetProcAddress does not know: every row of entry_points.def newer than it.
+int driver_version() {
+  static const int version = [] {
+    const char* env = std::getenv("CUDA_SIM_DRIVER_VERSION");
+    if (!env || !*env) return SIM_DRIVER_VERSION;
+    char* end = nullptr;
+    long value = std::strtol(env, &end, 10);
+    if (*end || value < 2000 || value > 99999) {
+      std::fprintf(stderr, "sim driver: CUDA_SIM_DRIVER_VERSION=%s is not a CUDA version such as 12020\n",
+                   env);
+      return SIM_DRIVER_VERSION;
+    }
+    return static_cast<int>(value);
+  }();
+  return version;
+}
+
+// CUDA_SIM_INIT_ERROR=no-device|NUMBER (read at cuInit; empty: unset): cuInit fails with that CUresult and
+// the driver stays uninitialized, as on a machine whose driver finds no GPU (100), whose kernel module and
+// library differ (803), or without the fabric manager (802).
+CUresult init_error() {
+  const char* env = std::getenv("CUDA_SIM_INIT_ERROR");
+  if (!env || !*env) return CUDA_SUCCESS;
+  if (std::strcmp(env, "no-device") == 0) return CUDA_ERROR_NO_DEVICE;
+  char* end = nullptr;
+  long value = std::strtol(env, &end, 10);
+  if (*end || value <= 0) {
+    std::fprintf(stderr, "sim driver: CUDA_SIM_INIT_ERROR=%s is neither no-device nor a CUresult number\n",
+                 env);
+    return CUDA_SUCCESS;
+  }
+  return static_cast<CUresult>(value);
 }
 
 // CUDA_SIM_FAULT_STOPS_DEVICE=1 (read once): after a fault anywhere, no later work runs on any stream, as
@@ -1442,6 +1483,9 @@ const ErrText kErrors[] = {
     {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
     {CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED", "driver shutting down"},
     {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {CUDA_ERROR_SYSTEM_NOT_READY, "CUDA_ERROR_SYSTEM_NOT_READY", "system not yet initialized"},
+    {CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+     "system has unsupported display driver / cuda driver combination"},
     {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
     {CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
     {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
@@ -1550,6 +1594,7 @@ SIM_API void simWriteStats(void) {
 
 SIM_API CUresult cuInit(unsigned int flags) {
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = init_error()) return r;
   std::lock_guard<std::mutex> lk(S().mu);
   S().initialized = true;
   parse_fault_specs();
@@ -1559,7 +1604,7 @@ SIM_API CUresult cuInit(unsigned int flags) {
 
 SIM_API CUresult cuDriverGetVersion(int* v) {
   if (!v) return CUDA_ERROR_INVALID_VALUE;
-  *v = 13000;
+  *v = driver_version();
   return CUDA_SUCCESS;
 }
 
@@ -2220,7 +2265,7 @@ CUresult lookup_proc(const char* symbol, void** pfn, int version, cuuint64_t fla
   const ProcEntry* best = nullptr;
   bool known = false;
   for (const ProcEntry& e : kProcs) {
-    if (std::strcmp(e.name, symbol) != 0) continue;
+    if (e.version > driver_version() || std::strcmp(e.name, symbol) != 0) continue;
     known = true;
     if (e.version <= version && (!best || e.version > best->version)) best = &e;
   }

@@ -188,16 +188,35 @@ void init_driver() {
   t_initializing = false;
 }
 
+// The driver functions newer than CUDA 12.2 (driver 535) that the runtime can do without: on an older driver
+// the runtime starts, and the calls that need them return cudaErrorCallRequiresNewerDriver.
+bool needs_newer_driver(const char* member) {
+  for (const char* optional : {"KernelGetName", "StreamGetCaptureInfo", "StreamGetCaptureInfo_ptsz"})
+    if (std::strcmp(member, optional) == 0) return true;
+  return false;
+}
+
 void init_driver_once() {
   DriverLoader loader;
+  // No libcuda.so.1 at all: the real runtime's answer is "insufficient driver" (cudaDriverGetVersion gives
+  // 0).
   if (!loader.open()) {
+    g_init_error = cudaErrorInsufficientDriver;
+    return;
+  }
+  // A driver older than this runtime's major version (minor version compatibility: a 12.x runtime runs on any
+  // 12.x driver, a 13.x one needs a 13.x driver, 580+) is refused before anything else is asked of it.
+  int driver_version = 0;
+  if (!loader.get("cuDriverGetVersion", &g_drv.DriverGetVersion) ||
+      g_drv.DriverGetVersion(&driver_version) != CUDA_SUCCESS ||
+      driver_version / 1000 < SIM_CUDART_VERSION / 1000) {
     g_init_error = cudaErrorInsufficientDriver;
     return;
   }
   g_drv.dlsym_cuLaunchKernel = dlsym(loader.handle(), "cuLaunchKernel");
   g_drv.dlsym_cuLaunchKernelEx = dlsym(loader.handle(), "cuLaunchKernelEx");
   bool ok = true;
-#define SIM_FETCH(m, name, decl, pt) ok = loader.get(name, &g_drv.m, pt) && ok;
+#define SIM_FETCH(m, name, decl, pt) ok = (loader.get(name, &g_drv.m, pt) || needs_newer_driver(#m)) && ok;
   SIM_DRIVER_FUNCS(SIM_FETCH)
 #undef SIM_FETCH
   if (!ok) {
@@ -322,7 +341,8 @@ cudaError_t resolve_launch_target(const void* func, CUfunction* out) {
     return cudaSuccess;
   }
   const char* name = nullptr;
-  if (g_drv.KernelGetName(&name, reinterpret_cast<CUkernel>(const_cast<void*>(func))) == CUDA_SUCCESS) {
+  if (g_drv.KernelGetName &&
+      g_drv.KernelGetName(&name, reinterpret_cast<CUkernel>(const_cast<void*>(func))) == CUDA_SUCCESS) {
     *out = reinterpret_cast<CUfunction>(const_cast<void*>(func));
     return cudaSuccess;
   }
@@ -348,6 +368,13 @@ const ErrText kErrors[] = {
      "CUDA driver version is insufficient for CUDA runtime version"},
     {cudaErrorInvalidDeviceFunction, "cudaErrorInvalidDeviceFunction", "invalid device function"},
     {cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
+    {cudaErrorSystemNotReady, "cudaErrorSystemNotReady", "system not yet initialized"},
+    {cudaErrorSystemDriverMismatch, "cudaErrorSystemDriverMismatch",
+     "system has unsupported display driver / cuda driver combination"},
+    {cudaErrorCompatNotSupportedOnDevice, "cudaErrorCompatNotSupportedOnDevice",
+     "forward compatibility was attempted on non supported HW"},
+    {cudaErrorCallRequiresNewerDriver, "cudaErrorCallRequiresNewerDriver",
+     "API call is not supported in the installed CUDA driver"},
     {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
     {cudaErrorDeviceUninitialized, "cudaErrorDeviceUninitialized", "invalid device context"},
     {cudaErrorInvalidKernelImage, "cudaErrorInvalidKernelImage", "device kernel image is invalid"},
@@ -507,6 +534,7 @@ SIM_RT cudaError_t cudaFuncGetName(const char** name, const void* func) {
     }
   }
   ENSURE();
+  if (!g_drv.KernelGetName) return fail(cudaErrorCallRequiresNewerDriver);
   if (g_drv.KernelGetName(name, reinterpret_cast<CUkernel>(const_cast<void*>(func))) == CUDA_SUCCESS)
     return cudaSuccess;
   return fail(cudaErrorInvalidDeviceFunction);
@@ -539,7 +567,7 @@ SIM_RT cudaError_t cudaGetDevice(int* d) {
 SIM_RT cudaError_t cudaDriverGetVersion(int* v) {
   if (!v) return fail(cudaErrorInvalidValue);
   std::call_once(g_init_once, init_driver);
-  if (g_init_error == cudaErrorInsufficientDriver) {
+  if (!g_drv.DriverGetVersion) {
     *v = 0;  // documented: 0 when no driver is installed
     return cudaSuccess;
   }
@@ -548,7 +576,7 @@ SIM_RT cudaError_t cudaDriverGetVersion(int* v) {
 SIM_RT cudaError_t cudaRuntimeGetVersion(int* v) {
   refuse_reentry("cudaRuntimeGetVersion");
   if (!v) return fail(cudaErrorInvalidValue);
-  *v = 13000;
+  *v = SIM_CUDART_VERSION;
   return cudaSuccess;
 }
 // A real reset destroys the primary context; the sim keeps it (documented as not modelled).
@@ -664,10 +692,12 @@ cudaError_t memcpy_async(void* dst, const void* src, size_t n, cudaMemcpyKind ki
     constexpr bool per_thread = true;                                           \
     return call;                                                                \
   }
-#define SIM_RUNTIME_DRIVER(function, parameters, driver_function, arguments) \
-  SIM_RT cudaError_t function parameters {                                   \
-    ENSURE();                                                                \
-    return ret(g_drv.driver_function arguments);                             \
+// A driver function an older driver lacks (needs_newer_driver) answers as the real runtime does there.
+#define SIM_RUNTIME_DRIVER(function, parameters, driver_function, arguments)   \
+  SIM_RT cudaError_t function parameters {                                     \
+    ENSURE();                                                                  \
+    if (!g_drv.driver_function) return fail(cudaErrorCallRequiresNewerDriver); \
+    return ret(g_drv.driver_function arguments);                               \
   }
 #define SIM_RUNTIME_DRIVER_CHECKED(function, parameters, required, driver_function, arguments) \
   SIM_RT cudaError_t function parameters {                                                     \
