@@ -64,6 +64,21 @@ offered() {
 [ "$(offered cuda-blockrun --callsites = a)" = "auto all" ] ||
   fail "--callsites=a completes to '$(offered cuda-blockrun --callsites = a)'"
 [ "$(offered cuda-blockrun report --j)" = "--json" ] || fail "report --j completes to '$(offered cuda-blockrun report --j)'"
+# `report` itself, and every flag of report_flags.def after it (issue 42: --trace and --force were not offered).
+case " $(offered cuda-blockrun rep) " in *" report "*) ;; *) fail "rep does not complete to report" ;; esac
+report_flags=$(sed -n 's/^CUDA_BLOCKRUN_REPORT_FLAG([^,]*, *"\(--[^"]*\)".*/\1/p' \
+                 "$source_dir/tools/cuda-blockrun/report_flags.def" | tr '\n' ' ')
+case $report_flags in *--trace*--force*) ;; *) fail "read '$report_flags' from report_flags.def" ;; esac
+[ "$(offered cuda-blockrun report --) " = "$report_flags" ] ||
+  fail "report -- completes to '$(offered cuda-blockrun report --)', not '$report_flags'"
+case " $(offered cuda-blockrun report --json --trace "$source_dir/READ") " in *"/README.md "*) ;;
+  *) fail "report --trace offers no file" ;; esac
+for flag in $report_flags; do
+  case $page in *"\\fB$flag\\fR"*) ;; *) fail "report's $flag is not in the man page" ;; esac
+  sed -n '/} == report ]]/,/return/p' "$zsh_completion" | grep -qF -e "$flag[" -e "$flag=" ||
+    fail "report's $flag is not in the zsh completion"
+done
+grep -q '^\.RB \[ \\-\\-force \]$' "$man_page" || fail "the man page's SYNOPSIS lacks report's --force"
 [ "$(offered cuda-blockrun --block all -- ./app --callsi)" != "--callsites" ] ||
   fail "the program's own arguments were completed as the wrapper's flags"
 [ $status -eq 0 ] && echo "ok: $(echo "$flags" | wc -l) flags in the man page and the bash completion; both parse"

@@ -153,7 +153,7 @@ TEST(Distributed, ReportRefusesWhatItCannotRead) {
   EXPECT_TRUE(contains(
       misspelt.err,
       "cuda-blockrun: report: unknown option '--jsno' (did you mean '--json'?) (accepted: --json, --trace "
-      "FILE, --force)\n"))
+      "OUT.json, --force, --help)\n"))
       << misspelt.err;
 }
 

@@ -48,6 +48,22 @@ const std::vector<CommandSpec>& command_specs();
 // from.
 std::vector<std::string> known_flags();
 
+// The flags of `cuda-blockrun report` (report_flags.def), by their row's id, and each row as data.
+enum class ReportFlag {
+#define CUDA_BLOCKRUN_REPORT_FLAG(id, flag, value, summary) id,
+#include "report_flags.def"
+#undef CUDA_BLOCKRUN_REPORT_FLAG
+};
+struct ReportFlagSpec {
+  ReportFlag id;
+  const char* flag;
+  const char* value;  // "" for a flag without a value
+  const char* summary;
+};
+const std::vector<ReportFlagSpec>& report_flag_specs();
+// `[--json] [--trace OUT.json] [--force] [--help]`: report's flags for a usage line.
+std::string report_flags_usage();
+
 // --help (`all`: --help-all, every option's whole description), both from the two tables.
 void print_usage(FILE* out, bool all);
 // The man page (roff) and the bash and zsh completion scripts, from the two tables.
@@ -75,7 +91,7 @@ std::vector<std::filesystem::path> files_in(const std::filesystem::path& directo
 
 // --explain DESCRIPTION with the policy of the flags (`settings`: variable -> value), else the environment's.
 int explain_launch(const std::map<std::string, std::string>& settings, const std::string& description);
-// `cuda-blockrun report [--json] [--trace OUT.json] FILE...|DIR` (argv after `report`).
+// `cuda-blockrun report [--json] [--trace OUT.json] [--force] FILE...|DIR` (argv after `report`).
 int report_command(int argc, char** argv);
 // A log or report path in a directory that does not exist is a usage error before the program starts, not a
 // report silently missing after it (a directory named with %p, %r or %h is left to the shim).

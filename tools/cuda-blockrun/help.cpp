@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli.h"
@@ -31,6 +32,25 @@ const std::vector<CommandSpec>& command_specs() {
       // clang-format on
   };
   return specs;
+}
+
+const std::vector<ReportFlagSpec>& report_flag_specs() {
+  static const std::vector<ReportFlagSpec> specs = {
+#define CUDA_BLOCKRUN_REPORT_FLAG(id, flag, value, summary) {ReportFlag::id, flag, value, summary},
+#include "report_flags.def"
+#undef CUDA_BLOCKRUN_REPORT_FLAG
+  };
+  return specs;
+}
+
+std::string report_flags_usage() {
+  std::string out;
+  for (const ReportFlagSpec& spec : report_flag_specs()) {
+    if (spec.id == ReportFlag::help) continue;
+    out +=
+        std::string(out.empty() ? "" : " ") + "[" + spec.flag + (*spec.value ? " " : "") + spec.value + "]";
+  }
+  return out;
 }
 
 namespace {
@@ -123,6 +143,20 @@ const std::vector<Flag>& flags() {
   return all;
 }
 
+// report's flags (report_flags.def), as --help, the man page and the completions show them.
+const std::vector<Flag>& report_flags() {
+  static const std::vector<Flag> all = [] {
+    std::vector<Flag> out;
+    for (const ReportFlagSpec& spec : report_flag_specs()) {
+      Flag flag{OptionGroup::Information, spec.flag, "", spec.value, spec.summary, spec.summary};
+      flag.path = std::string_view(spec.value).find(".json") != std::string_view::npos;
+      out.push_back(flag);
+    }
+    return out;
+  }();
+  return all;
+}
+
 // `-h, --help`, `--block RULES`, `--stack[=0|1]`.
 std::string head(const Flag& flag) {
   std::string text = flag.short_flag.empty() ? "" : flag.short_flag + ", ";
@@ -169,10 +203,14 @@ constexpr const char* kIntroduction =
     "launches the policy selects blocking, and pins the first CUDA error to the launch that caused it.";
 constexpr const char* kReportCommand =
     "cuda-blockrun report merges the reports (--report) of every process of a job, given as files or a "
-    "directory of *.jsonl files, into one verdict: which process failed first and its culprit, and what "
-    "became of the others (docs/distributed.md). --json prints it as one JSON object. --trace OUT.json also "
-    "writes the job's timeline, a process per rank, from reports written with --log-launches (docs/trace.md). "
-    "(A program named `report` is run with `cuda-blockrun -- report`.)";
+    "directory of them, into one verdict: which process failed first and its culprit, the command that pins "
+    "it in that rank, and what became of the others (docs/distributed.md). A file that is not a report of "
+    "this tool (no start record: a metrics file beside the reports) is skipped with a line that says so. "
+    "--json prints the verdict as one JSON object. --trace OUT.json also writes the job's timeline, a "
+    "process per rank, from reports written with --log-launches (docs/trace.md); it never overwrites a "
+    "report, nor, without --force, a file that is not such a trace. Exit status: 0 every process found ran "
+    "clean, 1 one failed, 3 none failed but one's end is unknown (its report has no end record), 2 nothing "
+    "could be read. (A program named `report` is run with `cuda-blockrun -- report`.)";
 constexpr const char* kEnvironment =
     "Every option is also an environment variable (--help-all names them), read by the shim in each process "
     "it is loaded into; flags given here override the environment. The configuration: docs/config.md; the "
@@ -217,8 +255,8 @@ std::vector<std::string> known_flags() {
 void print_usage(FILE* out, bool all) {
   std::string text =
       "usage: cuda-blockrun [options] [--] program [args...]\n"
-      "       cuda-blockrun report [--json] [--trace OUT.json] FILE...|DIR\n\n" +
-      wrap(kIntroduction, 0) + "\nexamples:\n";
+      "       cuda-blockrun report " +
+      report_flags_usage() + " FILE...|DIR\n\n" + wrap(kIntroduction, 0) + "\nexamples:\n";
   for (const Example& example : kExamples)
     text += "  " + std::string(example.command) + "\n" + wrap(example.what, 6);
   for (OptionGroup group : kGroups) {
@@ -237,8 +275,9 @@ void print_usage(FILE* out, bool all) {
       }
     }
   }
-  text += "\n" + wrap(kReportCommand, 0) + "\n" + wrap(kEnvironment, 0) +
-          wrap(std::string("exit status: ") + kExitStatus, 0);
+  text += "\n" + wrap(kReportCommand, 0) + "\nreport options:\n";
+  for (const Flag& flag : report_flags()) text += summary_entry(flag);
+  text += "\n" + wrap(kEnvironment, 0) + wrap(std::string("exit status: ") + kExitStatus, 0);
   std::fputs(text.c_str(), out);
 }
 
@@ -299,6 +338,25 @@ std::string man_options() {
   return out;
 }
 
+// report's flags in the SYNOPSIS: `.RB [ \-\-trace\ \fIOUT.json\fR ]` a line each.
+std::string man_report_synopsis() {
+  std::string out;
+  for (const Flag& flag : report_flags()) {
+    if (flag.flag == "--help") continue;
+    out += ".RB [ " + roff(flag.flag) + (flag.value.empty() ? "" : "\\ \\fI" + roff(flag.value) + "\\fR") +
+           " ]\n";
+  }
+  return out;
+}
+
+// report's flags, a subsection of OPTIONS.
+std::string man_report_options() {
+  std::string out = ".SS Report (cuda\\-blockrun report)\n";
+  for (const Flag& flag : report_flags())
+    out += ".TP\n" + roff_head(flag) + "\n" + roff(sentence(flag.summary)) + ".\n";
+  return out;
+}
+
 std::string man_environment() {
   std::string out =
       ".SH ENVIRONMENT\n" +
@@ -343,12 +401,13 @@ std::string man_page() {
       ".I program\n"
       ".RI [ args ...]\n"
       ".br\n"
-      ".B cuda\\-blockrun report\n"
-      ".RB [ \\-\\-json ]\n"
+      ".B cuda\\-blockrun report\n" +
+      man_report_synopsis() +
       ".IR FILE ...| DIR\n"
       ".SH DESCRIPTION\n" +
-      roff(kIntroduction) + "\n.PP\n" + roff(kReportCommand) + "\n" + man_options() + man_environment() +
-      ".SH \"EXIT STATUS\"\n" + roff(sentence(kExitStatus)) + "\n" + man_examples() + ".SH \"SEE ALSO\"\n" +
+      roff(kIntroduction) + "\n.PP\n" + roff(kReportCommand) + "\n" + man_options() + man_report_options() +
+      man_environment() + ".SH \"EXIT STATUS\"\n" + roff(sentence(kExitStatus)) + "\n" + man_examples() +
+      ".SH \"SEE ALSO\"\n" +
       roff(
           "The documentation, in share/doc/cuda-blockrun/ of the installation (docs/ of the "
           "source): README.md; install.md; config.md (every option); policy.md (the --block "
@@ -389,6 +448,8 @@ bool takes_value(const Flag& flag) {
 }  // namespace
 
 std::string bash_completion() {
+  std::string report_words;
+  for (const Flag& flag : report_flags()) report_words += (report_words.empty() ? "" : " ") + flag.flag;
   std::string valued = case_pattern(flag_words(takes_value));
   std::string paths = case_pattern(flag_words([](const Flag& flag) { return flag.path; }));
   std::string choices;
@@ -406,8 +467,10 @@ std::string bash_completion() {
          "  if [[ $cur == = ]]; then cur=; elif [[ $prev == = ]]; then prev=${COMP_WORDS[COMP_CWORD - 2]}; "
          "fi\n"
          "  if [[ ${COMP_WORDS[1]} == report ]] && ((COMP_CWORD > 1)); then\n"
-         "    if [[ $cur == -* ]]; then mapfile -t COMPREPLY < <(compgen -W '--json' -- \"$cur\");\n"
-         "    else compopt -o filenames; mapfile -t COMPREPLY < <(compgen -f -- \"$cur\"); fi\n"
+         "    if [[ $cur == -* ]]; then mapfile -t COMPREPLY < <(compgen -W '" +
+         report_words +
+         "' -- \"$cur\");\n"
+         "    else compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- \"$cur\"); fi\n"
          "    return\n"
          "  fi\n"
          "  # Where the program begins: after `--`, or at the first word that is neither a flag nor a "
@@ -483,6 +546,8 @@ std::string zsh_spec(const Flag& flag) {
 }  // namespace
 
 std::string zsh_completion() {
+  std::string report_specs;
+  for (const Flag& flag : report_flags()) report_specs += "      " + zsh_spec(flag) + " \\\n";
   std::string specs;
   for (const Flag& flag : flags()) specs += "    " + zsh_spec(flag) + " \\\n";
   return "#compdef cuda-blockrun\n"
@@ -494,7 +559,10 @@ std::string zsh_completion() {
          "}\n"
          "_cuda-blockrun() {\n"
          "  if [[ ${words[2]} == report ]] && ((CURRENT > 2)); then\n"
-         "    _arguments '--json[print the verdict as one JSON object]' '*:report file or directory:_files'\n"
+         "    shift words; ((CURRENT--))\n"
+         "    _arguments \\\n" +
+         report_specs +
+         "      '*:report file or directory:_files'\n"
          "    return\n"
          "  fi\n"
          "  _arguments -S \\\n" +

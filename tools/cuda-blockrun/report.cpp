@@ -147,35 +147,59 @@ std::vector<Input> inputs_named(const std::vector<std::string>& paths) {
   return inputs;
 }
 
+// The flag of report_flags.def that `argument` is (`--trace=OUT` too), or nullptr.
+const ReportFlagSpec* report_flag(const std::string& argument) {
+  for (const ReportFlagSpec& spec : report_flag_specs()) {
+    std::string flag = spec.flag;
+    if (argument == flag || (*spec.value && argument.rfind(flag + "=", 0) == 0)) return &spec;
+  }
+  if (argument == "-h") return &report_flag_specs().back();
+  return nullptr;
+}
+
 }  // namespace
 
 int report_command(int argc, char** argv) {
   bool as_json = false, force = false;
   std::string trace_path;
   std::vector<std::string> paths;
+  std::vector<std::string> known;
+  std::string accepted;  // "--json, --trace OUT.json, ..."
+  for (const ReportFlagSpec& spec : report_flag_specs()) {
+    known.push_back(spec.flag);
+    accepted += std::string(accepted.empty() ? "" : ", ") + spec.flag + (*spec.value ? " " : "") + spec.value;
+  }
   for (int index = 0; index < argc; ++index) {
     std::string argument = argv[index];
-    if (argument == "--json") {
-      as_json = true;
-    } else if (argument == "--force") {
-      force = true;
-    } else if (argument == "--trace" || argument.rfind("--trace=", 0) == 0) {
-      if (argument == "--trace") {
-        if (index + 1 == argc || std::string(argv[index + 1]).rfind("-", 0) == 0)
-          usage_error("report: --trace needs a value: the file to write the timeline to (--trace OUT.json)");
-        trace_path = argv[++index];
-      } else {
-        trace_path = argument.substr(8);
-      }
-    } else if (argument == "--help" || argument == "-h") {
-      print_usage(stdout, false);
-      return 0;
-    } else if (argument.rfind("--", 0) == 0 && argument != "--") {
+    const ReportFlagSpec* flag = argument.rfind("-", 0) == 0 ? report_flag(argument) : nullptr;
+    if (!flag && argument.rfind("--", 0) == 0 && argument != "--") {
       usage_error("report: unknown option '" + shown(argument) + "'" +
-                  blockrun::did_you_mean(argument, {"--json", "--trace", "--force", "--help"}) +
-                  " (accepted: --json, --trace FILE, --force)");
-    } else if (argument != "--") {
-      paths.push_back(argument);
+                  blockrun::did_you_mean(argument, known) + " (accepted: " + accepted + ")");
+    }
+    if (!flag) {
+      if (argument != "--") paths.push_back(argument);
+      continue;
+    }
+    switch (flag->id) {
+      case ReportFlag::json:
+        as_json = true;
+        break;
+      case ReportFlag::force:
+        force = true;
+        break;
+      case ReportFlag::trace:
+        if (argument == flag->flag) {
+          if (index + 1 == argc || std::string(argv[index + 1]).rfind("-", 0) == 0)
+            usage_error(
+                "report: --trace needs a value: the file to write the timeline to (--trace OUT.json)");
+          trace_path = argv[++index];
+        } else {
+          trace_path = argument.substr(std::strlen(flag->flag) + 1);
+        }
+        break;
+      case ReportFlag::help:
+        print_usage(stdout, false);
+        return 0;
     }
   }
   if (paths.empty()) usage_error("report: give the report files, or a directory of them (*.jsonl)");
