@@ -1,6 +1,7 @@
 // Parsing and documentation of the options declared in options.def.
 #include "config.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -172,6 +173,54 @@ std::optional<ConfigError> check_value(const OptionSpec& spec, const std::string
   return refused(spec, value, "not an option of options.def");
 }
 
+namespace {
+
+// `path` made absolute, its directory by its real path where it exists (a symbolic link above it, `..`),
+// else by its text without `.` components and repeated slashes: two spellings of one file not made yet.
+std::string normalized_path(const std::string& path) {
+  size_t slash = path.rfind('/');
+  std::string directory = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (char* real = realpath(directory.c_str(), nullptr)) {
+    std::string resolved = real;
+    std::free(real);
+    return (resolved == "/" ? "" : resolved) + "/" + name;
+  }
+  std::string absolute = path;
+  if (path.empty() || path[0] != '/') {
+    char here[4096];
+    absolute = std::string(getcwd(here, sizeof here) ? here : ".") + "/" + path;
+  }
+  std::string out;
+  size_t start = 0;
+  while (start <= absolute.size()) {
+    size_t end = absolute.find('/', start);
+    if (end == std::string::npos) end = absolute.size();
+    std::string part = absolute.substr(start, end - start);
+    if (!part.empty() && part != ".") out += "/" + part;
+    start = end + 1;
+  }
+  return out;
+}
+
+// Whether two outputs' paths name one file: by device and inode where both exist (a symbolic or hard link, a
+// relative and an absolute path), else by their normalized paths (issue 40, N12).
+bool same_file_by_path(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  struct stat first {};
+  struct stat second {};
+  if (stat(a.c_str(), &first) == 0 && stat(b.c_str(), &second) == 0)
+    return first.st_dev == second.st_dev && first.st_ino == second.st_ino;
+  return normalized_path(a) == normalized_path(b);
+}
+
+std::string this_host() {
+  char name[256] = {};
+  return gethostname(name, sizeof name - 1) == 0 ? name : "unknown-host";
+}
+
+}  // namespace
+
 ConfigResult parse_config(const EnvLookup& lookup, const std::vector<std::string>& variables) {
   ConfigResult result;
   for (const OptionSpec& spec : option_specs()) {
@@ -180,19 +229,35 @@ ConfigResult parse_config(const EnvLookup& lookup, const std::vector<std::string
     if (std::optional<ConfigError> error = set_option(result.config, spec, *value))
       result.errors.push_back(*error);
   }
-  // The log's lines in the report would make it invalid JSON lines (issue 17, F16), and so would the error
-  // file's plain line in the report or the trace (issue 40, N12); the same file reached by two different
-  // paths is refused when it is opened. The null device keeps nothing: any output may go there (N13).
+  // Two outputs in one file mix their contents: the log's lines in the report make it invalid JSON lines
+  // (issue 17, F16), and so would the error file's plain line in the report or the trace, or the trace in the
+  // log (issue 40, N12). One file by another path is one too: a symbolic or hard link, a relative and an
+  // absolute path, `%p` expanded to this process's own number (checked again, by identity, where the files
+  // are opened). The null device keeps nothing: any output may go there (N13).
+  long pid = static_cast<long>(getpid());
+  long rank = rank_from_environment(lookup);
+  std::string host;
   auto clash = [&](const char* variable, const std::string& path, const char* other_variable,
                    const std::string& other_path, const char* other_file) {
-    if (path.empty() || path != other_path || is_null_device(path.c_str())) return;
-    result.errors.push_back(
-        ConfigError{variable, path, std::string("a path other than ") + other_variable + "'s, or /dev/null",
-                    std::string("it is the ") + other_file + " file's path"});
+    if (path.empty() || other_path.empty()) return;
+    if (host.empty()) host = this_host();
+    std::string expanded = expand_path(path, pid, rank, host);
+    std::string other_expanded = expand_path(other_path, pid, rank, host);
+    if (is_null_device(expanded.c_str()) || !same_file_by_path(expanded, other_expanded)) return;
+    std::string problem = std::string("it is the ") + other_file + " file";
+    problem += path == other_path
+                   ? "'s path"
+                   : std::string(" by another path (") + other_variable + "='" + other_path + "')";
+    result.errors.push_back(ConfigError{
+        variable, path, std::string("a path other than ") + other_variable + "'s, or /dev/null", problem});
   };
-  clash(variable::report, result.config.report, variable::log, result.config.log, "log");
-  clash(variable::error_file, result.config.error_file, variable::report, result.config.report, "report");
-  clash(variable::error_file, result.config.error_file, variable::trace, result.config.trace, "trace");
+  const Config& config = result.config;
+  clash(variable::report, config.report, variable::log, config.log, "log");
+  clash(variable::trace, config.trace, variable::log, config.log, "log");
+  clash(variable::trace, config.trace, variable::report, config.report, "report");
+  clash(variable::error_file, config.error_file, variable::log, config.log, "log");
+  clash(variable::error_file, config.error_file, variable::report, config.report, "report");
+  clash(variable::error_file, config.error_file, variable::trace, config.trace, "trace");
   std::vector<std::string> known;
   for (const OptionSpec& spec : option_specs()) known.emplace_back(spec.variable);
   for (const std::string& variable : variables) {

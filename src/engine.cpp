@@ -640,6 +640,21 @@ void Engine::note_in_error_file(const Finding& finding) {
   }
   std::string line = fmt::format("{} {} {}\n", process_.pid, finding.text.name, finding.api);
   if (!file || !file->write_record(line.data(), line.size()))
+  // The log and the trace likewise, by identity as they are now (a link, `%p`): the error line in the trace
+  // would be lost when it is written, and the wrapper would read the log's lines as the error file's.
+  struct stat noted {};
+  if (file && fstat(file->descriptor(), &noted) == 0 && !is_null_device(noted)) {
+    for (const auto& [other, name] : {std::pair{&config_.log, "log"}, std::pair{&config_.trace, "trace"}}) {
+      struct stat info {};
+      std::string other_path = expand_path(*other, process_.pid, process_.rank, process_.host);
+      if (!other->empty() && stat(other_path.c_str(), &info) == 0 && info.st_dev == noted.st_dev &&
+          info.st_ino == noted.st_ino) {
+        file.reset();
+        problem = std::string("it is the ") + name + " file";
+        break;
+      }
+    }
+  }
     logger_->warn("cannot note the error in {} ({}): {}", path, variable::error_file,
                   file ? "the write failed" : problem);
 }

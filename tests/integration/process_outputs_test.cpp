@@ -2,6 +2,7 @@
 // the shim in one process (N2, N11, N12, N13, N14), on the simulated stack. Each test failed before its fix.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <string>
@@ -97,14 +98,43 @@ TEST(OutputPaths, TheErrorFileOnTheReportsPathIsRefused) {
                                         "': it is the report file's path; accepted: a path other than "
                                         "CUDA_BLOCKRUN_REPORT's, or /dev/null"))
       << refused.err;
-  // The same file by another path: found when the error is noted; the report stays JSON lines.
-  Env aliased = fault;
-  aliased["CUDA_BLOCKRUN_ERROR_FILE"] = directory.path + "/./r.jsonl";
-  ProcessResult run = run_wrapped({"--report", directory / "r.jsonl"}, {kProbeApp, "loop", "3"}, aliased);
-  EXPECT_EQ(run.status, 0) << run.err;
-  std::vector<std::string> types = record_types(directory / "r.jsonl");
-  EXPECT_EQ(std::count(types.begin(), types.end(), "not JSON"), 0) << read_file(directory / "r.jsonl");
-  EXPECT_TRUE(contains(run.err, "(CUDA_BLOCKRUN_ERROR_FILE): it is the report file")) << run.err;
+}
+
+// The same file by another path is refused before the program runs too (it ran before, and the clash was
+// found only when the error was noted): `/./`, a relative path for an absolute one, a symbolic link to the
+// directory, a hard link to a report that exists; the wrapper's run and a preloaded one (the shim, before
+// main).
+TEST(OutputPaths, OneFileByAnotherPathIsRefusedBeforeTheProgramRuns) {
+  Directory directory;
+  ASSERT_EQ(symlink(directory.path.c_str(), (directory / "linked").c_str()), 0);
+  const std::string report = directory / "r.jsonl";
+  for (const std::string& error_file : {directory.path + "/./r.jsonl", directory / "linked/r.jsonl"}) {
+    ProcessResult refused = run_wrapped({"--report", report}, {kProbeApp, "loop", "3"},
+                                        {{"CUDA_BLOCKRUN_ERROR_FILE", error_file}});
+    EXPECT_EQ(refused.status, 2) << refused.err;
+    EXPECT_TRUE(contains(refused.err, "CUDA_BLOCKRUN_ERROR_FILE='" + error_file +
+                                          "': it is the report file by another path (CUDA_BLOCKRUN_REPORT='" +
+                                          report + "')"))
+        << refused.err;
+    EXPECT_EQ(refused.out, "") << "the program ran";
+  }
+  // The trace on the log's file, relative against absolute, preloaded: the shim stops it before main.
+  ProcessResult relative =
+      run_process({"/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", directory.path, kProbeApp, "loop", "3"},
+                  {{"LD_LIBRARY_PATH", kSimLib},
+                   {"LD_PRELOAD", kShim},
+                   {"CUDA_BLOCKRUN_LOG", directory / "l.log"},
+                   {"CUDA_BLOCKRUN_TRACE", "l.log"}});
+  EXPECT_EQ(relative.status, 2) << relative.err;
+  EXPECT_TRUE(contains(relative.err, "CUDA_BLOCKRUN_TRACE='l.log': it is the log file by another path"))
+      << relative.err;
+  // A hard link to a report made before.
+  std::fclose(std::fopen(report.c_str(), "w"));
+  ASSERT_EQ(link(report.c_str(), (directory / "hard.txt").c_str()), 0);
+  ProcessResult hard = run_wrapped({"--report", report}, {kProbeApp, "loop", "3"},
+                                   {{"CUDA_BLOCKRUN_ERROR_FILE", directory / "hard.txt"}});
+  EXPECT_EQ(hard.status, 2) << hard.err;
+  EXPECT_TRUE(contains(hard.err, "it is the report file by another path")) << hard.err;
 }
 
 // ---- N13: the null device for any output ----

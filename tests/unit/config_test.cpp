@@ -1,6 +1,10 @@
 // Configuration parsing: defaults, every kind of value, unknown variables, the messages users see.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -115,6 +119,62 @@ TEST(Config, OutputsOnOnePathAreRefusedExceptTheNullDevice) {
                   .errors.empty());
   EXPECT_EQ(parse({{"CUDA_BLOCKRUN_LOG", "/tmp/same"}, {"CUDA_BLOCKRUN_REPORT", "/tmp/same"}}).errors.size(),
             1u);
+}
+
+// Issue 40, N12 by another path: the same file named otherwise is refused too, for every pair of outputs: a
+// relative and an absolute path, `./` and repeated slashes, a symbolic link to the directory, a hard link,
+// `%p` that expands to this process's number, the log and the trace, the trace and the report.
+TEST(Config, OneFileByAnotherPathIsRefusedForEveryPairOfOutputs) {
+  char pattern[] = "/tmp/blockrun_config_XXXXXX";
+  std::string directory = mkdtemp(pattern);
+  std::string report = directory + "/r.jsonl";
+  std::string linked = directory + "/linked";
+  ASSERT_EQ(symlink(directory.c_str(), linked.c_str()), 0);
+  ASSERT_EQ(chdir(directory.c_str()), 0);
+  std::string pid = std::to_string(getpid());
+  auto refused = [](const ConfigResult& result, const std::string& variable) {
+    return result.errors.size() == 1 && result.errors[0].variable == variable;
+  };
+  // Not made yet: by their normalized paths.
+  EXPECT_TRUE(refused(parse({{"CUDA_BLOCKRUN_REPORT", report}, {"CUDA_BLOCKRUN_ERROR_FILE", "r.jsonl"}}),
+                      "CUDA_BLOCKRUN_ERROR_FILE"));
+  EXPECT_TRUE(refused(
+      parse({{"CUDA_BLOCKRUN_REPORT", "./r.jsonl"}, {"CUDA_BLOCKRUN_ERROR_FILE", directory + "//r.jsonl"}}),
+      "CUDA_BLOCKRUN_ERROR_FILE"));
+  EXPECT_TRUE(
+      refused(parse({{"CUDA_BLOCKRUN_REPORT", report}, {"CUDA_BLOCKRUN_ERROR_FILE", linked + "/r.jsonl"}}),
+              "CUDA_BLOCKRUN_ERROR_FILE"));
+  ConfigResult by_pid =
+      parse({{"CUDA_BLOCKRUN_REPORT", "r.%p.jsonl"}, {"CUDA_BLOCKRUN_ERROR_FILE", "r." + pid + ".jsonl"}});
+  ASSERT_TRUE(refused(by_pid, "CUDA_BLOCKRUN_ERROR_FILE"));
+  EXPECT_EQ(
+      by_pid.errors[0].message(),
+      "invalid CUDA_BLOCKRUN_ERROR_FILE='r." + pid +
+          ".jsonl': it is the report file by another path (CUDA_BLOCKRUN_REPORT='r.%p.jsonl'); accepted: a "
+          "path other than CUDA_BLOCKRUN_REPORT's, or /dev/null");
+  EXPECT_TRUE(refused(parse({{"CUDA_BLOCKRUN_LOG", report}, {"CUDA_BLOCKRUN_TRACE", "./r.jsonl"}}),
+                      "CUDA_BLOCKRUN_TRACE"));
+  EXPECT_TRUE(refused(parse({{"CUDA_BLOCKRUN_REPORT", report}, {"CUDA_BLOCKRUN_TRACE", "r.jsonl"}}),
+                      "CUDA_BLOCKRUN_TRACE"));
+  EXPECT_TRUE(refused(parse({{"CUDA_BLOCKRUN_LOG", report}, {"CUDA_BLOCKRUN_ERROR_FILE", "r.jsonl"}}),
+                      "CUDA_BLOCKRUN_ERROR_FILE"));
+  // Made: by device and inode (a hard link has its own name).
+  std::string hard = directory + "/hard.jsonl";
+  std::fclose(std::fopen(report.c_str(), "w"));
+  ASSERT_EQ(link(report.c_str(), hard.c_str()), 0);
+  EXPECT_TRUE(refused(parse({{"CUDA_BLOCKRUN_REPORT", report}, {"CUDA_BLOCKRUN_ERROR_FILE", hard}}),
+                      "CUDA_BLOCKRUN_ERROR_FILE"));
+  // Two files stay two.
+  EXPECT_TRUE(parse({{"CUDA_BLOCKRUN_REPORT", report},
+                     {"CUDA_BLOCKRUN_ERROR_FILE", "e.txt"},
+                     {"CUDA_BLOCKRUN_LOG", "l.log"},
+                     {"CUDA_BLOCKRUN_TRACE", "t.json"}})
+                  .errors.empty());
+  ASSERT_EQ(chdir("/"), 0);
+  std::remove(hard.c_str());
+  std::remove(report.c_str());
+  std::remove(linked.c_str());
+  rmdir(directory.c_str());
 }
 
 TEST(Config, ExpandsProcessIdInPaths) {
