@@ -4,7 +4,9 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/auxv.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -462,6 +464,47 @@ __attribute__((destructor)) void on_unload() {
   }
 }
 
+// Whether this thread may be in a signal handler: a signal is blocked in it, as the kernel blocks the one
+// being handled. `_exit` is async-signal-safe and programs call it from their handlers (a SIGTERM handler's
+// `_exit(1)`), where the code interrupted may hold the allocator's lock or the engine's: writing the end
+// there could hang the process at its end. A thread that blocks signals for its own reasons (a sigwait
+// design) is taken as one too: its process ends without its end written, as before.
+bool maybe_in_signal_handler() {
+  sigset_t blocked;
+  if (pthread_sigmask(SIG_BLOCK, nullptr, &blocked) != 0) return true;
+  for (int signal = 1; signal < SIGRTMIN; ++signal)
+    if (sigismember(&blocked, signal) == 1) return true;
+  return false;
+}
+
+// `_exit` and `_Exit` end the process without its exit handlers and destructors, so without the shim's end
+// (the report's summary, the trace): a process that ends so (os._exit in multiprocessing and DataLoader
+// workers) read as killed outright (issue 40, N2). The end is written here first, as at exit (the sticky
+// error check, then the engine's finish), in the process that made the engine only: a forked child that never
+// used CUDA has none, and a vfork child (the parent's memory, its own pid) is not its owner.
+void end_before_exit_without_handlers() {
+  Engine* engine = g_engine.load(std::memory_order_acquire);
+  if (!engine || !engine->in_owner_process() || ReentryGuard::inside() || maybe_in_signal_handler()) return;
+  static std::atomic<bool> ended{false};
+  if (ended.exchange(true)) return;
+  int saved_errno = errno;
+  if (g_first_launch_seen.load(std::memory_order_acquire)) check_context_at_exit();
+  on_unload();
+  errno = saved_errno;
+}
+
+// The C library's `name` (`_exit`, `_Exit`): the next definition after the shim's, else the first one that is
+// not the shim's (a shim loaded after start comes after the C library).
+using ExitFunction = void (*)(int);
+ExitFunction real_exit_function(const char* name, ExitFunction own) {
+  for (void* handle : {RTLD_NEXT, RTLD_DEFAULT}) {
+    auto found = reinterpret_cast<ExitFunction>(dlsym(handle, name));
+    if (found && found != own) return found;
+  }
+  return nullptr;
+}
+
+
 }  // namespace
 
 void at_first_launch_slow() {
@@ -549,4 +592,22 @@ const char* name_of_kernel_handle(const void* kernel) {
 }
 
 }  // namespace blockrun::shim
+
+extern "C" {
+
+__attribute__((visibility("default"))) void _exit(int status) {
+  blockrun::shim::end_before_exit_without_handlers();
+  if (auto real = blockrun::shim::real_exit_function("_exit", &_exit)) real(status);
+  syscall(SYS_exit_group, status);
+  __builtin_unreachable();
+}
+
+__attribute__((visibility("default"))) void _Exit(int status) {
+  blockrun::shim::end_before_exit_without_handlers();
+  if (auto real = blockrun::shim::real_exit_function("_Exit", &_Exit)) real(status);
+  syscall(SYS_exit_group, status);
+  __builtin_unreachable();
+}
+
+}  // extern "C"
 // SPDX-License-Identifier: MIT

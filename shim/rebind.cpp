@@ -56,6 +56,7 @@ constexpr uint32_t kAbsolute = R_AARCH64_ABS64;
 constexpr const char* kHookNames[] = {
 #define CUDA_BLOCKRUN_HOOK(layer, kind, stream, return_type, name, parameters, arguments) #name,
 #define CUDA_BLOCKRUN_LOADER(name) #name,
+#define CUDA_BLOCKRUN_PROCESS_END(name) #name,
 #include "hooks.def"
 };
 

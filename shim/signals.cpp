@@ -257,17 +257,24 @@ void on_fatal_signal(int number, siginfo_t* info, void* context) {
   }
   // Hand on: the program's own handler, as it asked to be called, or the action it had set.
   const struct sigaction& previous = watched->previous;
-  errno = saved_errno;
-  if ((previous.sa_flags & SA_SIGINFO) && has_program_handler(previous)) {
-    if (previous.sa_flags & SA_RESETHAND) sigaction(number, &previous, nullptr);
-    previous.sa_sigaction(number, info, context);
-    return;
-  }
   if (has_program_handler(previous)) {
+    // With the signals blocked that the kernel blocks for it without the shim (its sa_mask, and the signal
+    // itself unless SA_NODEFER): the shim's own handler runs SA_NODEFER with an empty mask, and a handler that
+    // ends the process with `_exit` must be seen to be in a handler (shim/process.cpp), as a second fault in
+    // it must wait as it would.
+    sigset_t blocked = previous.sa_mask, before;
+    if (!(previous.sa_flags & SA_NODEFER)) sigaddset(&blocked, number);
+    pthread_sigmask(SIG_BLOCK, &blocked, &before);
     if (previous.sa_flags & SA_RESETHAND) sigaction(number, &previous, nullptr);
-    previous.sa_handler(number);
+    errno = saved_errno;
+    if (previous.sa_flags & SA_SIGINFO)
+      previous.sa_sigaction(number, info, context);
+    else
+      previous.sa_handler(number);
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
     return;
   }
+  errno = saved_errno;
   // The default action (or ignoring): restore it. A fault re-executes its instruction on return and gets
   // the default action there (the core shows the real place); a sent signal must be raised again.
   sigaction(number, &previous, nullptr);

@@ -2,7 +2,7 @@
 # Checks the shim's ELF interface: it needs no spdlog, fmt, CUDA or C++ runtime library at run time (libstdc++
 # and libgcc are linked in, hidden, so that a program keeps its own: no NEEDED libstdc++.so or libgcc_s.so, no
 # GLIBCXX, CXXABI or GCC symbol version), and exports exactly the hooked symbols of shim/hooks.def (and the
-# loader's dlsym), nothing of the C++ runtime, spdlog, fmt or the engine.
+# loader's dlsym, the process's _exit and _Exit), nothing of the C++ runtime, spdlog, fmt or the engine.
 set -eu
 shim=$1
 table=$2
@@ -18,7 +18,8 @@ done
 
 exported=$(nm -D --defined-only "$shim" | awk '{print $3}' | sort)
 expected=$( (sed -n 's/^CUDA_BLOCKRUN_HOOK([^,]*, *[^,]*, *[^,]*, *[^,]*, *\([A-Za-z_0-9]*\),.*/\1/p' "$table"
-           sed -n 's/^CUDA_BLOCKRUN_LOADER(\([A-Za-z_0-9]*\))/\1/p' "$table") | sort)
+           sed -n 's/^CUDA_BLOCKRUN_LOADER(\([A-Za-z_0-9]*\))/\1/p' "$table"
+           sed -n 's/^CUDA_BLOCKRUN_PROCESS_END(\([A-Za-z_0-9]*\))/\1/p' "$table") | sort)
 if [ "$exported" != "$expected" ]; then
   echo "exported symbols differ from shim/hooks.def:"
   printf '%s\n' "$exported" > /tmp/blockrun_exported.$$

@@ -74,6 +74,58 @@ TEST(ProcessEnd, AProcessThatNeverLaunchesEndsItsReport) {
   EXPECT_FALSE(contains(run.err, "summary:")) << run.err;
 }
 
+// A Python process (os._exit, as multiprocessing's and DataLoader's workers end) that allocates through the
+// CUDA runtime, forks a child that never uses CUDA and ends it with os._exit, then ends itself with
+// os._exit(0): `_exit` runs no destructor, so before, its report had its `start` and no `summary` (report:
+// "killed outright", exit 3) and no trace was written. The child writes nothing.
+TEST(ProcessEnd, AProcessThatEndsWithUnderscoreExitEndsItsReportAndTrace) {
+  Directory directory;
+  const std::string script =
+      "import ctypes, os, sys\n"
+      "cudart = ctypes.CDLL('libcudart.so.13')\n"
+      "pointer = ctypes.c_void_p()\n"
+      "print('cudaMalloc', cudart.cudaMalloc(ctypes.byref(pointer), 16))\n"
+      "child = os.fork()\n"
+      "if child == 0:\n"
+      "    os._exit(0)\n"
+      "os.waitpid(child, 0)\n"
+      "sys.stdout.flush()\n"
+      "os._exit(0)\n";
+  ProcessResult run = run_wrapped({"--report", directory / "r.%p.jsonl", "--trace", directory / "t.%p.json"},
+                                  {CUDA_BLOCKRUN_VALIDATOR_PYTHON, "-c", script}, {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "cudaMalloc 0\n");
+  // One report and one trace: the parent's (the child has no engine, and writes nothing).
+  ProcessResult listing = run_process({"/bin/sh", "-c", "cd \"$0\" && ls", directory.path}, {});
+  std::vector<std::string> names;
+  for (size_t start = 0; start < listing.out.size();) {
+    size_t end = listing.out.find('\n', start);
+    names.push_back(listing.out.substr(start, end - start));
+    start = end + 1;
+  }
+  ASSERT_EQ(names.size(), 2u) << listing.out;
+  std::string report = directory / names[0], trace = directory / names[1];
+  ASSERT_EQ(names[0].rfind("r.", 0), 0u) << listing.out;
+  EXPECT_EQ(record_types(report), (std::vector<std::string>{"start", "summary"}));
+  EXPECT_TRUE(blockrun::parse_json(read_file(trace))) << "the trace is not one JSON document";
+  EXPECT_TRUE(contains(run.err, "[cuda-blockrun] trace: ")) << run.err;
+  ProcessResult verdict = run_process({kWrapper, "report", report}, {});
+  EXPECT_EQ(verdict.status, 0) << verdict.out << verdict.err;
+  EXPECT_FALSE(contains(verdict.out + verdict.err, "killed outright")) << verdict.out << verdict.err;
+}
+
+// A program's own handler of a fatal signal that ends it with `_exit` (async-signal-safe, and common) may
+// have interrupted code holding the allocator's lock: the end is not written there, and the program ends as
+// it would without the shim, with its handler's status.
+TEST(ProcessEnd, AnUnderscoreExitInASignalHandlerEndsTheProgramAsItAsks) {
+  Directory directory;
+  ProcessResult run = run_wrapped({"--report", directory / "r.jsonl"}, {kApp, "own-handler"}, {});
+  EXPECT_EQ(run.status, 3) << run.err;
+  EXPECT_TRUE(contains(run.out, "own handler: signal caught")) << run.out;
+  std::vector<std::string> types = record_types(directory / "r.jsonl");
+  EXPECT_EQ(std::count(types.begin(), types.end(), "summary"), 0) << read_file(directory / "r.jsonl");
+}
+
 // ---- N11: the trace's directory, checked like the log's and the report's ----
 
 TEST(OutputPaths, ATraceIntoAMissingDirectoryIsRefusedBeforeTheProgramRuns) {
