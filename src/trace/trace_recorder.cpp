@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "instance_serial.h"
@@ -32,13 +33,26 @@ const char* outcome_text(EntryOutcome outcome) {
   return "launched";
 }
 
-TraceRecorder::TraceRecorder(size_t capacity, size_t max_threads)
+namespace {
+
+size_t chunks_for(size_t entries, size_t chunk_entries) {
+  size_t chunks = (entries + chunk_entries - 1) / chunk_entries;
+  return chunks ? chunks : 1;
+}
+
+}  // namespace
+
+TraceRecorder::TraceRecorder(size_t capacity, size_t max_threads, size_t total)
     : capacity_(capacity ? capacity : 1),
       slots_(capacity_ + 1),
-      chunks_((slots_ + kChunkEntries - 1) / kChunkEntries),
+      chunk_entries_(slots_ < kChunkEntries ? slots_ : kChunkEntries),
+      chunks_(chunks_for(slots_, chunk_entries_)),
       max_threads_(max_threads == 0            ? 1
                    : max_threads > kMaxThreads ? kMaxThreads
                                                : max_threads),
+      // Whole chunks within the total (at least one): the rings together never hold more than it says.
+      total_chunks_(std::max<size_t>((total ? total : capacity_ * kTotalRings) / chunk_entries_, 1)),
+      growth_chunks_(total_chunks_ - total_chunks_ / 4),
       serial_(next_instance_serial<TraceRecorder>()) {}
 
 TraceRecorder::~TraceRecorder() {
@@ -108,7 +122,8 @@ TraceRecorder::Ring* TraceRecorder::ring_of_this_thread(uint32_t thread) {
   // A thread's first entry (in this recorder): a ring of a thread that exited, else a new one.
   pid_t self = static_cast<pid_t>(syscall(SYS_gettid));
   Ring* ring = reuse_ring(self, thread);
-  if (!ring && ring_count_.load(std::memory_order_relaxed) < max_threads_) {
+  // Else a new ring, where there is room for one and its first chunk is within the total.
+  if (!ring && ring_count_.load(std::memory_order_relaxed) < max_threads_ && take_chunk(true)) {
     size_t index = ring_count_.fetch_add(1, std::memory_order_relaxed);
     if (index < max_threads_) {
       ring = new Ring;
@@ -117,13 +132,17 @@ TraceRecorder::Ring* TraceRecorder::ring_of_this_thread(uint32_t thread) {
       ring->owners[0].thread.store(thread, std::memory_order_relaxed);
       ring->owners[0].os_thread.store(self, std::memory_order_relaxed);
       ring->taken.store(1, std::memory_order_relaxed);
+      ring->slots.store(slots_, std::memory_order_relaxed);
       ring->chunks = std::make_unique<std::atomic<TraceEntry*>[]>(chunks_);
+      ring->chunks[0].store(new TraceEntry[chunk_entries_], std::memory_order_relaxed);
       rings_[index].store(ring, std::memory_order_release);
+    } else {
+      chunks_made_.fetch_sub(1, std::memory_order_relaxed);
     }
   }
-  // No ring (more threads live at once than there are rings): this thread's entries are counted, not kept,
-  // and it looks again for a ring a thread left after kRetryEntries of them, so that the look's system
-  // calls are not paid at every launch.
+  // No ring (more threads live at once than there are rings, or the total spent): this thread's entries are
+  // counted, not kept, and it looks again for a ring a thread left after kRetryEntries of them, so that the
+  // look's system calls are not paid at every launch.
   cached = Cached{serial_, ring, ring ? 0 : kRetryEntries};
   return ring;
 }
@@ -140,14 +159,24 @@ void TraceRecorder::record(const TraceEntry& entry, uint32_t thread) {
     return;
   }
   uint64_t written = ring->written.load(std::memory_order_relaxed);
-  size_t slot = static_cast<size_t>(written % slots_);
-  std::atomic<TraceEntry*>& chunk_slot = ring->chunks[slot / kChunkEntries];
+  uint64_t slots = ring->slots.load(std::memory_order_relaxed);  // its writer's own: only it changes it
+  size_t slot = static_cast<size_t>(written % slots);
+  std::atomic<TraceEntry*>& chunk_slot = ring->chunks[slot / chunk_entries_];
   TraceEntry* chunk = chunk_slot.load(std::memory_order_relaxed);
-  if (!chunk) {
-    chunk = new TraceEntry[kChunkEntries];
+  if (!chunk && take_chunk(false)) {
+    chunk = new TraceEntry[chunk_entries_];
     chunk_slot.store(chunk, std::memory_order_release);
+  } else if (!chunk) {
+    // The total is spent: the ring stops growing here and wraps over the chunks it has. It has not wrapped
+    // yet (a chunk is missing), so `written` is this entry's slot, a chunk's first, and every entry before
+    // it stays at its slot under the new count. Published before the first entry it overwrites: a reader
+    // that copied any of that entry sees the new count, and so that its copy was overwritten.
+    ring->slots.store(written, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    slot = 0;
+    chunk = ring->chunks[0].load(std::memory_order_relaxed);
   }
-  TraceEntry& kept = chunk[slot % kChunkEntries];
+  TraceEntry& kept = chunk[slot % chunk_entries_];
   kept = entry;
   kept.thread = thread;
   // Published after the entry: a reader that sees the count sees the entry whole.
@@ -155,15 +184,27 @@ void TraceRecorder::record(const TraceEntry& entry, uint32_t thread) {
 }
 
 bool TraceRecorder::read(const Ring& ring, uint64_t index, TraceEntry* out) const {
-  size_t slot = static_cast<size_t>(index % slots_);
-  const TraceEntry* chunk = ring.chunks[slot / kChunkEntries].load(std::memory_order_acquire);
+  uint64_t slots = ring.slots.load(std::memory_order_acquire);
+  size_t slot = static_cast<size_t>(index % slots);
+  const TraceEntry* chunk = ring.chunks[slot / chunk_entries_].load(std::memory_order_acquire);
   if (!chunk) return false;
-  *out = chunk[slot % kChunkEntries];
+  *out = chunk[slot % chunk_entries_];
   // Entry `index` is overwritten while its thread writes entry `index + slots`: the copy is whole only if the
   // thread had not begun that write when the copy ended. (The spare slot keeps the oldest entry kept out of
-  // the slot being written next, so that a ring at rest gives all `capacity` entries.)
+  // the slot being written next, so that a ring at rest gives all its entries.) The count of slots is read
+  // again: a ring that stopped growing during the copy wraps sooner.
   std::atomic_thread_fence(std::memory_order_acquire);
-  return index + slots_ > ring.written.load(std::memory_order_relaxed);
+  slots = ring.slots.load(std::memory_order_relaxed);
+  return index + slots > ring.written.load(std::memory_order_relaxed);
+}
+
+bool TraceRecorder::take_chunk(bool first) {
+  // Counted before it is made, given back where it is over: two threads near the end may both be refused
+  // one that only one of them would have exceeded, never both given one.
+  size_t limit = first ? total_chunks_ : growth_chunks_;
+  if (chunks_made_.fetch_add(1, std::memory_order_relaxed) < limit) return true;
+  chunks_made_.fetch_sub(1, std::memory_order_relaxed);
+  return false;
 }
 
 uint64_t TraceRecorder::dropped() const {
@@ -173,7 +214,8 @@ uint64_t TraceRecorder::dropped() const {
   for (size_t i = 0; i < count; ++i) {
     if (const Ring* ring = rings_[i].load(std::memory_order_acquire)) {
       uint64_t written = ring->written.load(std::memory_order_acquire);
-      total += written > capacity_ ? written - capacity_ : 0;
+      uint64_t kept = kept_by(ring->slots.load(std::memory_order_acquire));
+      total += written > kept ? written - kept : 0;
     }
   }
   return total;

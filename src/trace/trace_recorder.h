@@ -10,6 +10,13 @@
 // every thread it ever had (issue 40, N3). Whether a ring's thread exited is asked only where a thread takes
 // its ring, at its first entry.
 //
+// The total is bounded too, not only each ring (issue 40, N3: 500 threads alive at once, each launching, held
+// 500 rings of 13 MiB): all rings together hold at most `total` entries (16 rings' worth by default). A ring
+// grows a chunk at a time while the total allows; where it does not, the ring stops growing and keeps its
+// newest entries in the chunks it has. The last quarter of the total is kept for rings' first chunks, so that
+// a thread that starts launching after others grew still gets a ring; past the total, a new thread's entries
+// are counted, not kept, until a ring is handed on.
+//
 // Recording takes no lock (each ring has one writer, its own thread) and allocates only a new chunk, once per
 // kChunkEntries entries while the ring grows to its bound. Reading (TraceRecorder::for_each_thread, at exit
 // or from the fatal-signal handler) allocates nothing and takes no lock: it reads each entry and then checks
@@ -86,6 +93,8 @@ struct ThreadEntries {
   // read from a ring); `inherited`: the ring was another thread's first, whose entries may be among them.
   uint64_t dropped = 0;
   bool inherited = false;
+  // The entries its ring keeps: the capacity, or fewer where the total stopped the ring's growth.
+  uint64_t bound = 0;
 };
 
 // What a reading left out, besides what the bound let go.
@@ -100,13 +109,16 @@ class TraceRecorder {
   // Rings at most (threads alive at once, each with a ring of its own); the entries of threads past it are
   // counted, not kept.
   static constexpr size_t kMaxThreads = 4096;
+  // The default total of entries of all rings together: this many rings' bounds.
+  static constexpr size_t kTotalRings = 16;
   // Threads that exited are looked for among this many rings where a thread takes its ring.
   static constexpr size_t kReuseScan = 64;
   // A thread that found no ring looks again after this many entries.
   static constexpr uint32_t kRetryEntries = 4096;
 
-  // `capacity` entries kept per ring (at least 1); `max_threads` rings at most (1 to kMaxThreads).
-  explicit TraceRecorder(size_t capacity, size_t max_threads = kMaxThreads);
+  // `capacity` entries kept per ring (at least 1); `max_threads` rings at most (1 to kMaxThreads); `total`
+  // entries of all rings together (0: kTotalRings x capacity), in whole chunks (at least one).
+  explicit TraceRecorder(size_t capacity, size_t max_threads = kMaxThreads, size_t total = 0);
   ~TraceRecorder();
   TraceRecorder(const TraceRecorder&) = delete;
   TraceRecorder& operator=(const TraceRecorder&) = delete;
@@ -114,6 +126,10 @@ class TraceRecorder {
   // Keeps `entry` in the calling thread's ring (`thread` its host thread number, given at the ring's making).
   void record(const TraceEntry& entry, uint32_t thread);
   size_t capacity() const { return capacity_; }
+  // Entries all rings together may hold (whole chunks).
+  size_t total() const { return total_chunks_ * chunk_entries_; }
+  // Entries the rings' memory holds now (chunks made x entries per chunk): what the total bounds.
+  size_t entries_allocated() const { return chunks_made_.load(std::memory_order_relaxed) * chunk_entries_; }
   // Entries of threads that found no room for a ring of their own.
   uint64_t untracked() const { return untracked_.load(std::memory_order_relaxed); }
   // Entries made while the recorder was held (a trace being written), counted, not kept.
@@ -141,11 +157,19 @@ class TraceRecorder {
   static pid_t os_thread_of(const Ring& ring, uint32_t thread);
   // Copies entry `index` of `ring` into `out`; false where its thread overwrote it meanwhile.
   bool read(const Ring& ring, uint64_t index, TraceEntry* out) const;
+  // A chunk of the total, for a ring's first chunk or for a ring that grows; false where none is left.
+  bool take_chunk(bool first);
+  // Entries a ring of `slots` slots keeps (one is spare).
+  uint64_t kept_by(uint64_t slots) const { return slots - 1 < capacity_ ? slots - 1 : capacity_; }
 
   const size_t capacity_;
   const size_t slots_;  // capacity_ + 1: one spare (read)
+  const size_t chunk_entries_;  // kChunkEntries, or fewer where a ring needs fewer slots
   const size_t chunks_;
   const size_t max_threads_;
+  const size_t total_chunks_;   // chunks of all rings together
+  const size_t growth_chunks_;  // of which rings may grow into this many; the rest are for first chunks
+  std::atomic<size_t> chunks_made_{0};
   const uint64_t serial_;
   std::atomic<int> holds_{0};  // read by every record(), written only around a trace's writing
   std::atomic<Ring*> rings_[kMaxThreads] = {};
@@ -168,6 +192,10 @@ struct TraceRecorder::Ring {
   Owner owners[kOwners];
   std::atomic<uint32_t> taken{0};
   std::atomic<uint64_t> written{0};
+  // Its slots: the recorder's, or fewer where it stopped growing (the total was spent), set once by its
+  // writer where it would have needed a new chunk, before it wraps: every entry until then is at the same
+  // slot under either count.
+  std::atomic<uint64_t> slots{0};
   std::unique_ptr<std::atomic<TraceEntry*>[]> chunks;
 };
 
@@ -180,7 +208,8 @@ ReadCounts TraceRecorder::for_each_thread(Begin&& begin, Visit&& visit) const {
     const Ring* ring = rings_[i].load(std::memory_order_acquire);
     if (!ring) continue;  // being made by its thread right now
     uint64_t written = ring->written.load(std::memory_order_acquire);
-    uint64_t dropped = written > capacity_ ? written - capacity_ : 0;
+    uint64_t kept = kept_by(ring->slots.load(std::memory_order_acquire));
+    uint64_t dropped = written > kept ? written - kept : 0;
     // A ring holds its threads one after another: a thread's entries start where the thread changes.
     bool begun = false;
     uint32_t thread = 0;
@@ -196,6 +225,7 @@ ReadCounts TraceRecorder::for_each_thread(Begin&& begin, Visit&& visit) const {
         entries.os_thread = os_thread_of(*ring, thread);
         entries.dropped = begun ? 0 : dropped;
         entries.inherited = !begun && dropped && thread != ring->first_thread;
+        entries.bound = kept;
         begun = true;
         begin(entries);
       }

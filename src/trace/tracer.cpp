@@ -327,9 +327,20 @@ void add_left_out(Text<kBytes>& line, const TraceWritten& written, size_t events
   if (written.untracked) {
     line.add("; ");
     line.add(written.untracked);
-    line.add(" of threads past the ");
+    line.add(" of threads that found no buffer were left out (at most ");
     line.add(static_cast<uint64_t>(TraceRecorder::kMaxThreads));
-    line.add(" alive at once with a buffer were left out");
+    line.add(" threads alive at once have one, and all buffers together keep at most ");
+    line.add(written.total);
+    line.add(")");
+  }
+  if (written.stunted_threads) {
+    line.add("; ");
+    line.add(written.stunted_threads);
+    line.add(written.stunted_threads == 1 ? " thread keeps fewer" : " threads keep fewer");
+    line.add(" than ");
+    line.add(static_cast<uint64_t>(events_per_thread));
+    line.add(": all threads together keep at most ");
+    line.add(written.total);
   }
   if (written.missed) {
     line.add("; ");
@@ -468,12 +479,15 @@ TraceWritten Tracer::write_in(int index) {
   out.process_name(static_cast<uint64_t>(pid_), process_title_, pid_);
   uint32_t thread = 0;
   uint64_t thread_dropped = 0;
+  uint64_t bound = 0;
   bool inherited = false;
   ReadCounts read = recorder_.for_each_thread(
       [&](const ThreadEntries& entries) {
         thread = entries.thread;
         thread_dropped = entries.dropped;
         inherited = entries.inherited;
+        bound = entries.bound;
+        if (entries.dropped && bound < recorder_.capacity()) ++done.stunted_threads;
         Text<96> name;
         name.add("host thread ");
         name.add(static_cast<uint64_t>(entries.thread));
@@ -493,10 +507,19 @@ TraceWritten Tracer::write_in(int index) {
           note.add(inherited ? " launches and calls before these, of this thread and of threads that exited "
                                "before it (their buffer passed to it)"
                              : " launches and calls");
-          Text<128> detail;
+          Text<192> detail;
           detail.add("it keeps the newest ");
-          detail.add(static_cast<uint64_t>(recorder_.capacity()));
-          detail.add(" of each thread (--trace-events)");
+          if (bound < recorder_.capacity()) {
+            detail.add(bound);
+            detail.add(" of this thread: all threads together keep at most ");
+            detail.add(static_cast<uint64_t>(recorder_.total()));
+            detail.add(" (");
+            detail.add(static_cast<uint64_t>(TraceRecorder::kTotalRings));
+            detail.add(" x --trace-events)");
+          } else {
+            detail.add(static_cast<uint64_t>(recorder_.capacity()));
+            detail.add(" of each thread (--trace-events)");
+          }
           out.instant(static_cast<uint64_t>(pid_), thread, writing.at(entry.began_ns), "trace", note.c_str(),
                       detail.c_str());
           thread_dropped = 0;
@@ -515,6 +538,7 @@ TraceWritten Tracer::write_in(int index) {
   uint64_t untracked = recorder_.untracked();
   done.dropped = recorder_.dropped() - untracked;
   done.untracked = untracked;
+  done.total = recorder_.total();
   done.missed = recorder_.held_back() + read.overwritten;
   TraceWriter::LeftOut left_out;
   left_out.oldest = done.dropped;

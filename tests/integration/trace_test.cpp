@@ -305,6 +305,50 @@ TEST_F(Trace, ATraceWrittenAtASignalEndsThereAndCountsWhatOtherThreadsLaunchedMe
   EXPECT_NE(run.err.find(" made while it was being written were left out"), std::string::npos) << run.err;
 }
 
+// The peak resident memory (kB) of `command` run on the simulated stack with `env` (by `env`, which execs it:
+// the peak is the program's own), as wait4 tells its parent.
+long peak_kb(const std::vector<std::string>& command, const Env& env) {
+  std::vector<std::string> argv = {kPython, "-c",
+                                   "import resource, subprocess, sys\n"
+                                   "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
+                                   "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)",
+                                   "env", "LD_LIBRARY_PATH=" + kSimLib};
+  for (const auto& [name, value] : env) argv.push_back(name + "=" + value);
+  argv.insert(argv.end(), command.begin(), command.end());
+  ProcessResult run = run_process(argv, {});
+  return run.status == 0 ? std::atol(run.out.c_str()) : -1;
+}
+
+// 64 threads alive at once, each launching 20,000 kernels with --trace-events 8192: their rings share one
+// total of 16 x 8,192 entries (26 MB), where each kept its own before (64 x 1.6 MB: 118 MB; issue 40, N3).
+// The trace keeps at most that total, and says what it left out.
+TEST_F(Trace, ThreadsAliveAtOnceShareOneBoundedTotal) {
+  if (kSanitizedBuild) GTEST_SKIP() << "the sanitizer's shadow memory would be measured";
+  const std::vector<std::string> program = {kThreadsApp, "64", "20000"};
+  Env traced = {
+      {"LD_PRELOAD", kShim}, {"CUDA_BLOCKRUN_TRACE", path_}, {"CUDA_BLOCKRUN_TRACE_EVENTS", "8192"}};
+  long with_trace = peak_kb(program, traced);
+  long without = peak_kb(program, {{"LD_PRELOAD", kShim}});
+  ASSERT_GT(with_trace, 0);
+  ASSERT_GT(without, 0);
+  const long total_kb = 16 * 8192 * 200 / 1024;  // 25,600 kB
+  // The total, the two writings' buffers (1 MiB each and an event) and 4 MB for what varies between runs.
+  EXPECT_LE(with_trace - without, total_kb + 2 * 1100 + 4096)
+      << "peak " << with_trace << " kB with --trace, " << without << " kB without";
+  nlohmann::json trace = nlohmann::json::parse(read_text(path_));
+  size_t kept = 0;  // the launches and the final cudaDeviceSynchronize
+  for (const nlohmann::json& event : trace["traceEvents"]) {
+    std::string category = event.value("cat", "");
+    if (event.value("ph", "") == "X" && (category == "launch" || category == "synchronize")) ++kept;
+  }
+  EXPECT_LE(kept, 16u * 8192u);
+  const nlohmann::json& other = trace["otherData"];
+  EXPECT_EQ(kept + other.value("dropped_oldest", uint64_t{0}) +
+                other.value("dropped_threads_without_buffer", uint64_t{0}),
+            64u * 20000u + 1u)
+      << other.dump();
+}
+
 }  // namespace
 }  // namespace blockrun::testing
 // SPDX-License-Identifier: MIT

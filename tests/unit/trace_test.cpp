@@ -187,6 +187,84 @@ TEST(TraceRecorder, EntriesOfAThreadWithoutARingAreCountedAsLeftOut) {
   EXPECT_EQ(held.sequences.size(), 1u);
 }
 
+// Many threads alive at once, each launching more than its bound, are held to one total (16 rings' worth),
+// not to a ring each (issue 40, N3: 500 live threads, each launching, held 500 rings of 13 MiB): rings stop
+// growing where the total is spent and keep their newest entries in the chunks they have; threads that find
+// no room are counted. Every entry is kept, let go by a bound, or counted as without a ring.
+TEST(TraceRecorder, ThreadsAliveAtOnceShareOneTotal) {
+  constexpr uint32_t kThreads = 40;
+  constexpr uint64_t kEach = 3000;
+  TraceRecorder recorder(1024);  // 16 x 1,024 entries in all: 16 chunks
+  std::vector<std::thread> threads;
+  std::atomic<uint32_t> recorded{0};
+  for (uint32_t thread = 1; thread <= kThreads; ++thread) {
+    threads.emplace_back([&recorder, &recorded, thread] {
+      TraceEntry entry;
+      for (uint64_t i = 1; i <= kEach; ++i) {
+        entry.sequence = thread * 100000 + i;
+        recorder.record(entry, thread);
+      }
+      ++recorded;
+      while (recorded < kThreads) std::this_thread::yield();  // alive: no ring is handed on
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  Held held = read_all(recorder);
+  uint64_t kept = 0, let_go = 0;
+  for (const auto& [thread, sequences] : held.sequences) {
+    kept += sequences.size();
+    let_go += held.dropped[thread];
+    ASSERT_FALSE(sequences.empty()) << thread;
+    // Its newest, in order, up to its last.
+    EXPECT_EQ(sequences.back(), thread * 100000 + kEach) << thread;
+    EXPECT_EQ(sequences.front(), thread * 100000 + kEach - sequences.size() + 1) << thread;
+    EXPECT_TRUE(std::is_sorted(sequences.begin(), sequences.end())) << thread;
+    EXPECT_EQ(held.dropped[thread], kEach - sequences.size()) << thread;
+  }
+  EXPECT_LE(kept, 16u * 1024u);
+  EXPECT_LE(recorder.rings(), 16u);
+  EXPECT_EQ(kept + let_go + recorder.untracked(), kThreads * kEach);
+  EXPECT_EQ(recorder.dropped(), let_go + recorder.untracked());
+}
+
+// A recorder's memory is its total, whatever the threads do; a thread that starts launching after others grew
+// their rings still gets one (a quarter of the total is kept for first chunks).
+TEST(TraceRecorder, TheTotalBoundsTheMemoryAndLeavesRoomForLaterThreads) {
+  TraceRecorder recorder(8192, TraceRecorder::kMaxThreads, 8 * 1024);
+  EXPECT_EQ(recorder.total(), 8u * 1024u);
+  std::atomic<bool> grown{false}, done{false};
+  std::thread early([&] {
+    TraceEntry entry;
+    for (uint64_t i = 1; i <= 20000; ++i) {
+      entry.sequence = i;
+      recorder.record(entry, 1);
+    }
+    grown = true;
+    while (!done) std::this_thread::yield();
+  });
+  while (!grown) std::this_thread::yield();
+  // Grown to three quarters of the total, then wrapped: its newest 6,143 (a spare slot).
+  EXPECT_EQ(recorder.entries_allocated(), 6u * 1024u);
+  std::thread late([&] {
+    TraceEntry entry;
+    for (uint64_t i = 1; i <= 5000; ++i) {
+      entry.sequence = 100000 + i;
+      recorder.record(entry, 2);
+    }
+  });
+  late.join();
+  done = true;
+  early.join();
+  EXPECT_LE(recorder.entries_allocated(), recorder.total());
+  Held held = read_all(recorder);
+  ASSERT_EQ(held.sequences[1].size(), 6143u);
+  EXPECT_EQ(held.sequences[1].front(), 20000u - 6143u + 1u);
+  EXPECT_EQ(held.sequences[1].back(), 20000u);
+  ASSERT_FALSE(held.sequences[2].empty());
+  EXPECT_EQ(held.sequences[2].back(), 105000u);
+  EXPECT_EQ(held.sequences[2].size() + held.dropped[2], 5000u);
+}
+
 // The fatal-signal handler reads the rings while other threads still record: an entry their thread overwrote
 // during the copy is left out, never read torn (each entry's three fields agree).
 TEST(TraceRecorder, AReaderLeavesOutWhatItsThreadOverwroteMeanwhile) {
@@ -591,8 +669,8 @@ TEST_F(TraceTest, WhatThreadsWithoutABufferLaunchedIsCountedInTheTraceAndTheLog)
   trace::WrittenLine line;
   trace::written_line(line, path_.c_str(), written, 64);
   EXPECT_NE(std::string(line.text, line.size)
-                .find("; 5 of threads past the 4096 alive at once with a buffer "
-                      "were left out"),
+                .find("; 5 of threads that found no buffer were left out (at most 4096 threads alive at "
+                      "once have one, and all buffers together keep at most 975)"),
             std::string::npos)
       << line.text;
 }
