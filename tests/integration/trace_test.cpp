@@ -260,6 +260,36 @@ TEST_F(Trace, ASignalDuringTheExitsWritingLeavesAWholeTrace) {
   EXPECT_EQ(names_in(directory_), std::vector<std::string>{"trace.json"});
 }
 
+// The round's probe (term_at_exit.sh) waited for the trace's own path to be non-empty, which it is only once
+// the trace was renamed into place whole: its signal came after the writing. Here the signal comes while the
+// exit's writing is under way (the file beside the trace is not empty, the trace's path still is), for each
+// signal torchrun and an NCCL watchdog send: the trace is whole (one JSON document, marked with the signal),
+// nothing is left beside it, the report has the signal's record, and the log says where the trace went.
+class TraceSignalDuringExit : public Trace, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(TraceSignalDuringExit, LeavesAWholeTraceAndSaysSo) {
+  if (kSanitizedBuild) GTEST_SKIP() << "the sanitizer takes over the program's fatal signals";
+  std::string signal = GetParam();
+  std::string report = directory_ + "/report.jsonl";
+  // A file beside the trace has begun (TRACE.PID.N.tmp), and the trace's path is still empty.
+  std::string when = "while kill -0 $p 2>/dev/null && [ -z \"$(find '" + directory_ +
+                     "' -name 'trace.json.*.tmp' -size +0 -print -quit)\" ]; do sleep 0.001; done; [ -s '" +
+                     path_ + "' ] && echo 'signalled late'; kill -" + signal + " $p";
+  ProcessResult run =
+      run_signalled(path_, when, {kThreadsApp, "8", "30000"}, {{"CUDA_BLOCKRUN_REPORT", report}});
+  ASSERT_EQ(run.out.find("signalled late"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find(signal == "TERM" ? "status 143" : "status 134"), std::string::npos)
+      << run.out << run.err;
+  nlohmann::json trace = nlohmann::json::parse(read_text(path_));  // throws where it is not whole
+  EXPECT_NE(trace.dump().find("\"fatal signal SIG" + signal + "\""), std::string::npos);
+  EXPECT_EQ(names_in(directory_).size(), 2u) << "a file left beside the trace";
+  EXPECT_NE(read_text(report).find("\"type\":\"fatal_signal\""), std::string::npos) << read_text(report);
+  EXPECT_NE(run.err.find("[cuda-blockrun] trace: "), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find(" written to " + path_), std::string::npos) << run.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(TermAndAbort, TraceSignalDuringExit, ::testing::Values("TERM", "ABRT"));
+
 // A disk that fills while the trace is written (RLIMIT_FSIZE here, as a 2 MB tmpfs would): no trace with a
 // hole is left, the file is removed, and the log says so (issue 40, N7).
 TEST_F(Trace, ATraceThatCannotBeWrittenWholeIsRemovedAndTheLogSaysSo) {
