@@ -638,8 +638,6 @@ void Engine::note_in_error_file(const Finding& finding) {
     file.reset();
     problem = "it is the report file";
   }
-  std::string line = fmt::format("{} {} {}\n", process_.pid, finding.text.name, finding.api);
-  if (!file || !file->write_record(line.data(), line.size()))
   // The log and the trace likewise, by identity as they are now (a link, `%p`): the error line in the trace
   // would be lost when it is written, and the wrapper would read the log's lines as the error file's.
   struct stat noted {};
@@ -655,6 +653,8 @@ void Engine::note_in_error_file(const Finding& finding) {
       }
     }
   }
+  std::string line = fmt::format("{} {} {}\n", process_.pid, finding.text.name, finding.api);
+  if (!file || !file->write_record(line.data(), line.size()))
     logger_->warn("cannot note the error in {} ({}): {}", path, variable::error_file,
                   file ? "the write failed" : problem);
 }
