@@ -181,13 +181,30 @@ bool is_capturing(CUstream stream) {
   return capturing(stream) == Capturing::Yes;
 }
 
+namespace {
+
+// CUDA 11.3's capture query, which drivers before CUDA 12.3 (535) have instead of _v3
+// (src/driver_features.def); cuda.h 13 no longer declares it. Found once.
+using CaptureInfoV2 = CUresult (*)(CUstream, CUstreamCaptureStatus*, cuuint64_t*, CUgraph*,
+                                   const CUgraphNode**, size_t*);
+CaptureInfoV2 capture_info_v2() {
+  static const auto found =
+      reinterpret_cast<CaptureInfoV2>(find_real("cuStreamGetCaptureInfo_v2", Layer::Driver));
+  return found;
+}
+
+}  // namespace
+
 uint64_t capture_id(CUstream stream) {
-  auto query = helper<Helper::cuStreamGetCaptureInfo_v3>();
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   cuuint64_t id = 0;
-  if (!query || query(stream, &status, &id, nullptr, nullptr, nullptr, nullptr) != CUDA_SUCCESS ||
-      status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
-    return 0;
+  CUresult result = CUDA_ERROR_NOT_FOUND;
+  if (auto query = helper<Helper::cuStreamGetCaptureInfo_v3>()) {
+    result = query(stream, &status, &id, nullptr, nullptr, nullptr, nullptr);
+  } else if (auto older = capture_info_v2()) {
+    result = older(stream, &status, &id, nullptr, nullptr, nullptr);
+  }
+  if (result != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_ACTIVE) return 0;
   return id;
 }
 
@@ -196,6 +213,15 @@ bool may_be_capturing(CUstream stream) {
 }
 
 namespace {
+
+// cuEventElapsedTime_v2 (CUDA 12.8), or on an older driver the CUDA 2.0 query of the same signature (cuda.h
+// renames the plain name to _v2, so it is found by its exported name). Found once it is there.
+using ElapsedTime = CUresult (*)(float*, CUevent, CUevent);
+ElapsedTime elapsed_time_function() {
+  if (auto newer = helper<Helper::cuEventElapsedTime_v2>()) return newer;
+  static const auto older = reinterpret_cast<ElapsedTime>(find_real("cuEventElapsedTime", Layer::Driver));
+  return older;
+}
 
 // The calling thread's pair of timing events, for the context they were created in.
 struct ThreadEvents {
@@ -218,7 +244,7 @@ void start_block_timing(BlockTiming* timing, const void* stream, bool per_thread
   auto create = helper<Helper::cuEventCreate>();
   auto record = helper<Helper::cuEventRecord>();
   auto is_capturing = helper<Helper::cuStreamIsCapturing>();
-  if (!get_context || !create || !record || !is_capturing || !helper<Helper::cuEventElapsedTime_v2>()) return;
+  if (!get_context || !create || !record || !is_capturing || !elapsed_time_function()) return;
   CUstream cu_stream = driver_stream(stream, per_thread);
   if (may_be_capturing(cu_stream)) return;
   CUcontext context = nullptr;
@@ -250,7 +276,7 @@ void finish_block_timing(BlockTiming* timing, bool synchronized_ok) {
   timing->gpu_ns = -1;
   if (!timing->events_recorded || !synchronized_ok) return;
   float milliseconds = 0;
-  auto elapsed = helper<Helper::cuEventElapsedTime_v2>();
+  auto elapsed = elapsed_time_function();
   ThreadEvents& events = thread_events();
   if (elapsed && elapsed(&milliseconds, events.start, events.end) == CUDA_SUCCESS && milliseconds >= 0)
     timing->gpu_ns = static_cast<int64_t>(static_cast<double>(milliseconds) * 1e6);

@@ -24,6 +24,7 @@
 #include "call_stack.h"
 #include "python_frames.h"
 #include "facts.h"
+#include "kernel_names.h"
 #include "launch_gate.h"
 #include "loaded_objects.h"
 #include "log_file.h"
@@ -304,6 +305,16 @@ std::string shim_module_path() {
   return info.dli_fname;
 }
 
+// The loaded driver's version and which of the shim's newer entry points it has (src/driver_features.def);
+// version 0 where no driver is loaded yet.
+DriverSupport driver_support() {
+  int version = 0;
+  if (auto get_version = helper<Helper::cuDriverGetVersion>()) {
+    if (get_version(&version) != CUDA_SUCCESS) version = 0;
+  }
+  return check_driver(version, [](const char* name) { return find_real(name, Layer::Driver) != nullptr; });
+}
+
 ProcessInfo process_info() {
   ProcessInfo info;
   info.pid = static_cast<long>(getpid());
@@ -314,9 +325,8 @@ ProcessInfo process_info() {
   info.name = process_name();
   info.argv = process_arguments();
   info.shim_version = CUDA_BLOCKRUN_VERSION;
-  if (auto get_version = helper<Helper::cuDriverGetVersion>()) {
-    if (get_version(&info.driver_version) != CUDA_SUCCESS) info.driver_version = 0;
-  }
+  info.driver = driver_support();
+  info.driver_version = info.driver.version;
   // Not cudaRuntimeGetVersion: the engine is often created inside the runtime's own initialization (its
   // first cuGetProcAddress), and a runtime call from there waits forever on the runtime's init lock. The
   // shared runtime's file name says its version; a static runtime's is not known.
@@ -511,6 +521,15 @@ void at_first_launch_slow() {
   // Once: a function missing from the loaded driver (before CUDA 12.9) stays missing.
   if (g_first_launch_seen.exchange(true)) return;
   std::atexit(check_context_at_exit);
+  // A driver launch: the driver is loaded now, if it was not when the engine was made (a program whose first
+  // CUDA call was a runtime launch, before the runtime loaded it).
+  if (Engine* engine = g_engine.load(std::memory_order_acquire)) {
+    ReentryGuard guard;
+    try {
+      engine->note_driver(driver_support());
+    } catch (...) {
+    }
+  }
   auto register_callback = helper<Helper::cuLogsRegisterCallback>();
   if (!register_callback) return;
   ReentryGuard guard;
@@ -578,7 +597,7 @@ const char* name_of_function(const void* function) {
     if (get_name(&name, static_cast<CUfunction>(const_cast<void*>(function))) == CUDA_SUCCESS && name)
       return name;
   }
-  return nullptr;
+  return remembered_kernel_name(function);  // a driver before CUDA 12.3: the name it was looked up by
 }
 
 const char* name_of_kernel_handle(const void* kernel) {
@@ -588,6 +607,7 @@ const char* name_of_kernel_handle(const void* kernel) {
     if (get_name(&name, static_cast<CUkernel>(const_cast<void*>(kernel))) == CUDA_SUCCESS && name)
       return name;
   }
+  if (const char* remembered = remembered_kernel_name(kernel)) return remembered;
   return name_of_host_stub(kernel);
 }
 

@@ -19,6 +19,7 @@
 #include "launch_gate.h"
 #include "breadcrumbs.h"
 #include "facts.h"
+#include "kernel_names.h"
 #include "python_frames.h"
 #include "shim.h"
 #include "symbol_table.h"
@@ -649,6 +650,19 @@ CUresult handle_proc_address(Engine&, Function real_function, const char* symbol
   return result;
 }
 
+// cuLibraryGetKernel / cuModuleGetFunction succeeded: on a driver without name queries (before CUDA 12.3) the
+// name the kernel was looked up by is what names its launches (kernel_names.h).
+template <typename Handle, typename Owner>
+void remember_looked_up_kernel(Handle* handle, Owner, const char* name) {
+  if (!handle || !*handle) return;
+  ErrnoKeeper keep_errno;
+  ReentryGuard guard;
+  try {
+    remember_kernel_name(*handle, name);
+  } catch (...) {
+  }
+}
+
 // Records who called an exported launch, library or graph-launch wrapper (one thread-local store; the
 // other kinds do nothing). Every launch record gets it: a call site for launches whose stack was not walked.
 template <Hook id>
@@ -682,6 +696,10 @@ typename HookTraits<id>::Result intercept(Args... args) {
     return handle_driver_launch<id>(*engine, real_function, args...);
   } else if constexpr (Traits::kind == Kind::Sync || Traits::kind == Kind::Query) {
     return handle_sync<id>(*engine, real_function, args...);
+  } else if constexpr (id == Hook::cuLibraryGetKernel || id == Hook::cuModuleGetFunction) {
+    CUresult result = handle_call<id>(*engine, real_function, args...);
+    if (result == CUDA_SUCCESS) remember_looked_up_kernel(args...);
+    return result;
   } else if constexpr (Traits::kind == Kind::Call || Traits::kind == Kind::Watch) {
     return handle_call<id>(*engine, real_function, args...);
   } else if constexpr (Traits::kind == Kind::Event) {

@@ -149,6 +149,16 @@ void Engine::start(ProcessInfo info, std::unique_ptr<ReportFile> report, StackFu
   skip_policy_and_stack_ = config_.block.blocks_nothing() && !(take_stack_ && wants_stack(Decision{}));
   start_steady_ns_ = trace::Tracer::now();
   if (report_) report_->write_record(start_record(process_));
+  // Once a process: what the driver lacks of the shim's newer entry points (driver_features.def).
+  if (std::string notice = driver_notice(process_.driver); !notice.empty()) logger_->warn("{}", notice);
+}
+
+void Engine::note_driver(const DriverSupport& driver) {
+  std::lock_guard<std::mutex> guard(report_mutex_);
+  if (process_.driver.version || !driver.version) return;  // known at start (and told), or still none
+  process_.driver = driver;
+  process_.driver_version = driver.version;
+  if (std::string notice = driver_notice(process_.driver); !notice.empty()) logger_->warn("{}", notice);
 }
 
 Engine::~Engine() = default;
@@ -1076,6 +1086,7 @@ Summary Engine::summary(bool with_units) {
   counts.first_error_summary = first_error_summary_;
   counts.later_errors = first_error_.later();
   counts.gpu_time = config_.gpu_time;
+  counts.driver = &process_.driver;
   if (!with_units) return counts;
   kernels_.for_each([&](KernelInfo& kernel) {
     counts.units.push_back(

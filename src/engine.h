@@ -120,6 +120,11 @@ class Engine {
 
   const Config& config() const { return config_; }
 
+  // The driver, where it was loaded only after start() (the first CUDA call was a runtime launch, before the
+  // runtime loaded it): its version and what it lacks of the shim's newer entry points, told once now in the
+  // log; the summary record carries it.
+  void note_driver(const DriverSupport& driver);
+
   // --trace (trace/tracer.h): the file the timeline goes to, opened by the shim; before start().
   void set_trace_file(std::unique_ptr<OutputFile> file, const std::string& path);
   // The steady clock where calls are timed (--trace; --log-launches, whose records a trace is made from),

@@ -106,6 +106,35 @@ std::string UnitRow::display() const {
   return name ? *name : fmt::format("graph {}", graph);
 }
 
+namespace {
+
+// What the driver lacks of the shim's newer entry points and what that costs (issue 42); null where no driver
+// was loaded (yet).
+void write_driver_missing(JsonWriter& json, const DriverSupport& driver) {
+  json.key(key::driver_missing);
+  if (!driver.version) {
+    json.null();
+    return;
+  }
+  json.begin_array();
+  for (const DriverFeature* feature : driver.missing) {
+    json.begin_object()
+        .field(key::entry_point, feature->entry_point)
+        .field(key::feature, feature->feature)
+        .field(key::cost, feature->cost)
+        .key(key::fallback);
+    if (*feature->fallback) {
+      json.value(feature->fallback);
+    } else {
+      json.null();
+    }
+    json.end_object();
+  }
+  json.end_array();
+}
+
+}  // namespace
+
 std::string start_record(const ProcessInfo& process) {
   JsonWriter json;
   json.begin_object()
@@ -127,6 +156,7 @@ std::string start_record(const ProcessInfo& process) {
   json.field(key::shim_version, process.shim_version);
   write_version(json, key::cuda_driver_version, process.driver_version);
   write_version(json, key::cuda_runtime_version, process.runtime_version);
+  write_driver_missing(json, process.driver);
   json.key(key::configuration).begin_object();
   for (const auto& [variable, value] : process.configuration) json.field(variable, value);
   json.end_object().end_object();
@@ -163,6 +193,10 @@ std::string summary_record(const Summary& summary, long pid) {
     json.null();
   }
   json.field(key::later_errors, summary.later_errors);
+  if (summary.driver) {
+    write_version(json, key::cuda_driver_version, summary.driver->version);
+    write_driver_missing(json, *summary.driver);
+  }
   size_t rows = std::min(summary.units.size(), kSummaryRows);
   json.field(key::kernels_omitted, static_cast<uint64_t>(summary.units.size() - rows));
   json.key(key::kernels).begin_array();

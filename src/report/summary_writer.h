@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "driver_features.h"
 #include "records.h"
 
 namespace spdlog {
@@ -28,6 +29,7 @@ struct ProcessInfo {
   std::string shim_version;
   int driver_version = 0;   // cuDriverGetVersion, 0: unknown
   int runtime_version = 0;  // cudaRuntimeGetVersion, 0: unknown
+  DriverSupport driver;     // the optional driver entry points it lacks (driver_features.h)
   std::string shim_module;  // the shim's own file: its frames are not the program's
   std::vector<std::pair<std::string, std::string>> configuration;  // variable, effective value
 };
@@ -58,6 +60,7 @@ struct Summary {
   uint64_t later_errors = 0;
   std::vector<UnitRow> units;
   bool gpu_time = false;  // --gpu-time was on
+  const DriverSupport* driver = nullptr;  // the driver as last known (version 0: none was seen)
 };
 
 // Sorts `rows` as Summary::units are.

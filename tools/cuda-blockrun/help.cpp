@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "driver_features.h"
 #include "hook_list.h"
 
 #ifndef CUDA_BLOCKRUN_VERSION
@@ -590,16 +591,34 @@ void list_hooks() {
 namespace {
 
 // The driver this machine would give a CUDA program, asked in this process (never in the program's).
-std::string driver_version() {
+// What `--version` says of the machine's driver: its CUDA version, and for each of the shim's newer entry
+// points (src/driver_features.def) whether the driver has it, what stands in for it, or what its absence
+// costs (issue 42), a line each.
+struct DriverText {
+  std::string version;
+  std::string features;
+};
+
+DriverText describe_driver() {
   void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-  if (!driver) return "no CUDA driver found (libcuda.so.1 cannot be loaded)";
+  if (!driver) return {"no CUDA driver found (libcuda.so.1 cannot be loaded)", ""};
   using GetVersion = int (*)(int*);
   auto get_version = reinterpret_cast<GetVersion>(dlsym(driver, "cuDriverGetVersion"));
   int version = 0;
-  std::string text = "a libcuda.so.1 without cuDriverGetVersion";
-  if (get_version && get_version(&version) == 0) {
-    text =
-        "driver supports CUDA " + std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+  if (!get_version || get_version(&version) != 0) {
+    dlclose(driver);
+    return {"a libcuda.so.1 without cuDriverGetVersion", ""};
+  }
+  DriverText text{"driver supports CUDA " + blockrun::cuda_version_text(version), ""};
+  for (const blockrun::DriverFeature& feature : blockrun::driver_features()) {
+    text.features += "  " + std::string(feature.feature) + ": ";
+    if (dlsym(driver, feature.entry_point)) {
+      text.features += std::string("yes (") + feature.entry_point + ")\n";
+    } else {
+      text.features += std::string(*feature.fallback ? "yes, by " : "no") + feature.fallback + " (" +
+                       feature.entry_point + " needs CUDA " + blockrun::cuda_version_text(feature.since) +
+                       "): " + feature.cost + "\n";
+    }
   }
   dlclose(driver);
   return text;
@@ -608,8 +627,9 @@ std::string driver_version() {
 }  // namespace
 
 void print_version() {
-  std::printf("cuda-blockrun %s (built against CUDA %s; %s)\n", CUDA_BLOCKRUN_VERSION,
-              CUDA_BLOCKRUN_CUDA_VERSION, driver_version().c_str());
+  DriverText driver = describe_driver();
+  std::printf("cuda-blockrun %s (built against CUDA %s; %s)\n%s", CUDA_BLOCKRUN_VERSION,
+              CUDA_BLOCKRUN_CUDA_VERSION, driver.version.c_str(), driver.features.c_str());
 }
 
 }  // namespace blockrun::cli
