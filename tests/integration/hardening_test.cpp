@@ -242,14 +242,18 @@ TEST(Hardening, TheLogAndTheReportOnOnePathAreRefused) {
       contains(same.err, "CUDA_BLOCKRUN_REPORT='" + directory / "same.jsonl" +
                              "': it is the log file's path; accepted: a path other than CUDA_BLOCKRUN_LOG's"))
       << same.err;
-  // The same file by two paths: found when it is opened.
+  // The same file by two paths: refused before the program runs too (issue 40, N12; before, it was found only
+  // when the report was opened, and no report was written).
   ProcessResult aliased =
       run_wrapped({"--log", directory / "same.jsonl", "--report", directory.path + "/./same.jsonl"},
                   {kProbeApp, "loop", "3"}, {});
-  EXPECT_EQ(aliased.status, 0) << aliased.err;
-  std::string log = read_file(directory / "same.jsonl");
-  EXPECT_TRUE(contains(log, "(it is the log file); no report is written")) << log;
-  EXPECT_FALSE(contains(log, "{\"type\"")) << log;
+  EXPECT_EQ(aliased.status, 2) << aliased.err;
+  EXPECT_TRUE(
+      contains(aliased.err, "CUDA_BLOCKRUN_REPORT='" + directory.path +
+                                "/./same.jsonl': it is the log file by another path (CUDA_BLOCKRUN_LOG='" +
+                                directory / "same.jsonl" + "')"))
+      << aliased.err;
+  EXPECT_EQ(aliased.out, "") << "the program ran";
 }
 
 // ---- F6: the program's own descriptors ----
