@@ -2,10 +2,12 @@
 // (stopping the program with status 2 if it is invalid), staying inert where it must, creating the
 // engine and its log on the first CUDA call, naming kernels, describing errors, and the summary at exit.
 #include <dlfcn.h>
+#include <glob.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <mutex>
 #include <vector>
 
@@ -28,6 +31,7 @@
 #include "launch_gate.h"
 #include "loaded_objects.h"
 #include "log_file.h"
+#include "names.h"
 #include "shim.h"
 #include "signals.h"
 
@@ -48,6 +52,7 @@ std::mutex* g_engine_creation = new std::mutex;
 std::atomic<bool> g_fork_handler{false};
 // Set in a forked child (until an exec loads the shim afresh): its log lines carry its pid (log_prefix).
 std::atomic<bool> g_forked_child{false};
+timespec g_configured_at{};  // when the configuration was read: the process's start, near enough
 
 // In a forked child (a DataLoader worker, a subprocess before exec): the parent's engine is left alone,
 // never used or destroyed here (its locks may be held by parent threads that do not exist in the child, its
@@ -199,6 +204,7 @@ void configure() {
     return;
   }
   g_config = new Config(std::move(parsed.config));
+  clock_gettime(CLOCK_REALTIME, &g_configured_at);
   // Standard error as it is now, before main(): the program may close it and open a file of its own there
   // before its first CUDA call, when the engine and its log are made (issue 17, F6).
   g_standard_error = OutputFile::standard_error().release();
@@ -464,11 +470,60 @@ __attribute__((constructor)) void on_load() {
   std::call_once(g_configure_once, configure);
 }
 
+// Whether a file that `pattern` (a --report path: %p, %r and %h stand for any text) names was modified since
+// `since`: a report of the run, written by this process's children where it made none itself.
+bool written_since(const std::string& pattern, const timespec& since) {
+  std::string wildcard;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    char c = pattern[i];
+    if (c == '%' && i + 1 < pattern.size()) {
+      char next = pattern[++i];
+      wildcard += next == '%' ? std::string("%") : std::string("*");
+    } else {
+      if (c == '*' || c == '?' || c == '[' || c == '\\') wildcard += '\\';
+      wildcard += c;
+    }
+  }
+  glob_t found{};
+  bool written = false;
+  if (glob(wildcard.c_str(), GLOB_NOSORT, nullptr, &found) == 0) {
+    for (size_t i = 0; i < found.gl_pathc && !written; ++i) {
+      struct stat status {};
+      written = stat(found.gl_pathv[i], &status) == 0 &&
+                (status.st_mtim.tv_sec > since.tv_sec ||
+                 (status.st_mtim.tv_sec == since.tv_sec && status.st_mtim.tv_nsec >= since.tv_nsec));
+    }
+  }
+  globfree(&found);
+  return written;
+}
+
+// `cuda-blockrun --report r.jsonl -- python3 -c 'print(1)'` wrote no report and said nothing (issue 42): a
+// report is begun at a process's first CUDA call. The program the wrapper started (CUDA_BLOCKRUN_PROGRAM_PID)
+// says so at its end where it never called CUDA and no report of the path was written since it started (a
+// child of its may have written one); other processes, its children and a shell's commands, say nothing.
+void say_when_no_report_was_written() {
+  const Config* config = g_config;
+  if (g_state.load(std::memory_order_acquire) != State::Active || !config || !g_standard_error ||
+      config->report.empty() || config->program_pid != std::to_string(getpid()) ||
+      written_since(config->report, g_configured_at))
+    return;
+  // Standard error as it was at load, where it still is (a program that closed it gets nothing).
+  std::string line = "[cuda-blockrun] no report was written to '" + printable(config->report) +
+                     "': the program never called CUDA (a report is begun at a process's first CUDA call)\n";
+  g_standard_error->write_record(line.data(), line.size());
+}
+
 __attribute__((destructor)) void on_unload() {
   if (Engine* engine = g_engine.load(std::memory_order_acquire)) {
     ReentryGuard guard;
     try {
       engine->finish();
+    } catch (...) {
+    }
+  } else {
+    try {
+      say_when_no_report_was_written();
     } catch (...) {
     }
   }

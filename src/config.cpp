@@ -69,6 +69,15 @@ Parsed parse_Text(const OptionSpec&, const std::string& value, std::string* out)
 
 Parsed parse_Path(const OptionSpec& spec, const std::string& value, std::string* out) {
   if (value.find('\0') != std::string::npos) return refused(spec, value);
+  // Every % begins an escape that expand_path knows: `x.%j.jsonl` wrote a file literally named so, the job id
+  // the user meant silently lost (issue 42).
+  for (size_t at = value.find('%'); at != std::string::npos; at = value.find('%', at + 2)) {
+    char next = at + 1 < value.size() ? value[at + 1] : '\0';
+    if (next == 'p' || next == 'r' || next == 'h' || next == '%') continue;
+    return refused(spec, value,
+                   (next ? "unknown escape '%" + std::string(1, next) + "'" : std::string("a '%' at the end")) +
+                       " (the known escapes: %p the process id, %r the rank, %h the host name, %% a % sign)");
+  }
   *out = value;
   return std::nullopt;
 }

@@ -177,6 +177,22 @@ TEST(Config, OneFileByAnotherPathIsRefusedForEveryPairOfOutputs) {
   rmdir(directory.c_str());
 }
 
+// Issue 42: `--report 'x.%j.jsonl'` wrote a file named so. An unknown escape, or a % at the end, is refused
+// with the known ones; %% and the three escapes are kept for expand_path.
+TEST(Config, AnUnknownEscapeInAPathIsRefusedWithTheKnownOnes) {
+  ConfigResult unknown = parse({{"CUDA_BLOCKRUN_REPORT", "x.%j.jsonl"}});
+  ASSERT_EQ(unknown.errors.size(), 1u);
+  EXPECT_EQ(
+      unknown.errors[0].message(),
+      "invalid CUDA_BLOCKRUN_REPORT='x.%j.jsonl': unknown escape '%j' (the known escapes: %p the process id, "
+      "%r the rank, %h the host name, %% a % sign); accepted: a file path; %p: process id, %r: rank, %h: "
+      "host name");
+  for (const char* variable : {"CUDA_BLOCKRUN_LOG", "CUDA_BLOCKRUN_TRACE", "CUDA_BLOCKRUN_ERROR_FILE"})
+    EXPECT_EQ(parse({{variable, "/tmp/a%"}}).errors.size(), 1u) << variable;
+  EXPECT_TRUE(parse({{"CUDA_BLOCKRUN_LOG", "/tmp/100%%.%h.%r.%p.log"}}).errors.empty());
+  EXPECT_TRUE(parse({{"CUDA_BLOCKRUN_LOG", "/tmp/%%p"}}).errors.empty());
+}
+
 TEST(Config, ExpandsProcessIdInPaths) {
   EXPECT_EQ(expand_path("/tmp/blockrun.%p.log", 4242), "/tmp/blockrun.4242.log");
   EXPECT_EQ(expand_path("100%%-%p", 7), "100%-7");

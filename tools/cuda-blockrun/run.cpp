@@ -154,8 +154,20 @@ int wait_for_program(pid_t child) {
   return status;
 }
 
+namespace {
+
+// The program's process id for its shim (CUDA_BLOCKRUN_PROGRAM_PID): that process says at its end when it
+// wrote no report because it never called CUDA (issue 42); exec keeps the pid, a child of the program has
+// another.
+void name_program_process() {
+  setenv(blockrun::variable::program_pid, std::to_string(getpid()).c_str(), 1);
+}
+
+}  // namespace
+
 int run_program(char** program_argv, std::optional<int> error_exitcode) {
   if (!error_exitcode) {
+    name_program_process();
     exec_program(program_argv);
     return kUsageError;
   }
@@ -164,6 +176,7 @@ int run_program(char** program_argv, std::optional<int> error_exitcode) {
   pid_t child = fork();
   if (child < 0) usage_error(std::string("cannot start the program: ") + std::strerror(errno));
   if (child == 0) {
+    name_program_process();
     exec_program(program_argv);
     _exit(127);
   }
