@@ -27,9 +27,10 @@ std::string base_name(std::string_view demangled);
 
 KernelName make_kernel_name(const char* mangled);
 
-// A name as it may appear in a log line: control bytes escaped (\xNN: C0, DEL, and the C1 controls as UTF-8
-// encodes them), so that one record stays one line, and a terminal takes none of it as a command, whatever a
-// kernel was called, and at most `limit` bytes kept (the length said after an ellipsis).
+// A name as it may appear in a log line: control bytes escaped (\xNN: C0, DEL, the C1 controls as UTF-8
+// encodes them, and every byte that is not part of well-formed UTF-8, a lone 0x9B among them), so that one
+// record stays one line, and a terminal takes none of it as a command, whatever a kernel was called, and at
+// most `limit` bytes kept (the length said after an ellipsis; a character cut there is escaped).
 std::string printable(std::string_view text, size_t limit = 4096);
 
 }  // namespace blockrun

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "localize.h"
+#include "pin_advice.h"
 #include "report.h"
 #include "report/keys.h"
 
@@ -125,7 +126,10 @@ std::string outcome_text(const ProcessOutcome& process) {
           "fatal signal {} sent to it (a watchdog's abort(), the launcher, a kill), no CUDA error seen{}",
           string_member(*process.fatal_signal, key::signal), in_flight_text(*process.fatal_signal));
     case ProcessOutcome::Kind::CutShort:
-      return "its report ends without a summary: killed outright (SIGKILL, out of memory) or still running";
+      // Only what is known (issue 40, N2): every end the shim sees (exit, a fatal signal) writes a record.
+      return "no end record: the process ended without the shim writing its end (killed by SIGKILL or the "
+             "out-of-memory killer, an exit that skipped the shim's exit code) or is still running; how it "
+             "ended is unknown";
     case ProcessOutcome::Kind::Clean:
       return fmt::format("exited without a CUDA error ({} launches)",
                          process.summary ? whole_member(*process.summary, key::launches) : "?");
@@ -243,6 +247,7 @@ void JobReader::begin_file(const std::string& path, bool keep_launches) {
   owners_ = RecordOwners();
   first_of_file_ = processes_.size();
   unreadable_ = 0;
+  saw_launch_ = false;
   of_file_.assign(1, processes_.size());
   processes_.emplace_back();
   processes_.back().report = path;
@@ -255,6 +260,7 @@ void JobReader::add_line(std::string_view line) {
   static constexpr std::string_view kLaunch = "{\"type\":\"launch\",";
   if (!keep_launches_ && line.substr(0, kLaunch.size()) == kLaunch) {
     if (!valid_json(line)) ++unreadable_;
+    saw_launch_ = true;
     return;
   }
   std::optional<Json> record = parse_json(line);
@@ -284,11 +290,17 @@ void JobReader::add_record(Json&& record) {
     process.process = string_member(record, key::process, "?");
     process.run = string_member(record, key::run);
     process.started_at = number_member(record, key::time);
+    process.argv.clear();
+    if (const Json* argv = array_member(record, key::argv)) {
+      for (const Json& argument : *argv)
+        if (argument.is_string()) process.argv.push_back(argument.get<std::string>());
+    }
     return;
   }
   ProcessOutcome& process =
       processes_[of_file_[owners_.owner(static_cast<long>(number_member(record, key::pid, -1)))]];
   if (type == "launch") {
+    saw_launch_ = true;
     if (keep_launches_) process.launches.push_back(std::move(record));
     return;
   }
@@ -301,12 +313,19 @@ void JobReader::add_record(Json&& record) {
   }
 }
 
-void JobReader::end_file() {
+bool JobReader::end_file() {
+  const ProcessOutcome& first = processes_[first_of_file_];
+  if (processes_.size() - first_of_file_ == 1 && !first.started && !first.first_error &&
+      !first.fatal_signal && !first.summary && !saw_launch_) {
+    processes_.pop_back();
+    return false;
+  }
   processes_.back().unreadable += unreadable_;  // a cut-short record is the last process's, at the end
   keep_last_run(first_of_file_, &processes_);
   if (processes_.size() - first_of_file_ > 1) {
     for (size_t i = first_of_file_; i < processes_.size(); ++i) processes_[i].shared_file = true;
   }
+  return true;
 }
 
 bool for_each_launch(const ProcessOutcome& process, const std::function<void(const Json&)>& visit,
@@ -339,7 +358,7 @@ std::vector<ProcessOutcome> read_job(const std::vector<std::pair<std::string, st
   for (const auto& [path, contents] : reports) {
     reader.begin_file(path, keep_launches);
     for_each_line(contents, [&](std::string_view line) { reader.add_line(line); });
-    reader.end_file();
+    (void)reader.end_file();
   }
   return reader.take();
 }
@@ -407,15 +426,11 @@ void add_pinned_error(const Json& error, std::vector<std::string>* lines) {
 }
 
 // A first error not pinned to a launch: the suspects, and how to pin the culprit among them.
-void add_unpinned_error(const Json& error, long rank, std::vector<std::string>* lines) {
+void add_unpinned_error(const Json& error, std::vector<std::string>* lines) {
   lines->push_back(fmt::format("  error: {} ({}), returned by {}", string_member(error, key::error),
                                string_member(error, key::message), string_member(error, key::surfaced_api)));
   lines->push_back("  the culprit is among the launches not known to have completed, oldest first:");
   for (const std::string& line : describe_suspects(error)) lines->push_back("    " + line);
-  std::string rule = string_member(error, key::pin_rule);
-  if (!rule.empty())
-    lines->push_back(
-        fmt::format("  to pin it: run rank {} again with --ranks {} --block '{}'", rank, rank, rule));
 }
 
 // The process that failed first: who, when, and what it did.
@@ -426,7 +441,7 @@ void add_first_failure(const ProcessOutcome& culprit, std::vector<std::string>* 
   } else if (is_exact(*culprit.first_error)) {
     add_pinned_error(*culprit.first_error, lines);
   } else {
-    add_unpinned_error(*culprit.first_error, culprit.rank, lines);
+    add_unpinned_error(*culprit.first_error, lines);
   }
 }
 
@@ -500,6 +515,34 @@ void write_process(JsonWriter& json, const ProcessOutcome& process, size_t index
 
 }  // namespace
 
+namespace {
+
+// Whether `process` is a rank of a job (its pin command then acts in its rank alone) rather than a process
+// alone.
+bool is_job(const std::vector<ProcessOutcome>& processes, const ProcessOutcome& process) {
+  return processes.size() > 1 || process.rank != 0;
+}
+
+}  // namespace
+
+std::string pin_command(const ProcessOutcome& process, bool in_job) {
+  if (!process.first_error || !needs_second_run(*process.first_error)) return "";
+  const Json& error = *process.first_error;
+  std::string localize = string_member(error, key::localize_command);
+  if (!in_job && !localize.empty()) return localize;
+  // The report's pin rule blocks the culprit found by breadcrumbs, or every suspect where it covers them all;
+  // else every launch of that rank (NCCL's excepted, docs/distributed.md).
+  std::string rule = string_member(error, key::pin_rule);
+  const Json* covers = member(error, key::pin_rule_covers);
+  bool rule_pins =
+      !rule.empty() && (is_exact(error) || (covers && covers->is_boolean() && covers->get<bool>()));
+  std::string block = shell_quoted(rule_pins ? rule : "all");
+  if (in_job) return fmt::format("--ranks {} --block {}", process.rank, block);
+  std::string program;
+  for (const std::string& argument : process.argv) program += " " + shell_quoted(argument);
+  return "cuda-blockrun --localize --" + (program.empty() ? std::string(" PROGRAM [ARGS...]") : program);
+}
+
 std::vector<std::string> describe_job(const std::vector<ProcessOutcome>& processes) {
   std::vector<std::string> lines;
   add_overview(processes, &lines);
@@ -510,6 +553,19 @@ std::vector<std::string> describe_job(const std::vector<ProcessOutcome>& process
     add_first_failure(processes[static_cast<size_t>(first)], &lines);
   }
   add_others(processes, first, &lines);
+  // Last, the next step (issue 42): the command that pins the culprit in the rank that failed first.
+  if (first >= 0) {
+    const ProcessOutcome& culprit = processes[static_cast<size_t>(first)];
+    bool in_job = is_job(processes, culprit);
+    std::string command = pin_command(culprit, in_job);
+    if (!command.empty() && in_job)
+      lines.push_back(fmt::format(
+          "to pin it: run the job again with {} added to cuda-blockrun's options, which act in rank {} alone "
+          "(docs/distributed.md, \"Localizing one rank of a job\")",
+          command, culprit.rank));
+    else if (!command.empty())
+      lines.push_back("to pin it: " + command);
+  }
   return lines;
 }
 
@@ -527,6 +583,15 @@ std::string job_json(const std::vector<ProcessOutcome>& processes) {
     json.value(static_cast<int64_t>(first));
   } else {
     json.null();
+  }
+  json.key("pin_command");
+  std::string command = first >= 0 ? pin_command(processes[static_cast<size_t>(first)],
+                                                 is_job(processes, processes[static_cast<size_t>(first)]))
+                                   : "";
+  if (command.empty()) {
+    json.null();
+  } else {
+    json.value(command);
   }
   json.key("order").begin_array();
   for (size_t index : verdict_order(processes)) write_process(json, processes[index], index, first_time);

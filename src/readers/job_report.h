@@ -34,14 +34,17 @@ struct ProcessOutcome {
   bool launches_kept = false;  // `launches` holds them all (else for_each_launch reads its file again)
   size_t earlier_runs = 0;  // processes of earlier runs in the same file, left out (a report path used again)
   size_t ordinal = 0;       // which process of its file it is (RecordOwners), for reading its records again
+  std::vector<std::string> argv;  // its start record's command line (empty where it has none)
 
   enum class Kind {
     CudaError,   // its first CUDA error
     Collective,  // its first CUDA error, in (or surfaced while) an NCCL collective ran
     Fault,       // a fatal signal from a fault of its own (SIGSEGV, ...) and no CUDA error
     Killed,      // a fatal signal sent to it (a watchdog's abort(), the launcher) and no CUDA error
-    CutShort,  // the report ends with neither a summary nor a fatal signal: killed outright, or still running
-    Clean,     // ran to its exit without a CUDA error
+    // The report has a start and no end (neither a summary nor a fatal signal): how the process ended is
+    // unknown (a SIGKILL, an end that skipped the shim's exit code, or still running).
+    CutShort,
+    Clean,  // ran to its exit without a CUDA error
   };
   Kind kind() const;
   // When it failed (seconds since 1970): its first error's time, else its fatal signal's; nullopt for
@@ -80,7 +83,10 @@ class JobReader {
   // records (for a trace from a file that cannot be read twice, such as a pipe).
   void begin_file(const std::string& path, bool keep_launches = false);
   void add_line(std::string_view line);
-  void end_file();
+  // Whether the file was a report of this tool: one that has neither a start record nor any other record of a
+  // report (a training job's metrics.jsonl beside the reports: issue 42) is left out, not taken for a process
+  // that died before it wrote anything.
+  bool end_file();
   // The processes of every file read, in the order read.
   std::vector<ProcessOutcome> take() { return std::move(processes_); }
 
@@ -92,6 +98,7 @@ class JobReader {
   RecordOwners owners_;
   size_t first_of_file_ = 0;
   size_t unreadable_ = 0;
+  bool saw_launch_ = false;  // a launch record was read in this file (a report, if one without its start)
   bool keep_launches_ = false;
   std::string path_;
 };
@@ -115,10 +122,16 @@ std::vector<ProcessOutcome> read_job(const std::vector<std::pair<std::string, st
 int first_failure(const std::vector<ProcessOutcome>& processes);
 
 // What the job came to, for `cuda-blockrun report`'s exit status: a process failed (first_failure), else some
-// report ends cut short (a process killed outright, or still running: how it ended is unknown), else every
-// process ran to its exit without a CUDA error.
+// report has no end record (how that process ended is unknown: a SIGKILL, an end that skipped the shim's exit
+// code, or still running), else every process ran to its exit without a CUDA error.
 enum class JobOutcome { Clean, CutShort, Failed };
 JobOutcome job_outcome(const std::vector<ProcessOutcome>& processes);
+
+// The command that pins the first failure's culprit, where its report does not already name it exactly with
+// its call site: "" where there is none to give (no CUDA error, or pinned already). In a job, the flags that
+// make the shim act in that rank alone (`--ranks N --block 'RULE'`, docs/distributed.md); for a process
+// alone, its report's `cuda-blockrun --localize -- ...`.
+std::string pin_command(const ProcessOutcome& process, bool in_job);
 
 // The verdict as text lines (without prefix), and as one JSON object.
 std::vector<std::string> describe_job(const std::vector<ProcessOutcome>& processes);

@@ -109,19 +109,46 @@ std::string describe_frame(const Json& frame) {
 
 }  // namespace
 
+namespace {
+
+// One line of the report at `path` into `finding`: a first error earlier than the one kept replaces it.
+// Launch records, most of a report written with --log-launches, are checked (a cut one counts as
+// unreadable), not built, as JobReader does.
+void add_line(RunFinding& finding, const std::string& path, std::string_view line) {
+  static constexpr std::string_view kLaunch = "{\"type\":\"launch\",";
+  if (line.substr(0, kLaunch.size()) == kLaunch) {
+    if (!valid_json(line)) ++finding.unreadable;
+    return;
+  }
+  std::optional<Json> record = parse_json(line);
+  if (!record) {
+    ++finding.unreadable;
+    return;
+  }
+  if (string_member(*record, key::type) != "first_error") return;
+  if (!finding.found || number_member(*record, key::time) < number_member(finding.first_error, key::time)) {
+    finding.found = true;
+    finding.first_error = std::move(*record);
+    finding.report = path;
+  }
+}
+
+}  // namespace
+
 RunFinding find_first_error(const std::vector<std::pair<std::string, std::string>>& reports) {
   RunFinding finding;
   for (const auto& [path, contents] : reports) {
     ++finding.reports;
-    finding.unreadable += for_each_json_line(contents, [&, &path = path](Json&& record) {
-      if (string_member(record, key::type) != "first_error") return;
-      if (!finding.found ||
-          number_member(record, key::time) < number_member(finding.first_error, key::time)) {
-        finding.found = true;
-        finding.first_error = std::move(record);
-        finding.report = path;
-      }
-    });
+    for_each_line(contents, [&, &path = path](std::string_view line) { add_line(finding, path, line); });
+  }
+  return finding;
+}
+
+RunFinding find_first_error_in_files(const std::vector<std::string>& paths) {
+  RunFinding finding;
+  for (const std::string& path : paths) {
+    ++finding.reports;
+    for_each_line_in_file(path, [&](std::string_view line) { add_line(finding, path, line); });
   }
   return finding;
 }

@@ -112,13 +112,18 @@ bool for_each_line_in_file(const std::string& path, const std::function<void(std
       partial.append(piece);
       continue;
     }
-    if (partial.empty()) {
-      for_each_line(piece.substr(0, last_newline), visit);
-    } else {
-      partial.append(piece.substr(0, last_newline));
+    // The line begun in an earlier piece ends at this piece's first newline; the rest is visited in place, so
+    // that `partial` holds at most one line, never a piece.
+    size_t first_newline = piece.find('\n');
+    if (!partial.empty()) {
+      partial.append(piece.substr(0, first_newline));
       for_each_line(partial, visit);
       partial.clear();
+    } else {
+      for_each_line(piece.substr(0, first_newline), visit);
     }
+    if (last_newline > first_newline)
+      for_each_line(piece.substr(first_newline + 1, last_newline - first_newline - 1), visit);
     partial.append(piece.substr(last_newline + 1));
   }
   ::close(fd);

@@ -82,7 +82,8 @@ void log_cut(spdlog::logger& logger, const Finding& finding) {
 // defect: a rule made from a cut list of suspects is not offered.
 void log_pin_hint(spdlog::logger& logger, const Finding& finding, bool or_all) {
   const PinAdvice& advice = finding.advice;
-  const std::string& rule = finding.pin_rule;
+  // Made from kernel names: escaped as they are (issue 40, N9).
+  const std::string rule = printable(finding.pin_rule);
   if (!advice.localize_command.empty()) {
     logger.error("  to pin it: {}", printable(advice.localize_command));
   } else if (advice.in_job) {
@@ -236,12 +237,12 @@ void log_first_error(spdlog::logger& logger, const Finding& finding, bool stack,
       logger.error(
           "  found by breadcrumbs: the first launch on its stream that did not complete; for its full call "
           "site run again with --block '{}'",
-          finding.pin_rule);
+          printable(finding.pin_rule));
     else if (finding.found_by == FoundBy::Breadcrumbs)
       logger.error(
           "  found by breadcrumbs: the first launch on its stream that did not complete; for its full call "
           "site: {} (or run again with --block '{}')",
-          printable(finding.advice.localize_command), finding.pin_rule);
+          printable(finding.advice.localize_command), printable(finding.pin_rule));
   }
   log_suspects(logger, finding, stack, print_limit);
   logger.flush();

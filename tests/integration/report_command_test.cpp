@@ -1,7 +1,8 @@
 // `cuda-blockrun report` against what a user's shell and a job's files give it (issue 40): a trace output
 // that names a report (N1), the same report named twice (N10), names that carry terminal control sequences
-// (N9, with --explain and the --localize verdict), and reports of many launch records read without holding
-// them (N4).
+// (N9, with --explain, the --localize verdict and the shim's log), reports of many launch records read
+// without holding them (N4, --localize too), a report without its end (N2); and (issue 42) files that are not
+// reports, and the verdict's last line, the command that pins the culprit.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <spawn.h>
@@ -231,6 +232,186 @@ TEST_F(JobReportCommand, MemoryDoesNotGrowWithTheLaunchRecords) {
   }
   ProcessResult traced = run_process({kWrapper, "report", "--trace", directory_ + "/t.json", big}, {});
   EXPECT_TRUE(contains(traced.err, "trace: 60000 launches of 1 process written to ")) << traced.err;
+}
+
+// Issue 42: a training job writes metrics.jsonl beside the reports. A file without the tool's start record is
+// skipped with a line that says so, given by name or found in a directory, and the exit status is the
+// processes' found; it was "the process of metrics.jsonl (no start record): ... killed outright", exit 3.
+TEST_F(JobReportCommand, AFileThatIsNotAReportIsSkippedNotTakenForADeadProcess) {
+  std::string metrics = write("metrics.jsonl", "{\"step\": 1, \"loss\": 2.3}\n");
+  std::string r0 = write("r.0.jsonl", start(0, 10) + kSummary);
+  ProcessResult named = run_process({kWrapper, "report", metrics, r0}, {});
+  EXPECT_EQ(named.status, 0) << named.out << named.err;
+  EXPECT_TRUE(contains(named.out, "1 process (1 report file) on gpu7\nno process failed\n")) << named.out;
+  EXPECT_FALSE(contains(named.out, "metrics")) << named.out;
+  EXPECT_TRUE(contains(named.err, "cuda-blockrun: report: skipped '" + metrics +
+                                      "': not a report of cuda-blockrun (it has no start record)\n"))
+      << named.err;
+
+  ProcessResult found = run_process({kWrapper, "report", directory_}, {});
+  EXPECT_EQ(found.status, 0) << found.out << found.err;
+  EXPECT_TRUE(contains(found.out, "1 process (1 report file) on gpu7\n")) << found.out;
+  EXPECT_TRUE(
+      contains(found.err, "cuda-blockrun: report: skipped 1 file of '" + directory_ +
+                              "' that is not a report of cuda-blockrun (no start record): metrics.jsonl\n"))
+      << found.err;
+
+  ProcessResult alone = run_process({kWrapper, "report", metrics}, {});
+  EXPECT_EQ(alone.status, 2) << alone.out;
+  EXPECT_TRUE(contains(alone.err, "report: none of the files given is a report of cuda-blockrun"))
+      << alone.err;
+  // A report whose start was lost but which holds the tool's records is still a process (its failure counts).
+  std::string headless = write("headless.jsonl", first_error(1000, "stencil") + kSummary);
+  EXPECT_EQ(run_process({kWrapper, "report", headless}, {}).status, 1);
+}
+
+// Issue 40, N2: a report with a start and no end says only what is known, and its end being unknown (not a
+// failure) is exit status 3; a process that ran clean (start and summary, nothing launched) is 0.
+TEST_F(JobReportCommand, AReportWithoutAnEndSaysOnlyWhatIsKnown) {
+  std::string r0 = write("r.0.jsonl", start(0, 10) + kSummary), r1 = write("r.1.jsonl", start(1, 11));
+  ProcessResult merged = run_process({kWrapper, "report", r0, r1}, {});
+  EXPECT_EQ(merged.status, 3) << merged.out;
+  EXPECT_TRUE(
+      contains(merged.out,
+               "  rank 1 (pid 11 on gpu7, cuda_app): no end record: the process ended without the shim "
+               "writing its end (killed by SIGKILL or the out-of-memory killer, an exit that skipped the "
+               "shim's exit code) or is still running; how it ended is unknown\n"))
+      << merged.out;
+  EXPECT_FALSE(contains(merged.out, "killed outright")) << merged.out;
+  EXPECT_EQ(run_process({kWrapper, "report", r0}, {}).status, 0);
+}
+
+// Issue 42: the verdict ends with the next step, the command that pins the culprit in the rank that failed
+// first (its report's pin rule, with --ranks), or, for a process alone, its --localize command; --json has
+// it.
+TEST_F(JobReportCommand, TheVerdictEndsWithTheCommandThatPinsTheCulprit) {
+  std::string pinned_by_rule = first_error(1000, "stencil");
+  pinned_by_rule.replace(pinned_by_rule.find("\"pin_rule\":null"), 15, "\"pin_rule\":\"stencil#13\"");
+  std::string r0 = write("r.0.jsonl", start(0, 10) + kSummary);
+  std::string r1 = write("r.1.jsonl", start(1, 11) + pinned_by_rule + kSummary);
+  ProcessResult merged = run_process({kWrapper, "report", r0, r1}, {});
+  EXPECT_EQ(merged.status, 1) << merged.out;
+  const std::string pin =
+      "to pin it: run the job again with --ranks 1 --block 'stencil#13' added to cuda-blockrun's options, "
+      "which "
+      "act in rank 1 alone (docs/distributed.md, \"Localizing one rank of a job\")\n";
+  EXPECT_TRUE(merged.out.size() > pin.size() && merged.out.substr(merged.out.size() - pin.size()) == pin)
+      << merged.out;
+  ProcessResult as_json = run_process({kWrapper, "report", "--json", r0, r1}, {});
+  EXPECT_TRUE(contains(as_json.out, "\"pin_command\":\"--ranks 1 --block 'stencil#13'\"")) << as_json.out;
+
+  // No rule in the report: every launch of that rank.
+  std::string r2 = write("r.2.jsonl", start(2, 12) + first_error(900, "lookup") + kSummary);
+  EXPECT_TRUE(contains(run_process({kWrapper, "report", r0, r2}, {}).out,
+                       "to pin it: run the job again with --ranks 2 --block all added to"));
+  // A process alone: the command its report gives.
+  std::string alone = pinned_by_rule;
+  alone.replace(alone.find("\"pin_rule\""), 0,
+                "\"localize_command\":\"cuda-blockrun --localize -- ./app 3\",");
+  std::string r3 = write("alone.jsonl", start(0, 13) + alone + kSummary);
+  ProcessResult lone = run_process({kWrapper, "report", r3}, {});
+  EXPECT_TRUE(contains(lone.out, "\nto pin it: cuda-blockrun --localize -- ./app 3\n")) << lone.out;
+  // Pinned with its call site by blocking: nothing left to pin.
+  std::string blocked = first_error(800, "fill");
+  blocked.replace(blocked.find("\"breadcrumbs\""), 13, "\"blocking\"");
+  std::string r4 = write("r.4.jsonl", start(4, 14) + blocked + kSummary);
+  ProcessResult done = run_process({kWrapper, "report", r0, r4}, {});
+  EXPECT_EQ(done.status, 1);
+  EXPECT_FALSE(contains(done.out, "to pin it")) << done.out;
+}
+
+// N4 for --localize: each run's reports are read a piece at a time, as `report` reads them. The program here
+// writes its own report of 60,000 launch records (20 MB) where the shim would; the wrapper read it whole.
+TEST_F(JobReportCommand, LocalizeReadsTheRunsReportsWithoutHoldingThem) {
+  if (kSanitizedBuild)
+    GTEST_SKIP() << "AddressSanitizer's quarantine keeps every freed record: peak memory says nothing there";
+  auto report = [&](const std::string& name, int launches) {
+    std::ofstream file(directory_ + "/" + name, std::ios::binary);
+    file << start(0, 10);
+    for (int seq = 1; seq <= launches; ++seq) file << launch(static_cast<uint64_t>(seq), 10);
+    file << kSummary;
+    return directory_ + "/" + name;
+  };
+  std::string small = report("small.jsonl", 1), big = report("big.jsonl", 60000);
+  // `sh -c 'cp FILE REPORT'`, REPORT being the run's CUDA_BLOCKRUN_REPORT with %p made the shell's pid.
+  auto localize = [&](const std::string& input) {
+    return std::vector<std::string>{
+        kWrapper,  "--localize", "--",
+        "/bin/sh", "-c",         "cp \"$0\" \"$(printf %s \"$CUDA_BLOCKRUN_REPORT\" | sed \"s/%p/$$/\")\"",
+        input};
+  };
+  ProcessResult said = run_process(localize(big), {});
+  EXPECT_EQ(said.status, 0) << said.err;
+  EXPECT_TRUE(contains(said.err, "localize: no CUDA error in run 1 (exit status 0): nothing to localize"))
+      << said.err;
+  long baseline = peak_memory_kb(localize(small)), peak = peak_memory_kb(localize(big));
+  ASSERT_GT(baseline, 0);
+  EXPECT_LT(peak - baseline, 6 << 10)
+      << baseline << " kB for one launch record, " << peak << " kB for 60,000";
+}
+
+// N9 in the shim's own log and --explain: a kernel named with ESC ] 0 ; ... BEL and a lone C1 byte (0x9B, CSI
+// to a terminal that reads 8-bit controls). The breadcrumbs' hint built the --block rule from the name raw.
+TEST_F(JobReportCommand, ControlBytesInNamesAreEscapedInTheShimsLogToo) {
+  const std::string evil = "evil\x1b]0;PWNED\x07\x9b";
+  auto raw = [](const std::string& text) { return text.find_first_of("\x1b\x07\x9b") != std::string::npos; };
+  ProcessResult run = run_wrapped({}, {kProbeApp, "name", evil, "1"}, {{"CUDA_SIM_FAULT", "*"}});
+  EXPECT_TRUE(contains(run.err, "found by breadcrumbs")) << run.err;
+  EXPECT_TRUE(contains(run.err, "run again with --block 'evil\\x1b]0;PWNED\\x07\\x9b#1'")) << run.err;
+  EXPECT_FALSE(raw(run.err)) << run.err;
+  ProcessResult explained = run_process({kWrapper, "--block", "all", "--explain", evil}, {});
+  EXPECT_EQ(explained.status, 0) << explained.err;
+  EXPECT_FALSE(raw(explained.out + explained.err)) << explained.out;
+  EXPECT_TRUE(contains(explained.out, "kernel evil\\x1b]0;PWNED\\x07\\x9b, launch #1")) << explained.out;
+}
+
+// Issue 42, no silent outcomes: a run whose program never called CUDA wrote no report and said nothing. The
+// program the wrapper started says so in one line; a program whose child wrote the report does not.
+TEST_F(JobReportCommand, ARunThatWroteNoReportBecauseItNeverCalledCudaSaysSo) {
+  std::string report = directory_ + "/r.jsonl";
+  for (bool error_exitcode : {false, true}) {
+    std::vector<std::string> options = {"--report", report};
+    if (error_exitcode) options.insert(options.end(), {"--error-exitcode", "9"});
+    // bash, which ends by exit(3) (dash ends by _exit(2), which runs no exit code of the shim's, and
+    // coreutils' echo closes standard error before it).
+    ProcessResult quiet = run_wrapped(options, {"/bin/bash", "-c", "echo 1; true"}, {});
+    EXPECT_EQ(quiet.status, 0) << quiet.err;
+    EXPECT_EQ(quiet.out, "1\n");
+    EXPECT_EQ(quiet.err, "[cuda-blockrun] no report was written to '" + report +
+                             "': the program never called CUDA (a report is begun at a process's first CUDA "
+                             "call)\n");
+    EXPECT_NE(access(report.c_str(), F_OK), 0);
+  }
+  // The shell never calls CUDA; its child writes the report (%p: the child's own file): nothing to say.
+  std::string per_process = directory_ + "/r.%p.jsonl";
+  ProcessResult shell =
+      run_wrapped({"--report", per_process}, {"/bin/bash", "-c", "\"$0\" steps; true", kApp}, {});
+  EXPECT_EQ(shell.status, 0) << shell.err;
+  EXPECT_FALSE(contains(shell.err, "no report was written")) << shell.err;
+  ProcessResult used = run_wrapped({"--report", report}, {kApp, "steps"}, {});
+  EXPECT_FALSE(contains(used.err, "no report was written")) << used.err;
+  // Without the wrapper (a preloaded shim, or the program's children) nothing is said.
+  EXPECT_EQ(run_process({"/bin/bash", "-c", "echo 1; true"},
+                        {{"LD_PRELOAD", kShim}, {"CUDA_BLOCKRUN_REPORT", directory_ + "/p.jsonl"}})
+                .err,
+            "");
+}
+
+// Issue 42: `--report 'x.%j.jsonl'` wrote a file named so. An unknown % escape is refused before the program
+// runs, with the known ones.
+TEST_F(JobReportCommand, AnUnknownEscapeInAPathIsRefusedBeforeTheProgramRuns) {
+  std::string marker = directory_ + "/ran";
+  for (const char* flag : {"--report", "--log", "--trace"}) {
+    ProcessResult refused =
+        run_wrapped({flag, directory_ + "/x.%j.jsonl"}, {"/bin/sh", "-c", "touch \"$0\"", marker}, {});
+    EXPECT_EQ(refused.status, 2) << flag;
+    EXPECT_TRUE(
+        contains(refused.err, "='" + directory_ +
+                                  "/x.%j.jsonl': unknown escape '%j' (the known escapes: %p the process "
+                                  "id, %r the rank, %h the host name, %% a % sign)"))
+        << refused.err;
+    EXPECT_NE(access(marker.c_str(), F_OK), 0) << flag << ": the program ran";
+  }
 }
 
 }  // namespace

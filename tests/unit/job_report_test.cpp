@@ -92,8 +92,10 @@ TEST(JobReport, TheFirstCudaErrorWinsAndTheOthersFollowInOrder) {
       "#900\n"
       "without a failure of their own:\n"
       "  rank 3 (pid 13 on gpu7, python3): exited without a CUDA error (1200 launches)\n"
-      "  rank 4 (pid 14 on gpu7, python3): its report ends without a summary: killed outright (SIGKILL, out "
-      "of memory) or still running\n");
+      "  rank 4 (pid 14 on gpu7, python3): no end record: the process ended without the shim writing its end "
+      "(killed by SIGKILL or the out-of-memory killer, an exit that skipped the shim's exit code) or is "
+      "still "
+      "running; how it ended is unknown\n");
 }
 
 TEST(JobReport, AnErrorInACollectiveOrASignalSentIsAReactionEvenWhenEarlier) {
@@ -256,7 +258,7 @@ TEST(JobReport, OfAFileUsedAgainOnlyItsLastRunIsRead) {
 TEST(JobReport, TheOutcomeIsFailedThenCutShortThenClean) {
   std::vector<std::pair<std::string, std::string>> reports = {{"r.0.jsonl", start(0, 10) + kSummary}};
   EXPECT_EQ(job_outcome(read_job(reports)), JobOutcome::Clean);
-  reports.push_back({"r.1.jsonl", start(1, 11)});  // no summary: killed outright, or still running
+  reports.push_back({"r.1.jsonl", start(1, 11)});  // no end record: how it ended is unknown
   EXPECT_EQ(job_outcome(read_job(reports)), JobOutcome::CutShort);
   reports.push_back({"r.2.jsonl", start(2, 12) + fatal(1001.0, "SIGABRT", true)});
   EXPECT_EQ(job_outcome(read_job(reports)), JobOutcome::Failed);
@@ -346,7 +348,16 @@ TEST(JobReport, PrintableEscapesC1ControlsAndKeepsUtf8) {
                       "2J\x1b\x7f"),
             "a\\xc2\\x9b2J\\x1b\\x7f");
   EXPECT_EQ(printable("caf\xc3\xa9 \xc2\xa0\xe2\x82\xac"), "caf\xc3\xa9 \xc2\xa0\xe2\x82\xac");
-  EXPECT_EQ(printable("\xc2"), "\xc2");
+  // A byte of no well-formed UTF-8 sequence, a lone C1 byte (0x9B: CSI to an 8-bit terminal) among them, is
+  // escaped; so is a sequence cut at the limit.
+  EXPECT_EQ(printable("\xc2"), "\\xc2");
+  EXPECT_EQ(printable("a\x9b"
+                      "2Jb\x80\xff\xe2\x82"),
+            "a\\x9b2Jb\\x80\\xff\\xe2\\x82");
+  EXPECT_EQ(printable("\xe0\x9b\xbf \xed\xa0\x80"),
+            "\\xe0\\x9b\\xbf \\xed\\xa0\\x80");                                  // overlong, surrogate
+  EXPECT_EQ(printable("\xf0\x9f\x98\x80\xc4\x80"), "\xf0\x9f\x98\x80\xc4\x80");  // U+1F600, U+0100: kept
+  EXPECT_EQ(printable("ab\xc3\xa9", 3), "ab\\xc3...(4 bytes)");
 }
 
 }  // namespace

@@ -62,12 +62,12 @@ int run_once(char** program_argv, const std::string& block, const std::string& r
   return 1;
 }
 
-// The report files of one run: `directory`/`prefix`*.jsonl, with their contents.
-std::vector<std::pair<std::string, std::string>> read_reports(const std::string& directory,
-                                                              const std::string& prefix) {
-  std::vector<std::pair<std::string, std::string>> reports;
+// The report files of one run: `directory`/`prefix`*.jsonl (read a piece at a time, never whole: issue 40,
+// N4).
+std::vector<std::string> report_files(const std::string& directory, const std::string& prefix) {
+  std::vector<std::string> reports;
   for (const std::filesystem::path& path : files_in(directory, prefix, ".jsonl"))
-    reports.emplace_back(path.string(), read_file(path).value_or(""));
+    reports.push_back(path.string());
   return reports;
 }
 
@@ -240,7 +240,7 @@ TimedRun run_and_read(char** program_argv, const std::string& directory, int num
   run.status = run_once(program_argv, policy, directory + "/" + prefix + "%p.jsonl", graph_breadcrumbs);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   say(fmt::format("localize: run {} ended (exit status {}) after {:.1f} s", number, run.status, seconds));
-  run.finding = blockrun::find_first_error(read_reports(directory, prefix));
+  run.finding = blockrun::find_first_error_in_files(report_files(directory, prefix));
   return run;
 }
 

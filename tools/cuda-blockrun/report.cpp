@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -58,6 +59,7 @@ struct Input {
   dev_t device = 0;
   ino_t inode = 0;
   bool regular = false;  // else read once only (a pipe): its launches are kept for a trace
+  std::string directory;  // the directory argument it was found in ("" for a file named)
 };
 
 // Where the first `prefix.size()` bytes of the file at `path` are `prefix`.
@@ -118,7 +120,7 @@ void write_trace(const std::vector<blockrun::ProcessOutcome>& processes, const s
 // The report files named (a directory: its *.jsonl files), each once.
 std::vector<Input> inputs_named(const std::vector<std::string>& paths) {
   std::vector<Input> inputs;
-  auto add = [&](const std::string& path) {
+  auto add = [&](const std::string& path, const std::string& directory) {
     struct stat status {};
     if (::stat(path.c_str(), &status) != 0)
       usage_error("report: cannot read '" + shown(path) + "': " + std::strerror(errno));
@@ -129,7 +131,7 @@ std::vector<Input> inputs_named(const std::vector<std::string>& paths) {
         return;
       }
     }
-    inputs.push_back({path, status.st_dev, status.st_ino, S_ISREG(status.st_mode)});
+    inputs.push_back({path, status.st_dev, status.st_ino, S_ISREG(status.st_mode), directory});
   };
   for (const std::string& path : paths) {
     std::error_code error;
@@ -137,14 +139,39 @@ std::vector<Input> inputs_named(const std::vector<std::string>& paths) {
     if (!std::filesystem::exists(status))
       usage_error("report: no such file or directory: '" + shown(path) + "'");
     if (!std::filesystem::is_directory(status)) {
-      add(path);
+      add(path, "");
       continue;
     }
     std::vector<std::filesystem::path> found = files_in(path, "", ".jsonl");
     if (found.empty()) usage_error("report: no *.jsonl report files in '" + shown(path) + "'");
-    for (const std::filesystem::path& file : found) add(file.string());
+    for (const std::filesystem::path& file : found) add(file.string(), path);
   }
   return inputs;
+}
+
+// Files that are not reports of this tool (issue 42: a training job's metrics.jsonl beside the reports) are
+// left out, and said so: a line for each file named, a line for each directory's.
+void say_skipped(const std::map<std::string, std::vector<std::string>>& skipped) {
+  for (const auto& [directory, files] : skipped) {
+    if (directory.empty()) {
+      for (const std::string& file : files)
+        std::fprintf(stderr,
+                     "cuda-blockrun: report: skipped '%s': not a report of cuda-blockrun (it has no start "
+                     "record)\n",
+                     shown(file).c_str());
+      continue;
+    }
+    std::string names;
+    for (size_t i = 0; i < files.size() && i < 3; ++i)
+      names += (i ? ", " : "") + std::filesystem::path(files[i]).filename().string();
+    if (files.size() > 3) names += ", ...";
+    std::fprintf(
+        stderr,
+        "cuda-blockrun: report: skipped %zu file%s of '%s' that %s not a report of cuda-blockrun (no "
+        "start record): %s\n",
+        files.size(), files.size() == 1 ? "" : "s", shown(directory).c_str(),
+        files.size() == 1 ? "is" : "are", shown(names).c_str());
+  }
 }
 
 // The flag of report_flags.def that `argument` is (`--trace=OUT` too), or nullptr.
@@ -212,15 +239,19 @@ int report_command(int argc, char** argv) {
   }
   // One line at a time: memory holds what the verdict needs, not the reports (issue 40, N4).
   blockrun::JobReader reader;
+  std::map<std::string, std::vector<std::string>> skipped;  // by directory ("": files named)
   for (const Input& input : inputs) {
     reader.begin_file(input.path, !trace_path.empty() && !input.regular);
     std::string problem;
     if (!blockrun::for_each_line_in_file(
             input.path, [&](std::string_view line) { reader.add_line(line); }, &problem))
       usage_error("report: cannot read '" + shown(input.path) + "': " + problem);
-    reader.end_file();
+    if (!reader.end_file()) skipped[input.directory].push_back(input.path);
   }
+  say_skipped(skipped);
   std::vector<blockrun::ProcessOutcome> processes = reader.take();
+  if (processes.empty())
+    usage_error("report: none of the files given is a report of cuda-blockrun (each lacks its start record)");
   if (!trace_path.empty()) write_trace(processes, trace_path, inputs, force);
   if (as_json) {
     std::printf("%s\n", blockrun::job_json(processes).c_str());
