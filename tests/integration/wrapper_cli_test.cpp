@@ -40,7 +40,7 @@ TEST(WrapperCommandLine, HelpIsGroupedWithExamplesFirstAndFitsIn100Columns) {
   EXPECT_EQ(help.err, "");
   EXPECT_EQ(run_process({kWrapper, "-h"}, {}).out, help.out);
   EXPECT_EQ(help.out.rfind("usage: cuda-blockrun [options] [--] program [args...]\n"
-                           "       cuda-blockrun report [--json] [--trace OUT.json] FILE...|DIR\n",
+                           "       cuda-blockrun report [--json] [--trace OUT.json] [--force] FILE...|DIR\n",
                            0),
             0u)
       << help.out;
@@ -54,7 +54,9 @@ TEST(WrapperCommandLine, HelpIsGroupedWithExamplesFirstAndFitsIn100Columns) {
                                        "\nprocess selection:\n",
                                        "\nadvanced:\n",
                                        "\ninformation:\n",
-                                       "cuda-blockrun report merges the reports"};
+                                       "cuda-blockrun report merges the reports",
+                                       "\nreport options:\n  --json ",
+                                       "\n  --force                     with --trace: overwrite OUT.json"};
   size_t at = 0;
   for (const std::string& piece : in_order) {
     size_t found = help.out.find(piece, at);
