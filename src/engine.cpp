@@ -470,8 +470,9 @@ void Engine::observe_error(const char* api, ErrorCode result, const void* stream
 void Engine::watch_error(const char* api, ErrorCode result, const void* stream,
                          bool per_thread_default_stream, CallSpan span) {
   // Out of memory, an invalid value: the program's own business (PyTorch's allocator frees its cache and
-  // tries again), and never a kernel's fault. No usable driver or device is told wherever it shows first.
-  if (!may_have_surfaced(result) && error_meaning(result) != ErrorMeaning::Environment) return;
+  // tries again), and never a kernel's fault. No usable driver or device is told where the program's own
+  // calls meet it (launches, synchronizes, calls), not at these (a runtime's internal module load).
+  if (!may_have_surfaced(result)) return;
   observe_error(api, result, stream, per_thread_default_stream, span);
 }
 

@@ -17,6 +17,15 @@
 namespace blockrun::testing {
 namespace {
 
+// What a forked child's CUDA call gets (CUDA is not usable after a fork of an initialized parent) is no
+// kernel's fault: an environment error (src/cuda_errors.def, issue 42), told with its fix.
+const std::string kForkedChildProblem =
+    "CUDA was not initialized: no usable driver, the driver failed to start, CUDA used in a child forked "
+    "after the parent initialized it, or (driver API) cuInit was not called first";
+const std::string kForkedChildFix =
+    "install or repair the NVIDIA driver (nvidia-smi must list the GPU); in a forked child, start it with "
+    "spawn instead of fork, or initialize CUDA only after the fork";
+
 const std::string kDlcloseApp = CUDA_BLOCKRUN_DLCLOSE_APP;
 
 // In the sanitizer builds the test programs are instrumented too: their sanitizer catches the deliberate null
@@ -70,14 +79,13 @@ TEST(Lifecycle, ForkedChildrenStartCleanWhileAnotherThreadLaunches) {
     }
     // A child: a fresh engine (nothing of the parent's), CUDA's error in a forked child, its own summary.
     ++children;
-    EXPECT_EQ(
-        text,
-        "[cuda-blockrun] first error: cudaErrorInitializationError (initialization error), returned by "
-        "cudaDeviceSynchronize\n"
-        "[cuda-blockrun]   no launch is on record as unfinished: the error comes from the call itself or "
-        "from work the shim did not see\n"
-        "[cuda-blockrun] summary: 0 launches, 0 blocked; first error cudaErrorInitializationError, 0 later "
-        "errors\n")
+    EXPECT_EQ(text,
+              "[cuda-blockrun] first error: cudaErrorInitializationError (initialization error), returned by "
+              "cudaDeviceSynchronize\n"
+              "[cuda-blockrun]   not a kernel's fault: " +
+                  kForkedChildProblem + "\n" + "[cuda-blockrun]   to fix it: " + kForkedChildFix + "\n" +
+                  "[cuda-blockrun] summary: 0 launches, 0 blocked; first error cudaErrorInitializationError, "
+                  "0 later errors\n")
         << file;
   }
   EXPECT_EQ(children, 20);
@@ -103,12 +111,13 @@ TEST(Lifecycle, ForkedChildrenSharingTheTerminalCarryTheirPid) {
   }
   ASSERT_EQ(by_child.size(), 20u) << with.err;
   for (const auto& [pid, text] : by_child) {
-    EXPECT_EQ(text,
-              "first error: cudaErrorInitializationError (initialization error), returned by "
-              "cudaDeviceSynchronize\n"
-              "  no launch is on record as unfinished: the error comes from the call itself or from work the "
-              "shim did not see\n"
-              "summary: 0 launches, 0 blocked; first error cudaErrorInitializationError, 0 later errors\n")
+    EXPECT_EQ(
+        text,
+        "first error: cudaErrorInitializationError (initialization error), returned by "
+        "cudaDeviceSynchronize\n"
+        "  not a kernel's fault: " +
+            kForkedChildProblem + "\n" + "  to fix it: " + kForkedChildFix + "\n" +
+            "summary: 0 launches, 0 blocked; first error cudaErrorInitializationError, 0 later errors\n")
         << pid;
   }
   EXPECT_EQ(parent.rfind("[cuda-blockrun] summary: ", 0), 0u) << parent;
