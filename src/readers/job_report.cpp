@@ -433,11 +433,24 @@ void add_unpinned_error(const Json& error, std::vector<std::string>* lines) {
   for (const std::string& line : describe_suspects(error)) lines->push_back("    " + line);
 }
 
+// A first error of the environment (no usable driver or device, issue 42): no launch is at fault; the problem
+// and its fix, as the process's log said them.
+void add_environment_error(const Json& error, std::vector<std::string>* lines) {
+  lines->push_back(fmt::format("  error: {} ({}), returned by {}", string_member(error, key::error),
+                               string_member(error, key::message), string_member(error, key::surfaced_api)));
+  if (const Json* environment = object_member(error, key::environment)) {
+    lines->push_back("  not a kernel's fault: " + string_member(*environment, key::problem));
+    lines->push_back("  to fix it: " + string_member(*environment, key::fix));
+  }
+}
+
 // The process that failed first: who, when, and what it did.
 void add_first_failure(const ProcessOutcome& culprit, std::vector<std::string>* lines) {
   lines->push_back(fmt::format("first to fail: {}, at {}", culprit.who(), wall_time(*culprit.failed_at())));
   if (!culprit.first_error) {
     lines->push_back("  " + outcome_text(culprit));
+  } else if (is_environment_error(*culprit.first_error)) {
+    add_environment_error(*culprit.first_error, lines);
   } else if (is_exact(*culprit.first_error)) {
     add_pinned_error(*culprit.first_error, lines);
   } else {

@@ -79,6 +79,14 @@ TEST_P(EnvironmentError, IsToldWithItsFixAndNamesNoLaunch) {
     ASSERT_NE(environment, nullptr) << error.dump();
     EXPECT_EQ(string_member(*environment, "problem").rfind(machine.problem, 0), 0u) << error.dump();
     EXPECT_FALSE(string_member(*environment, "fix").empty());
+    // `cuda-blockrun report` says the same, and offers nothing to pin.
+    ProcessResult verdict = run_process({kWrapper, "report", report}, {});
+    EXPECT_EQ(verdict.status, 1) << verdict.out;
+    EXPECT_TRUE(contains(verdict.out, std::string("  error: ") + machine.error + " (")) << verdict.out;
+    EXPECT_TRUE(contains(verdict.out, std::string("  not a kernel's fault: ") + machine.problem)) << verdict.out;
+    EXPECT_TRUE(contains(verdict.out, "  to fix it: ")) << verdict.out;
+    for (const char* accusation : {"culprit", "to pin it", "--localize", "--block"})
+      EXPECT_FALSE(contains(verdict.out, accusation)) << accusation << "\n" << verdict.out;
     std::remove(report.c_str());
   }
 }
