@@ -83,7 +83,8 @@ TEST_P(EnvironmentError, IsToldWithItsFixAndNamesNoLaunch) {
     ProcessResult verdict = run_process({kWrapper, "report", report}, {});
     EXPECT_EQ(verdict.status, 1) << verdict.out;
     EXPECT_TRUE(contains(verdict.out, std::string("  error: ") + machine.error + " (")) << verdict.out;
-    EXPECT_TRUE(contains(verdict.out, std::string("  not a kernel's fault: ") + machine.problem)) << verdict.out;
+    EXPECT_TRUE(contains(verdict.out, std::string("  not a kernel's fault: ") + machine.problem))
+        << verdict.out;
     EXPECT_TRUE(contains(verdict.out, "  to fix it: ")) << verdict.out;
     for (const char* accusation : {"culprit", "to pin it", "--localize", "--block"})
       EXPECT_FALSE(contains(verdict.out, accusation)) << accusation << "\n" << verdict.out;
