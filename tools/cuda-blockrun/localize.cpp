@@ -19,6 +19,7 @@
 #include "config.h"
 #include "localize.h"
 #include "names.h"
+#include "report/keys.h"
 #include "report_json.h"
 
 extern char** environ;
@@ -123,28 +124,29 @@ bool run_one_settles_it(const blockrun::RunFinding& first, int status) {
   if (blockrun::is_environment_error(first.first_error)) {
     // No kernel is at fault, and a second run would meet the same machine (issue 42).
     const blockrun::Json& error = first.first_error;
-    const blockrun::Json* environment = blockrun::object_member(error, "environment");
+    const blockrun::Json* environment = blockrun::object_member(error, blockrun::key::environment);
     say("localize: no usable CUDA driver or device, so no kernel is at fault: " +
-        blockrun::string_member(error, "error") + " (" + blockrun::string_member(error, "message") +
-        "), returned by " + blockrun::string_member(error, "surfaced_api") + " in run 1 (exit status " +
+        blockrun::string_member(error, blockrun::key::error) + " (" +
+        blockrun::string_member(error, blockrun::key::message) + "), returned by " +
+        blockrun::string_member(error, blockrun::key::surfaced_api) + " in run 1 (exit status " +
         std::to_string(status) + ")");
     if (environment) {
-      say("  " + blockrun::string_member(*environment, "problem"));
-      say("  to fix it: " + blockrun::string_member(*environment, "fix"));
+      say("  " + blockrun::string_member(*environment, blockrun::key::problem));
+      say("  to fix it: " + blockrun::string_member(*environment, blockrun::key::fix));
     }
     say("  no second run: it would meet the same machine");
     return true;
   }
   if (blockrun::needs_second_run(first.first_error)) return false;
   say_culprit(first.first_error);
-  if (blockrun::string_member(first.first_error, "method") == "breadcrumbs") {
+  if (blockrun::string_member(first.first_error, blockrun::key::method) == "breadcrumbs") {
     say("  found in run 1 by breadcrumbs, nothing blocked: the first launch on its stream that did not "
         "complete; its call site is the caller of the CUDA entry point" +
         std::string(blockrun::has_python_line(first.first_error) ? " and the Python line kept for the launch"
                                                                  : "") +
         ". No second run needed.");
   } else {
-    say("  found in run 1: " + blockrun::string_member(first.first_error, "how"));
+    say("  found in run 1: " + blockrun::string_member(first.first_error, blockrun::key::how));
   }
   return true;
 }
@@ -152,8 +154,8 @@ bool run_one_settles_it(const blockrun::RunFinding& first, int status) {
 // Why run 2 is needed and what it blocks.
 void say_second_run_plan(const blockrun::Json& first_error, const std::string& policy, bool graphs) {
   bool exact = blockrun::is_exact(first_error);
-  say("localize: run 1: " + blockrun::string_member(first_error, "error") + " surfaced at " +
-      blockrun::string_member(first_error, "surfaced_api") +
+  say("localize: run 1: " + blockrun::string_member(first_error, blockrun::key::error) + " surfaced at " +
+      blockrun::string_member(first_error, blockrun::key::surfaced_api) +
       (exact ? graphs ? ", in a graph replay found by breadcrumbs, its node not known"
                       : ", its launch found by breadcrumbs but not where it was launched"
              : ", not pinned to a launch") +
@@ -169,13 +171,14 @@ void say_not_pinned(const blockrun::RunFinding& run, int number, const std::stri
   std::string which = "run " + std::to_string(number) + " (--block '" + policy + "')";
   if (blockrun::at_blocked_launch(error)) {
     std::vector<std::string> culprit = blockrun::describe_culprit(error);
-    say("localize: " + which + " failed with " + blockrun::string_member(error, "error") +
+    say("localize: " + which + " failed with " + blockrun::string_member(error, blockrun::key::error) +
         " at the synchronize of a blocked launch, " + (culprit.empty() ? std::string("?") : culprit.front()) +
         ", but these launches had not completed and may have faulted instead:");
     for (const std::string& line : blockrun::describe_suspects(error)) say("    " + line);
   } else {
-    say("localize: " + which + " failed with " + blockrun::string_member(error, "error") +
-        " but not at a blocked launch: it surfaced at " + blockrun::string_member(error, "surfaced_api"));
+    say("localize: " + which + " failed with " + blockrun::string_member(error, blockrun::key::error) +
+        " but not at a blocked launch: it surfaced at " +
+        blockrun::string_member(error, blockrun::key::surfaced_api));
   }
 }
 
@@ -192,7 +195,7 @@ void say_pinned(const blockrun::Json& first_error, const blockrun::RunFinding& r
                            : "  found in " + which + "; run 1 " +
                                  (recoded ? "failed unpinned" : "gave the same error unpinned"));
   if (recoded)
-    say("  run 1 saw it as " + blockrun::string_member(first_error, "error") +
+    say("  run 1 saw it as " + blockrun::string_member(first_error, blockrun::key::error) +
         ": a bad memory access both times, and the GPU does not always give one the same code");
 }
 
