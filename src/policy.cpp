@@ -158,7 +158,9 @@ bool mentions_nccl(std::string_view text) {
   return false;
 }
 
-const char* const kFamilies[] = {"runtime", "driver", "cublas", "graph"};
+const char* const kFamilies[] = {"runtime", "driver", "cublas", "graph"};  // by LaunchFamily
+static_assert(std::size(kFamilies) == static_cast<size_t>(LaunchFamily::Graph) + 1,
+              "a name per LaunchFamily");
 
 }  // namespace
 
@@ -384,14 +386,9 @@ bool parse_keyed_term(const Piece& piece, const std::string& key, const std::str
     term->kind = Term::Kind::KernelRegex;
     term->glob = value;  // kept as text: whether the rule names NCCL
   } else if (key == "family") {
-    bool known = false;
-    for (size_t i = 0; i < 4; ++i) {
-      if (value == kFamilies[i]) {
-        term->family = static_cast<LaunchFamily>(i);
-        known = true;
-      }
-    }
-    if (!known) return fail("family must be runtime, driver, cublas or graph");
+    std::optional<LaunchFamily> family = launch_family_named(value);
+    if (!family) return fail("family must be runtime, driver, cublas or graph");
+    term->family = *family;
     term->kind = Term::Kind::Family;
   } else if (key == "library") {
     if (value.empty()) return fail("expected a glob after 'library='");
@@ -589,6 +586,13 @@ std::string pin_rule(const std::vector<PinTarget>& targets, bool lost) {
 
 const char* launch_family_name(LaunchFamily family) {
   return kFamilies[static_cast<size_t>(family)];
+}
+
+std::optional<LaunchFamily> launch_family_named(std::string_view name) {
+  for (size_t i = 0; i < std::size(kFamilies); ++i) {
+    if (name == kFamilies[i]) return static_cast<LaunchFamily>(i);
+  }
+  return std::nullopt;
 }
 
 bool is_nccl_kernel(const KernelName& name) {

@@ -29,6 +29,9 @@ std::vector<std::string> split_top_level(std::string_view text, std::string_view
 // What a launch unit is, for the `family=` term: how the program reached it.
 enum class LaunchFamily : uint8_t { Runtime, Driver, Cublas, Graph };
 const char* launch_family_name(LaunchFamily family);
+// The family of that name (runtime, driver, cublas, graph), or nullopt: for the policy's `family=` and
+// --explain.
+std::optional<LaunchFamily> launch_family_named(std::string_view name);
 
 // What to do with a launch a rule selects.
 enum class Action : uint8_t {

@@ -709,6 +709,24 @@ TEST(Wrapper, PrintLimitCutsTheSummarysTableAndSaysHowManyMore) {
 
 // --explain reads a launch as the policy does: NAME#N is the kernel's N-th launch, a bare #N the process's;
 // its 12th launch is not the 13th, and ordinal= is refused with the form to write instead.
+// --explain reads the configuration as the shim would, through its parser (issue 41): a variable the shim
+// would refuse (a misspelt CUDA_BLOCKRUN_BLOK) is refused here too, not explained past.
+TEST(Wrapper, ExplainGoesThroughTheConfigurationParser) {
+  ProcessResult misspelt =
+      run_process({kWrapper, "--block", "stencil", "--explain", "stencil"}, {{"CUDA_BLOCKRUN_BLOK", "1"}});
+  EXPECT_EQ(misspelt.status, 2);
+  EXPECT_EQ(misspelt.out, "");
+  EXPECT_TRUE(contains(misspelt.err,
+                       "invalid CUDA_BLOCKRUN_BLOK='1': unknown variable (did you mean "
+                       "'CUDA_BLOCKRUN_BLOCK'?)"))
+      << misspelt.err;
+  EXPECT_TRUE(contains(misspelt.err, "cuda-blockrun: nothing was explained\n")) << misspelt.err;
+  ProcessResult from_environment =
+      run_process({kWrapper, "--explain", "stencil#13"}, {{"CUDA_BLOCKRUN_BLOCK", "stencil#13"}});
+  EXPECT_EQ(from_environment.status, 0) << from_environment.err;
+  EXPECT_TRUE(contains(from_environment.out, "decided by rule 1: 'stencil#13'")) << from_environment.out;
+}
+
 TEST(Wrapper, ExplainTakesThePolicysNameAndNumber) {
   ProcessResult twelfth = run_process({kWrapper, "--block", "stencil#13", "--explain", "stencil#12"}, {});
   EXPECT_EQ(twelfth.status, 0);

@@ -91,6 +91,12 @@ std::vector<std::filesystem::path> files_in(const std::filesystem::path& directo
 
 // --explain DESCRIPTION with the policy of the flags (`settings`: variable -> value), else the environment's.
 int explain_launch(const std::map<std::string, std::string>& settings, const std::string& description);
+
+// The whole configuration (the environment and the flags' settings together) as the shim will see it, through
+// the configuration parser; its errors end the wrapper, each printed, then `outcome` ("the program was not
+// started").
+blockrun::Config checked_configuration(const std::map<std::string, std::string>& settings,
+                                       const char* outcome);
 // `cuda-blockrun report [--json] [--trace OUT.json] [--force] FILE...|DIR` (argv after `report`).
 int report_command(int argc, char** argv);
 // A log or report path in a directory that does not exist is a usage error before the program starts, not a

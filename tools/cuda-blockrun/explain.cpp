@@ -27,18 +27,10 @@ std::string shown(const std::string& text) {
   return blockrun::printable(text, std::string::npos);
 }
 
-// The policy of the flags, else CUDA_BLOCKRUN_BLOCK, else none.
+// The policy the shim would run with: the flags and the environment through the configuration parser, as the
+// program would get them (an invalid or unknown variable is refused as before a run).
 blockrun::Policy configured_policy(const std::map<std::string, std::string>& settings) {
-  std::string policy_text = "none";
-  if (auto found = settings.find(blockrun::variable::block); found != settings.end()) {
-    policy_text = found->second;
-  } else if (const char* variable = std::getenv(blockrun::variable::block)) {
-    policy_text = variable;
-  }
-  std::string error;
-  std::optional<blockrun::Policy> policy = blockrun::Policy::parse(policy_text, &error);
-  if (!policy) usage_error("invalid CUDA_BLOCKRUN_BLOCK='" + shown(policy_text) + "': " + shown(error));
-  return *policy;
+  return checked_configuration(settings, "nothing was explained").block;
 }
 
 // The number after `term`'s first `prefix` characters: a whole number, decimal or 0x hexadecimal, nothing
@@ -57,11 +49,7 @@ uint64_t number_after(const std::string& term, size_t prefix) {
 }
 
 blockrun::LaunchFamily family_named(const std::string& family) {
-  std::optional<blockrun::LaunchFamily> named;
-  for (int f = 0; f < 4; ++f) {
-    if (family == blockrun::launch_family_name(static_cast<blockrun::LaunchFamily>(f)))
-      named = static_cast<blockrun::LaunchFamily>(f);
-  }
+  std::optional<blockrun::LaunchFamily> named = blockrun::launch_family_named(family);
   if (!named)
     usage_error("--explain: family must be runtime, driver, cublas or graph, not '" + shown(family) + "'");
   return *named;

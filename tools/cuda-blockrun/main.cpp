@@ -194,33 +194,6 @@ Invocation parse_command_line(int argc, char** argv) {
   return invocation;
 }
 
-// The whole configuration (environment and flags together) as the shim will see it; its errors end the
-// wrapper before the program starts.
-blockrun::Config checked_configuration(const std::map<std::string, std::string>& settings) {
-  std::vector<std::string> variables;
-  for (char** entry = environ; entry && *entry; ++entry) {
-    if (std::strncmp(*entry, blockrun::variable::enabled, std::strlen(blockrun::variable::enabled)) != 0)
-      continue;
-    const char* equals = std::strchr(*entry, '=');
-    if (equals) variables.emplace_back(*entry, equals - *entry);
-  }
-  for (const auto& [variable, value] : settings) variables.push_back(variable);
-  blockrun::ConfigResult checked = blockrun::parse_config(
-      [&](const std::string& variable) -> std::optional<std::string> {
-        auto found = settings.find(variable);
-        if (found != settings.end()) return found->second;
-        const char* value = std::getenv(variable.c_str());
-        return value ? std::optional<std::string>(value) : std::nullopt;
-      },
-      variables);
-  if (!checked.errors.empty()) {
-    for (const blockrun::ConfigError& error : checked.errors)
-      std::fprintf(stderr, "cuda-blockrun: %s\n", error.message().c_str());
-    usage_error("the program was not started");
-  }
-  return checked.config;
-}
-
 // Sets the flags' variables and LD_PRELOAD (the shim first) in this process's environment, for the program.
 void prepare_environment(const std::map<std::string, std::string>& settings) {
   std::optional<std::string> shim = find_shim();
@@ -263,6 +236,32 @@ int print_environment(std::map<std::string, std::string> settings) {
 
 }  // namespace
 
+blockrun::Config checked_configuration(const std::map<std::string, std::string>& settings,
+                                       const char* outcome) {
+  std::vector<std::string> variables;
+  for (char** entry = environ; entry && *entry; ++entry) {
+    if (std::strncmp(*entry, blockrun::variable::enabled, std::strlen(blockrun::variable::enabled)) != 0)
+      continue;
+    const char* equals = std::strchr(*entry, '=');
+    if (equals) variables.emplace_back(*entry, equals - *entry);
+  }
+  for (const auto& [variable, value] : settings) variables.push_back(variable);
+  blockrun::ConfigResult checked = blockrun::parse_config(
+      [&](const std::string& variable) -> std::optional<std::string> {
+        auto found = settings.find(variable);
+        if (found != settings.end()) return found->second;
+        const char* value = std::getenv(variable.c_str());
+        return value ? std::optional<std::string>(value) : std::nullopt;
+      },
+      variables);
+  if (!checked.errors.empty()) {
+    for (const blockrun::ConfigError& error : checked.errors)
+      std::fprintf(stderr, "cuda-blockrun: %s\n", error.message().c_str());
+    usage_error(outcome);
+  }
+  return checked.config;
+}
+
 }  // namespace blockrun::cli
 
 using namespace blockrun::cli;
@@ -293,7 +292,7 @@ int main(int argc, char** argv) {
   for (const char* variable : {blockrun::variable::block, blockrun::variable::breadcrumbs})
     mode_chosen = mode_chosen || invocation.settings.count(variable) || std::getenv(variable);
   if (!invocation.localize && !mode_chosen) invocation.settings[blockrun::variable::breadcrumbs] = "1";
-  blockrun::Config config = checked_configuration(invocation.settings);
+  blockrun::Config config = checked_configuration(invocation.settings, "the program was not started");
   check_output_directories(config);
   if (invocation.print_environment) return print_environment(invocation.settings);
   // --python: INTERPRETER -m cuda_blockrun._run PROGRAM..., which adds the verdict to a CUDA error's traceback
