@@ -42,8 +42,8 @@ bool is_capture_error(int code) {
 constexpr uint64_t kPollNs = 20'000;
 
 // Waits for `stream` by asking the driver whether it is done, for up to kPollNs: a blocked launch is
-// mostly a short kernel, and a few queries cost less than a synchronize (bench/api_cost: on an H200 a
-// synchronize of an idle stream takes 1.4 us; a query a fraction of that). True: the stream completed
+// mostly a short kernel, and a few queries cost less than a synchronize (bench/api_cost measures each call:
+// docs/performance.md, "Single calls, H200"). True: the stream completed
 // without error. False: not within the time, or the query failed (an asynchronous error): then the
 // caller synchronizes, so the program gets the error from the call CUDA would have given it.
 bool completed_by_polling(CUstream stream) {

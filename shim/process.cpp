@@ -44,7 +44,7 @@ enum class State { Unset, Inert, Active };
 std::atomic<State> g_state{State::Unset};
 std::once_flag g_configure_once;
 std::atomic<bool> g_loaded_after_start{false};  // dlopen after start, not LD_PRELOAD (on_load)
-Config* g_config = nullptr;              // never freed: CUDA calls can come after static destructors
+Config* g_config = nullptr;                     // never freed: CUDA calls can come after static destructors
 OutputFile* g_standard_error = nullptr;  // the log's default, standard error as it was at load; never freed
 // Serializes creating the engine. A pointer, so that a forked child gets a fresh one: another thread of the
 // parent may have held it at the fork, and that thread does not exist in the child.
@@ -68,13 +68,13 @@ void start_clean_after_fork() {
 }
 
 // Two installs of the shim in one process (issue 40, N14: `cuda-blockrun -- /other/bin/cuda-blockrun -- app`
-// preloads both): the program's calls reach the one first in the loader's list, which observes the process. It
-// skips the other when it looks for the real functions (find_real), so that the other's wrappers never see
+// preloads both): the program's calls reach the one first in the loader's list, which observes the process.
+// It skips the other when it looks for the real functions (find_real), so that the other's wrappers never see
 // its calls. The other steps aside: it reads no configuration and passes every call through, yet still hands
 // out its wrappers for cuGetProcAddress and dlsym, so that a first copy of an older version, whose "real"
-// functions are these wrappers, still recognizes what the driver hands out. It is said once: by the first copy
-// in its log, else (an older first copy) by this one at the first CUDA call that reaches it, on standard error
-// as it was at load (never freed).
+// functions are these wrappers, still recognizes what the driver hands out. It is said once: by the first
+// copy in its log, else (an older first copy) by this one at the first CUDA call that reaches it, on standard
+// error as it was at load (never freed).
 const std::string* g_other_shim = nullptr;  // set where this copy stepped aside
 std::atomic<bool> g_to_say_stepped_aside{false};
 OutputFile* g_stepped_aside_error = nullptr;
@@ -387,7 +387,8 @@ void check_context_at_exit() {
 }
 
 // --trace: its file, opened now (a path that cannot be used is said at once, not at exit), written at exit.
-void open_trace(Engine& engine, const ProcessInfo& info, const OutputFile* log_file, const ReportFile* report) {
+void open_trace(Engine& engine, const ProcessInfo& info, const OutputFile* log_file,
+                const ReportFile* report) {
   std::string path = expand_path(g_config->trace, info.pid, info.rank, info.host);
   std::string problem;
   std::unique_ptr<OutputFile> file = OutputFile::open(path, g_config->private_files, &problem);
@@ -569,7 +570,6 @@ ExitFunction real_exit_function(const char* name, ExitFunction own) {
   return nullptr;
 }
 
-
 }  // namespace
 
 void at_first_launch_slow() {
@@ -601,7 +601,9 @@ bool shim_active() {
   return state == State::Active;
 }
 
-bool hands_out_wrappers() { return shim_active() || g_other_shim; }
+bool hands_out_wrappers() {
+  return shim_active() || g_other_shim;
+}
 
 Engine* active_engine_slow() {
   State state = g_state.load(std::memory_order_acquire);

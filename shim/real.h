@@ -8,10 +8,10 @@
 namespace blockrun::shim {
 
 // Returns the address of `name` in the CUDA library of `layer`, never one inside the shim itself nor inside
-// another install's copy of it (is_shim_copy: that copy's wrapper would count every call again), or nullptr where no loaded library has it. Tries dlsym(RTLD_NEXT) first (the usual case: the
-// library is in the global scope), then every loaded object whose file name is that layer's
-// library (libcudart.so*, libcuda.so*, libcublas.so*), which also finds libraries loaded with
-// RTLD_LOCAL. Never loads a library.
+// another install's copy of it (is_shim_copy: that copy's wrapper would count every call again), or nullptr
+// where no loaded library has it. Tries dlsym(RTLD_NEXT) first (the usual case: the library is in the global
+// scope), then every loaded object whose file name is that layer's library (libcudart.so*, libcuda.so*,
+// libcublas.so*), which also finds libraries loaded with RTLD_LOCAL. Never loads a library.
 void* find_real(const char* name, Layer layer);
 
 // The C library's dlsym itself, never the shim's interposer: lookups the shim makes for itself must

@@ -259,9 +259,9 @@ void on_fatal_signal(int number, siginfo_t* info, void* context) {
   const struct sigaction& previous = watched->previous;
   if (has_program_handler(previous)) {
     // With the signals blocked that the kernel blocks for it without the shim (its sa_mask, and the signal
-    // itself unless SA_NODEFER): the shim's own handler runs SA_NODEFER with an empty mask, and a handler that
-    // ends the process with `_exit` must be seen to be in a handler (shim/process.cpp), as a second fault in
-    // it must wait as it would.
+    // itself unless SA_NODEFER): the shim's own handler runs SA_NODEFER with an empty mask, and a handler
+    // that ends the process with `_exit` must be seen to be in a handler (shim/process.cpp), as a second
+    // fault in it must wait as it would.
     sigset_t blocked = previous.sa_mask, before;
     if (!(previous.sa_flags & SA_NODEFER)) sigaddset(&blocked, number);
     pthread_sigmask(SIG_BLOCK, &blocked, &before);

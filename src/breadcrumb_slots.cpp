@@ -40,8 +40,8 @@ void unfinished_now(StreamState& state, uint64_t after, InFlight* out, size_t* c
       }
     }
     if (!next) break;
-    bool had_its_write =
-        state.breadcrumb_after[state.ring_index(next_place)].load(std::memory_order_acquire) == next->sequence;
+    bool had_its_write = state.breadcrumb_after[state.ring_index(next_place)].load(
+                             std::memory_order_acquire) == next->sequence;
     // Known not to have completed: the first, where its own write did not land. A later one's write not
     // landing says only that it or one before it did not complete.
     bool unfinished = taken == 0 && had_its_write;

@@ -74,9 +74,10 @@ Parsed parse_Path(const OptionSpec& spec, const std::string& value, std::string*
   for (size_t at = value.find('%'); at != std::string::npos; at = value.find('%', at + 2)) {
     char next = at + 1 < value.size() ? value[at + 1] : '\0';
     if (next == 'p' || next == 'r' || next == 'h' || next == '%') continue;
-    return refused(spec, value,
-                   (next ? "unknown escape '%" + std::string(1, next) + "'" : std::string("a '%' at the end")) +
-                       " (the known escapes: %p the process id, %r the rank, %h the host name, %% a % sign)");
+    return refused(
+        spec, value,
+        (next ? "unknown escape '%" + std::string(1, next) + "'" : std::string("a '%' at the end")) +
+            " (the known escapes: %p the process id, %r the rank, %h the host name, %% a % sign)");
   }
   *out = value;
   return std::nullopt;

@@ -142,7 +142,8 @@ std::string host_for_path(const std::string& host);
 // A run id for CUDA_BLOCKRUN_RUN_ID, where it is not set: one the processes of a job share, from the launcher
 // (torchrun's TORCHELASTIC_RUN_ID, or its agent's process id where the id is the default "none"; Slurm's job
 // and step; Open MPI's job id), else `host`-`time`-`pid` of this invocation.
-std::string new_run_id(const EnvLookup& lookup, const std::string& host, long pid, long parent_pid, long time);
+std::string new_run_id(const EnvLookup& lookup, const std::string& host, long pid, long parent_pid,
+                       long time);
 
 // This process's rank, from the first of RANK, LOCAL_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID
 // that is set to a number; nullopt where none is (a process outside a launcher's job).

@@ -216,9 +216,8 @@ Decision Engine::decide(const LaunchRecord& record, LaunchFamily family) const {
 
 // With breadcrumbs a culprit is named long after its launch: keep the Python line of every launch (no native
 // stack walk), as interned numbers. From a code location seen before it costs a walk of a few words a frame
-// and one lookup (python_site_cache.h): about 0.2 us for a 6-frame walk in a tight loop, 0.2-0.3 us in a
-// PyTorch training loop (docs/performance.md); the frames are read in full (about 0.6 us without the GIL) the
-// first time.
+// and one lookup (python_site_cache.h; its cost in docs/performance.md); the frames are read in full, the
+// costly way, the first time only.
 void Engine::keep_python_site(Launch& launch) {
   LaunchRecord& record = launch.record;
   PythonStack& python = launch.stack.python;  // the call stack's frames, else a scratch (record.has_stack)

@@ -21,7 +21,7 @@ class FirstErrorLatch {
   bool taken() const { return taken_.load(std::memory_order_acquire); }
   uint64_t later() const { return later_.load(std::memory_order_relaxed); }
 
-  // While the taker writes the record (writing takes 20-100 ms, symbolizing): SIGTERM, SIGINT, SIGHUP and
+  // While the taker writes the record (tens of milliseconds: it symbolizes): SIGTERM, SIGINT, SIGHUP and
   // SIGQUIT are held back on the writing thread (issue 17, F4), so that in a single-threaded program the
   // fatal-signal handler does not run in the middle of it, and are delivered when it ends.
   class Writing {

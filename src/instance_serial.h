@@ -1,7 +1,7 @@
-// Serial numbers that tell the instances of one class apart over the whole life of the process (never 0, never
-// reused). A per-thread cache keeps its owner's serial beside what it caches: an owner destroyed and another
-// made at its address (a test's second engine, a ledger made again) is then not taken for it, as an address
-// would be.
+// Serial numbers that tell the instances of one class apart over the whole life of the process (never 0,
+// never reused). A per-thread cache keeps its owner's serial beside what it caches: an owner destroyed and
+// another made at its address (a test's second engine, a ledger made again) is then not taken for it, as an
+// address would be.
 #pragma once
 
 #include <atomic>

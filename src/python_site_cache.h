@@ -1,13 +1,12 @@
 // A launch's Python line, for a launch from a code location seen before, without reading its frames again
 // (issue 21). With breadcrumbs (or --trace) every launch keeps its Python line as two numbers in the
-// PythonSiteTable (python_sites.h). Reading it in full costs about 0.6 us without the GIL, 1-2 us with it:
-// the frames walked, their files copied and classified, the chosen frames' lines computed (a scan of the line
-// table) and their texts hashed to be interned. From the cache: about 0.2 us for a walk of 6 frames, most of
-// it the walk over CPython's frames and code objects (docs/performance.md). A program
-// launches from the same few hundred places millions of times, so the shim first walks the frames reading
-// only a few words of each (the code object, where in it the frame is, what tells that code object from
-// others) and looks that walk up here; only a walk not seen before is read in full, and its numbers
-// remembered.
+// PythonSiteTable (python_sites.h). Reading it in full is the costly way: the frames walked, their files
+// copied and classified, the chosen frames' lines computed (a scan of the line table) and their texts hashed
+// to be interned. From the cache it is a few times cheaper, most of it the walk over CPython's frames and
+// code objects (docs/performance.md, "The Python line's cache", has the figures). A program launches from the
+// same few hundred places millions of times, so the shim first walks the frames reading only a few words of
+// each (the code object, where in it the frame is, what tells that code object from others) and looks that
+// walk up here; only a walk not seen before is read in full, and its numbers remembered.
 //
 // Why a hit gives the line a full read would give. The choice (python_call_site, sites.h) is a function of
 // the frames the walk offers, innermost first: of each frame's file (classified), function name and line. It
@@ -39,10 +38,10 @@
 //
 // A walk is found by a 64-bit hash of its words and frame count, not by comparing the words: a hit reads one
 // cache line (the bucket), where comparing the words read three or four more, each cold between a real
-// program's launches (issue 21: the line cost 0.46 us a launch in a training loop, against under 0.1 in a
-// tight loop). The hash is built a word at a time, each step a bijection of the state for the word it takes
-// (PythonWalkKey::add_frame), so two walks that differ in a single word never meet; walks that differ in more
-// meet about once in 2^64 pairs, as the words of 3.8-3.11 (hashes of contents) already accept.
+// program's launches (issue 21: in a training loop the line cost several times what it did in a tight loop;
+// docs/performance.md). The hash is built a word at a time, each step a bijection of the state for the word
+// it takes (PythonWalkKey::add_frame), so two walks that differ in a single word never meet; walks that
+// differ in more meet about once in 2^64 pairs, as the words of 3.8-3.11 (hashes of contents) already accept.
 //
 // Memory: `capacity` entries rounded up to buckets of kWays (64 KiB for the default), allocated zeroed at the
 // first walk remembered (a process without Python pays nothing). When a bucket's entries are taken, a new

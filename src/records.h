@@ -177,7 +177,7 @@ struct LaunchRecord {
   StreamId stream;
   Dim3 grid, block;
   uint64_t shared_memory = 0;
-  uint32_t thread = 0;   // host thread number, 1-based in order of first CUDA call
+  uint32_t thread = 0;  // host thread number, 1-based in order of first CUDA call
   // Its number among its host thread's launches, 1-based (thread#N): unlike `sequence` and
   // `kernel_ordinal`, it does not change when the threads interleave differently in another run.
   uint32_t thread_launch = 0;

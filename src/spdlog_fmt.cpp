@@ -1,10 +1,11 @@
 // spdlog and fmt, compiled once for the whole engine (SPDLOG_COMPILED_LIB, fmt without FMT_HEADER_ONLY).
 //
-// Why: used header-only, every file that includes spdlog.h compiled its implementation again, about 20 s a
-// file at -O2 (8 s without it), and some twenty files of the engine and its tests do, in three trees (normal,
-// ASan, TSan). This file is what spdlog's own src/spdlog.cpp and src/stdout_sinks.cpp and fmt's src/format.cc
-// compile, for the parts the engine uses, built into the static engine: the shim still depends on no spdlog
-// or fmt library at run time, and exports none of their symbols (hidden visibility, --exclude-libs).
+// Why: used header-only, every file that includes spdlog.h compiled its implementation again, more than half
+// of such a file's compile time at -O2, and some twenty files of the engine and its tests do, in three trees
+// (normal, ASan, TSan; docs/performance.md, "CI time"). This file is what spdlog's own src/spdlog.cpp and
+// src/stdout_sinks.cpp and fmt's src/format.cc compile, for the parts the engine uses, built into the static
+// engine: the shim still depends on no spdlog or fmt library at run time, and exports none of their symbols
+// (hidden visibility, --exclude-libs).
 #if !defined(SPDLOG_COMPILED_LIB) || defined(FMT_HEADER_ONLY)
 #error "the engine is built with SPDLOG_COMPILED_LIB and without FMT_HEADER_ONLY (CMakeLists.txt)"
 #endif

@@ -22,7 +22,7 @@ struct ProcessInfo {
   long pid = 0;
   long rank = 0;
   bool has_rank = false;  // a launcher's rank variable is set (else `rank` is 0 by default)
-  std::string run;  // CUDA_BLOCKRUN_RUN_ID, "" for none
+  std::string run;        // CUDA_BLOCKRUN_RUN_ID, "" for none
   std::string host;
   std::string name;
   std::vector<std::string> argv;
@@ -59,7 +59,7 @@ struct Summary {
   std::string first_error_summary;
   uint64_t later_errors = 0;
   std::vector<UnitRow> units;
-  bool gpu_time = false;  // --gpu-time was on
+  bool gpu_time = false;                  // --gpu-time was on
   const DriverSupport* driver = nullptr;  // the driver as last known (version 0: none was seen)
 };
 

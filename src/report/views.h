@@ -93,8 +93,8 @@ struct Finding {
   SuspectTally tally;            // how many launches could have faulted, against the suspects listed
   PinAdvice advice;              // what the log offers first to pin it (pin_advice.h), with pin_rule_useful
   std::vector<std::string> driver_logs;
-  // Where it surfaced: the host thread, and when the call that returned it began and returned (nanoseconds since
-  // the start record; 0 where calls are not timed, without --trace and --log-launches).
+  // Where it surfaced: the host thread, and when the call that returned it began and returned (nanoseconds
+  // since the start record; 0 where calls are not timed, without --trace and --log-launches).
   uint32_t thread = 0;
   uint64_t surfaced_began_ns = 0, surfaced_ns = 0;
 };

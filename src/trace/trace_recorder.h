@@ -163,7 +163,7 @@ class TraceRecorder {
   uint64_t kept_by(uint64_t slots) const { return slots - 1 < capacity_ ? slots - 1 : capacity_; }
 
   const size_t capacity_;
-  const size_t slots_;  // capacity_ + 1: one spare (read)
+  const size_t slots_;          // capacity_ + 1: one spare (read)
   const size_t chunk_entries_;  // kChunkEntries, or fewer where a ring needs fewer slots
   const size_t chunks_;
   const size_t max_threads_;

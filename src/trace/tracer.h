@@ -72,13 +72,13 @@ struct TraceWritten {
   bool written = false;  // Outcome::Written
   Outcome outcome = Outcome::Nothing;
   Left left = Left::Removed;
-  int error = 0;         // the errno of the write that failed (0: not known)
-  uint64_t events = 0;   // launches and calls in the trace
-  uint64_t dropped = 0;  // older ones the per-thread bound let go
+  int error = 0;           // the errno of the write that failed (0: not known)
+  uint64_t events = 0;     // launches and calls in the trace
+  uint64_t dropped = 0;    // older ones the per-thread bound let go
   uint64_t untracked = 0;  // those of threads that found no ring (kMaxThreads alive, or the total spent)
   uint64_t total = 0;      // entries all rings together may hold
   uint64_t stunted_threads = 0;  // rings that let entries go under a bound below the capacity (the total)
-  uint64_t missed = 0;     // made while a trace was being written, or overwritten as they were read
+  uint64_t missed = 0;           // made while a trace was being written, or overwritten as they were read
   uint64_t threads = 0;
   bool again = false;  // an earlier call had written the file (the log said so then)
 };

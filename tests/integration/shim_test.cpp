@@ -502,8 +502,8 @@ TEST(Shim, ExitWithCudaCallsInFlightIsClean) {
 // run it (ThreadSanitizer reports an unordered pair of accesses when it happens, not by chance over many),
 // and the full counts took 44 s and 62 s under ThreadSanitizer, a quarter of that tree's test time.
 constexpr size_t kLaunchesPerThread = kSanitizedBuild ? 10000 : 100000;
-// Logged launches cost far more than quiet ones (each is a formatted line written to the log): 25,000 per thread
-// still has 8 threads writing at once for the whole run, where a lost or doubled line would show.
+// Logged launches cost far more than quiet ones (each is a formatted line written to the log): 25,000 per
+// thread still has 8 threads writing at once for the whole run, where a lost or doubled line would show.
 constexpr size_t kLoggedPerThread = kSanitizedBuild ? 2500 : 25000;
 
 // 8 threads x 100,000 launches over 16 streams with a per-launch policy: the counts are exact.

@@ -4,5 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
-__attribute__((constructor)) static void send_sigterm() { kill(getpid(), SIGTERM); }
+__attribute__((constructor)) static void send_sigterm() {
+  kill(getpid(), SIGTERM);
+}
 // SPDX-License-Identifier: MIT

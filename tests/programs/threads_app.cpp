@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
   int failed = 0;
   for (int f : failures) failed += f;
   cudaError_t sync = cudaDeviceSynchronize();
-  std::printf("%d launches, %d failed, cudaDeviceSynchronize returned %d\n", threads * launches, failed, sync);
+  std::printf("%d launches, %d failed, cudaDeviceSynchronize returned %d\n", threads * launches, failed,
+              sync);
   return failed == 0 && sync == cudaSuccess ? 0 : 1;
 }
 // SPDX-License-Identifier: MIT

@@ -91,9 +91,10 @@ TEST(PolicyParse, AMisspelledWordIsRefusedWithTheWordMeant) {
 }
 
 TEST(PolicyParse, TwoKernelNamesInOneRuleAreTwoRules) {
-  EXPECT_EQ(parse_error("stencil fill"),
-            "at 9 ('fill'): a rule names one kernel, and 'stencil' is named already; to select both, write two "
-            "rules: 'stencil; fill'");
+  EXPECT_EQ(
+      parse_error("stencil fill"),
+      "at 9 ('fill'): a rule names one kernel, and 'stencil' is named already; to select both, write two "
+      "rules: 'stencil; fill'");
   // A name and a keyed term narrow each other, as before.
   parse_ok("stencil kernel=*float*; stencil regex=sten");
 }

@@ -267,8 +267,9 @@ TEST(PythonSiteCache, KeysCoverTheBoundedWalkAndChoicesNeedingMoreFramesAreNotRe
   EXPECT_EQ(found.site, kept.site);
 }
 
-// The cache compares hashes, not words (python_site_cache.h): walks that differ in one word must never share a
-// hash, and walks as a program makes them (code objects 16 bytes apart, small offsets, few frames) must not meet.
+// The cache compares hashes, not words (python_site_cache.h): walks that differ in one word must never share
+// a hash, and walks as a program makes them (code objects 16 bytes apart, small offsets, few frames) must not
+// meet.
 TEST(PythonSiteCache, WalksThatDifferNeverShareAHash) {
   std::unordered_set<uint64_t> seen;
   size_t made = 0;

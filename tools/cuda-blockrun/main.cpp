@@ -217,9 +217,9 @@ void prepare_environment(const std::map<std::string, std::string>& settings) {
   setenv("LD_PRELOAD", preload_value.c_str(), 1);
 }
 
-// --print-environment: what prepare_environment would set for the program (the flags' variables, the run id), as
-// JSON, with the shim it would preload; the Python package (python/cuda_blockrun) sets them in its own process
-// and loads that shim.
+// --print-environment: what prepare_environment would set for the program (the flags' variables, the run id),
+// as JSON, with the shim it would preload; the Python package (python/cuda_blockrun) sets them in its own
+// process and loads that shim.
 int print_environment(std::map<std::string, std::string> settings) {
   std::optional<std::string> shim = find_shim();
   if (!shim)
@@ -295,8 +295,9 @@ int main(int argc, char** argv) {
   blockrun::Config config = checked_configuration(invocation.settings, "the program was not started");
   check_output_directories(config);
   if (invocation.print_environment) return print_environment(invocation.settings);
-  // --python: INTERPRETER -m cuda_blockrun._run PROGRAM..., which adds the verdict to a CUDA error's traceback
-  // and runs the script, module or code as the interpreter would have (python/cuda_blockrun/_run.py).
+  // --python: INTERPRETER -m cuda_blockrun._run PROGRAM..., which adds the verdict to a CUDA error's
+  // traceback and runs the script, module or code as the interpreter would have
+  // (python/cuda_blockrun/_run.py).
   std::vector<char*> python_argv;
   if (invocation.python) {
     static char dash_m[] = "-m", runner[] = "cuda_blockrun._run";

@@ -58,7 +58,7 @@ struct Input {
   std::string path;
   dev_t device = 0;
   ino_t inode = 0;
-  bool regular = false;  // else read once only (a pipe): its launches are kept for a trace
+  bool regular = false;   // else read once only (a pipe): its launches are kept for a trace
   std::string directory;  // the directory argument it was found in ("" for a file named)
 };
 
