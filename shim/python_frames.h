@@ -33,9 +33,10 @@ void read_python_stack(PythonStack* out);
 // in full into `scratch`, without the public C API even with the GIL, and remembered (`scratch`'s frames are
 // written only then). On 3.12+ the first full read also asks CPython (Py_AddPendingCall, once a process) to
 // have the main thread register a code watcher, after which a frame's words are its instruction pointer alone
-// (python_frames.cpp, "lines keyed by instruction pointers"). (On 3.8-3.11, with no co_version to tell a code
-// object from the next at its address, a frame's words include a hash of its code object's file, function and
-// line table: a few short texts hashed a frame.) Another version with the GIL: the public C API, every time.
+// (shim/python/line_keys.cpp, "lines keyed by instruction pointers"). (On 3.8-3.11, with no co_version to
+// tell a code object from the next at its address, a frame's words include a hash of its code object's file,
+// function and line table: a few short texts hashed a frame.) Another version with the GIL: the public C API,
+// every time.
 void read_python_site(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite* out);
 
 // Whether the answer of both functions above is NoPython without looking: no CPython found in the process,

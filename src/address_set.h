@@ -1,7 +1,7 @@
 // A bounded set of addresses that only grows, safe to use from any number of threads without a lock: which
-// CPython code objects the Python line cache holds answers for (shim/python_frames.cpp), so that the death of
-// one of them, and only of one of them, retires those answers. Inserts come from launching threads, lookups
-// from the interpreter's code-object watcher.
+// CPython code objects the Python line cache holds answers for (shim/python/line_keys.cpp), so that the death
+// of one of them, and only of one of them, retires those answers. Inserts come from launching threads,
+// lookups from the interpreter's code-object watcher.
 //
 // Open addressing, linear probing over at most kProbes slots; an insert that finds no room there fails (the
 // caller then does not rely on the address being in the set). Nothing is ever removed, so a lookup may stop

@@ -17,7 +17,7 @@
 // frames up to there, so the choice looks at the same frames and stops at the same place: the same answer,
 // whatever follows. That is why a lookup may stop at the first remembered prefix it meets.
 //
-// The words of a frame are the reader's business (shim/python_frames.cpp): they must determine what the full
+// The words of a frame are the reader's business (shim/python/): they must determine what the full
 // read takes from that frame (its file, function and line). A code object never changes, so its address and
 // the frame's instruction would, but for one thing: without the GIL nothing keeps a code object alive between
 // two launches, and CPython's allocator gives a freed one's address to the next at once, typically to the

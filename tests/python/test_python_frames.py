@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tests of the shim's Python frame capture (shim/python_frames.cpp), run by ctest (label `python`).
+"""Tests of the shim's Python frame capture (shim/python/, python_frames.h), run by ctest (label `python`).
 
 The probe library (tests/python/pyframes_probe.cpp, path in BLOCKRUN_PYFRAMES_PROBE) calls capture_python
 from inside this interpreter. Loaded with ctypes.PyDLL the call keeps the GIL (the public C API path);
@@ -42,10 +42,10 @@ MODES = {"held": HELD, "released": RELEASED}
 # the frames, from the same call: {"site": ..., "stack": ...}.
 SITE = "site "
 # Whether read_python_site remembers lines: on every version the shim reads without the GIL (3.8+), by
-# co_version from 3.12, by what a line is made of before (shim/python_frames.cpp, frame_words).
+# co_version from 3.12, by what a line is made of before (shim/python/line_keys.cpp, frame_words).
 REMEMBERS_LINES = sys.version_info >= (3, 8)
 # Whether it looks lines up by the frames' instruction pointers alone, once the code watcher it asks for at its
-# first full read is registered (3.12+; shim/python_frames.cpp, "lines keyed by instruction pointers").
+# first full read is registered (3.12+; shim/python/line_keys.cpp, "lines keyed by instruction pointers").
 KEYS_BY_INSTRUCTION_POINTERS = sys.version_info >= (3, 12)
 PROBES = {**{mode: library.blockrun_probe_capture for mode, library in MODES.items()},
           **{SITE + mode: library.blockrun_probe_site for mode, library in MODES.items()}}
