@@ -13,6 +13,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "blocking.h"
@@ -77,29 +78,47 @@ cublasStatus_t not_initialized<cublasStatus_t>() {
   return CUBLAS_STATUS_NOT_INITIALIZED;
 }
 
+// The one prologue of the shim's own work inside a wrapper (TSan's ScopedInterceptor): while it lives, errno
+// is kept as the real function left it, and the thread is marked as running shim code, so that the CUDA calls
+// the shim makes for itself are not recorded (active_engine() answers nullptr).
+class ShimScope {
+ public:
+  ShimScope() : saved_errno_(errno) { thread_context().reentry_depth++; }
+  ~ShimScope() {
+    thread_context().reentry_depth--;
+    errno = saved_errno_;
+  }
+  ShimScope(const ShimScope&) = delete;
+  ShimScope& operator=(const ShimScope&) = delete;
+
+ private:
+  int saved_errno_;
+};
+
+// Runs the shim's own work (the engine's, or a CUDA call of the shim's) for a wrapper, in a ShimScope.
+// Nothing throws across the C ABI: a failure of the shim's own is the engine's to report (where it can), and
+// never becomes the program's CUDA error, so anything thrown stops here and the wrapper returns the real
+// result.
+template <typename Work>
+[[gnu::always_inline]] inline void shim_work(Work&& work) noexcept {
+  ShimScope scope;
+  try {
+    work();
+  } catch (...) {
+  }
+}
+
 template <Hook id>
 typename HookTraits<id>::Result missing_real() {
   if (Engine* engine = active_engine()) {
-    ReentryGuard guard;
-    try {
+    shim_work([engine] {
       engine->report_shim_problem(std::string("the real ") + HookTraits<id>::name +
                                   " was not found in any loaded library; returning its library's "
                                   "'not initialized' status");
-    } catch (...) {
-    }
+    });
   }
   return not_initialized<typename HookTraits<id>::Result>();
 }
-
-// Keeps errno as the real function left it across the engine's work.
-class ErrnoKeeper {
- public:
-  ErrnoKeeper() : saved_(errno) {}
-  ~ErrnoKeeper() { errno = saved_; }
-
- private:
-  int saved_;
-};
 
 // Marks the real call of a runtime or library wrapper: driver-level synchronizes and calls inside it
 // belong to the outer call, which reports them.
@@ -107,6 +126,39 @@ class OuterCall {
  public:
   OuterCall() { thread_context().outer_depth++; }
   ~OuterCall() { thread_context().outer_depth--; }
+};
+
+// A runtime launch in the thread's layers while its real call runs: the driver wrapper it continues into
+// records into `launch` and says so (driver_recorded). The outer runtime launch's (a runtime launch made
+// inside another's real call) are back when the scope ends.
+class RuntimeLaunchScope {
+ public:
+  RuntimeLaunchScope(ThreadLayers& layers, const char* api, Launch* launch, uintptr_t caller)
+      : layers_(layers),
+        saved_api_(layers.runtime_api),
+        saved_launch_(layers.runtime_launch),
+        saved_recorded_(layers.driver_recorded),
+        saved_caller_(layers.runtime_caller) {
+    layers.runtime_api = api;
+    layers.runtime_launch = launch;
+    layers.driver_recorded = false;
+    layers.runtime_caller = caller;
+  }
+  ~RuntimeLaunchScope() {
+    layers_.runtime_api = saved_api_;
+    layers_.runtime_launch = saved_launch_;
+    layers_.driver_recorded = saved_recorded_;
+    layers_.runtime_caller = saved_caller_;
+  }
+  RuntimeLaunchScope(const RuntimeLaunchScope&) = delete;
+  RuntimeLaunchScope& operator=(const RuntimeLaunchScope&) = delete;
+
+ private:
+  ThreadLayers& layers_;
+  const char* saved_api_;
+  Launch* saved_launch_;
+  bool saved_recorded_;
+  uintptr_t saved_caller_;
 };
 
 static_assert(std::is_trivially_destructible_v<Launch>, "handle_driver_launch never destroys its own Launch");
@@ -117,9 +169,9 @@ template <typename Result>
 Result finish_launch(Engine& engine, Launch& launch, Result result, Layer layer, const void* stream,
                      bool per_thread) {
   if (code_of(result).ok() && engine.ends_quietly(launch)) return result;
-  ErrnoKeeper keep_errno;
-  ReentryGuard guard;
-  try {
+  Result answer = result;
+  bool blocked_error = false;  // `answer` is the synchronize's error (release_alone has run)
+  shim_work([&] {
     BlockResult blocked;
     if (code_of(result).ok() && launch.block()) {
       if (launch.began_ns) launch.wait_began_ns = steady_now_ns();            // the trace shows the wait
@@ -132,12 +184,12 @@ Result finish_launch(Engine& engine, Launch& launch, Result result, Layer layer,
     engine.end_launch(launch, code_of(result), blocked.outcome, blocked.result, blocked.api);
     release_alone();  // a launch blocked alone: other threads' launches go on once it ended
     if (blocked.outcome == BlockOutcome::Synchronized && !blocked.result.ok()) {
-      return static_cast<Result>(blocked.result.code);
+      answer = static_cast<Result>(blocked.result.code);
+      blocked_error = true;
     }
-  } catch (...) {
-  }
-  release_alone();
-  return result;
+  });
+  if (!blocked_error) shim_work([] { release_alone(); });
+  return answer;
 }
 
 // What the engine needs to know of a kernel launch; names the kernel on first sight of its handle.
@@ -179,15 +231,12 @@ template <Hook id, typename... Args>
   using Traits = HookTraits<id>;
   LaunchParameters parameters = launch_parameters(args...);
   if (!recorded) {
-    ErrnoKeeper keep_errno;
-    ReentryGuard guard;
-    try {
+    shim_work([&] {
       LaunchRequest request =
           kernel_request(engine, parameters, owner, thread_context().layers, Traits::per_thread);
       engine.begin_launch(request, &launch);
       recorded = true;
-    } catch (...) {
-    }
+    });
   }
   if (!recorded) return result;
   return finish_launch(engine, launch, result, Layer::Runtime, parameters.stream, Traits::per_thread);
@@ -208,27 +257,19 @@ template <Hook id, typename Function, typename... Args>
   // wrapper does; raw storage, made (begin_launch) only by whichever records the launch.
   alignas(Launch) unsigned char launch_storage[sizeof(Launch)];
   Launch& launch = *reinterpret_cast<Launch*>(launch_storage);
-  const char* saved_api = layers.runtime_api;
-  Launch* saved_launch = layers.runtime_launch;
-  bool saved_recorded = layers.driver_recorded;
-  uintptr_t saved_caller = layers.runtime_caller;
-  layers.runtime_api = Traits::name;
-  layers.runtime_launch = &launch;
-  layers.driver_recorded = false;
-  layers.runtime_caller = context.entry_caller;
   cudaError_t result;
-  {
-    OuterCall outer;
-    result = real_function(args...);
-  }
-  bool recorded = layers.driver_recorded;
-  // Only a launch the driver did not record has an owner to find (from the layers as they were in the call).
+  bool recorded;
   LaunchOwner owner;
-  if (!recorded) owner = runtime_launch_owner(layers);
-  layers.runtime_api = saved_api;
-  layers.runtime_launch = saved_launch;
-  layers.driver_recorded = saved_recorded;
-  layers.runtime_caller = saved_caller;
+  {
+    RuntimeLaunchScope scope(layers, Traits::name, &launch, context.entry_caller);
+    {
+      OuterCall outer;
+      result = real_function(args...);
+    }
+    recorded = layers.driver_recorded;
+    // Only a launch the driver did not record has an owner to find (from the layers as they are in the call).
+    if (!recorded) owner = runtime_launch_owner(layers);
+  }
   if (recorded && result == cudaSuccess && engine.ends_quietly(launch)) return result;
   return end_runtime_launch<id>(engine, launch, recorded, owner, result, args...);
 }
@@ -260,34 +301,29 @@ template <Hook id, typename Function, typename... Args>
   bool blocks = false;  // the policy's answer, read once
   GatePass gate = GatePass::Off;
   bool alone = false;
-  {
-    ErrnoKeeper keep_errno;  // naming a new kernel calls into the driver
-    ReentryGuard guard;
+  shim_work([&] {  // naming a new kernel calls into the driver
     CUDA_BLOCKRUN_BENCH_SPAN(kRecord, "driver launch: the record");
-    try {
-      LaunchRequest request = kernel_request(engine, parameters, owner, layers, Traits::per_thread);
-      request.no_python = no_python;
-      if (owner.in_library_call) layers.library_kernels++;
-      // Before its number: a launch blocked alone holds the gate from its wait on the device through its
-      // synchronize (launch_gate.h). NCCL's never wait there.
-      if (__builtin_expect(launch_gate_enabled(), 0))
-        gate = enter_gate(!(request.kernel && request.kernel->nccl));
-      engine.begin_launch(request, &launch);
-      recorded = true;
-      blocks = launch.block();
-      if (__builtin_expect(gate != GatePass::Off, 0) && launch.decision.action == Action::BlockAlone &&
-          !request.in_capture)
-        alone = become_alone(engine, gate, launch.record.sequence);
-      if (blocks) {
-        if (engine.config().gpu_time) {
-          start_block_timing(&launch.timing, parameters.stream, Traits::per_thread);
-        } else {
-          launch.timing.start_ns = steady_now_ns();
-        }
+    LaunchRequest request = kernel_request(engine, parameters, owner, layers, Traits::per_thread);
+    request.no_python = no_python;
+    if (owner.in_library_call) layers.library_kernels++;
+    // Before its number: a launch blocked alone holds the gate from its wait on the device through its
+    // synchronize (launch_gate.h). NCCL's never wait there.
+    if (__builtin_expect(launch_gate_enabled(), 0))
+      gate = enter_gate(!(request.kernel && request.kernel->nccl));
+    engine.begin_launch(request, &launch);
+    recorded = true;
+    blocks = launch.block();
+    if (__builtin_expect(gate != GatePass::Off, 0) && launch.decision.action == Action::BlockAlone &&
+        !request.in_capture)
+      alone = become_alone(engine, gate, launch.record.sequence);
+    if (blocks) {
+      if (engine.config().gpu_time) {
+        start_block_timing(&launch.timing, parameters.stream, Traits::per_thread);
+      } else {
+        launch.timing.start_ns = steady_now_ns();
       }
-    } catch (...) {
     }
-  }
+  });
   CUresult result;
   {
     CUDA_BLOCKRUN_BENCH_SPAN(kLaunchCall, "driver launch: the real call");
@@ -295,14 +331,14 @@ template <Hook id, typename Function, typename... Args>
   }
   if (__builtin_expect(gate != GatePass::Off, 0) && !alone) leave_gate(gate);
   if (recorded && result == CUDA_SUCCESS && (blocks || engine.wants_breadcrumbs())) {
-    ErrnoKeeper keep_errno;
-    ReentryGuard guard;
-    if (blocks) end_block_timing(launch.timing, parameters.stream, Traits::per_thread);
-    CUDA_BLOCKRUN_BENCH_SPAN(kBreadcrumbNoWrite, "driver launch: the breadcrumb, no write");
-    [[maybe_unused]] bool wrote = drop_breadcrumb(engine, launch, parameters.stream, Traits::per_thread);
+    shim_work([&] {
+      if (blocks) end_block_timing(launch.timing, parameters.stream, Traits::per_thread);
+      CUDA_BLOCKRUN_BENCH_SPAN(kBreadcrumbNoWrite, "driver launch: the breadcrumb, no write");
+      [[maybe_unused]] bool wrote = drop_breadcrumb(engine, launch, parameters.stream, Traits::per_thread);
 #ifdef CUDA_BLOCKRUN_BENCH_SWITCH
-    if (wrote) bench_span.move_to(bench::kBreadcrumbWrite, "driver launch: the breadcrumb, with a write");
+      if (wrote) bench_span.move_to(bench::kBreadcrumbWrite, "driver launch: the breadcrumb, with a write");
 #endif
+    });
   }
   if (recorded && owner.into_runtime_launch) {
     layers.driver_recorded = true;  // the runtime wrapper blocks and finishes it
@@ -329,12 +365,10 @@ auto handle_sync(Engine& engine, Function real_function, Args... args) {
   span.returned_ns = engine.call_clock();
   // A synchronize is a slice of the trace; a query (PyTorch's allocator polls events) is not.
   span.own_slice = Traits::kind == Kind::Sync && span.began_ns;
-  ErrnoKeeper keep_errno;
-  ReentryGuard guard;
-  try {
+  shim_work([&] {
     ErrorCode code = code_of(result);
     // "Not ready" (600 in both numberings) from a query is an answer, not an error.
-    if (Traits::kind == Kind::Query && code.code == cudaErrorNotReady) return result;
+    if (Traits::kind == Kind::Query && code.code == cudaErrorNotReady) return;
     if (scope.kind == SyncScope::Stream || scope.kind == SyncScope::Device) {
       engine.end_sync(Traits::name, scope.kind == SyncScope::Device, scope.stream, Traits::per_thread, mark,
                       code, span);
@@ -343,8 +377,7 @@ auto handle_sync(Engine& engine, Function real_function, Args... args) {
     } else {
       engine.observe_error(Traits::name, code, nullptr, false, span);
     }
-  } catch (...) {
-  }
+  });
   return result;
 }
 
@@ -397,16 +430,13 @@ CUresult handle_event(Engine& engine, Function real_function, Args... args) {
     result = real_function(args...);
   }
   span.returned_ns = engine.call_clock();
-  ErrnoKeeper keep_errno;
-  ReentryGuard guard;
-  try {
+  shim_work([&] {
     if (result == CUDA_SUCCESS) {
       note_event<Traits::per_thread>(engine, mark, awaited, args...);
     } else if (!inner) {
       engine.watch_error(Traits::name, code_of(result), stream_argument(args...), Traits::per_thread, span);
     }
-  } catch (...) {
-  }
+  });
   return result;
 }
 
@@ -425,16 +455,13 @@ auto handle_call(Engine& engine, Function real_function, Args... args) {
   }();
   if (code_of(result).ok()) return result;
   span.returned_ns = engine.call_clock();
-  ErrnoKeeper keep_errno;
-  ReentryGuard guard;
-  try {
+  shim_work([&] {
     if constexpr (Traits::kind == Kind::Watch) {
       engine.watch_error(Traits::name, code_of(result), stream_argument(args...), Traits::per_thread, span);
     } else {
       engine.observe_error(Traits::name, code_of(result), stream_argument(args...), Traits::per_thread, span);
     }
-  } catch (...) {
-  }
+  });
   return result;
 }
 
@@ -443,17 +470,14 @@ auto handle_call(Engine& engine, Function real_function, Args... args) {
 template <typename... Args>
 LibraryFacts library_call_facts(Args... args) {
   LibraryFacts facts;
-  ErrnoKeeper keep_errno;
-  ReentryGuard guard;
-  try {
+  shim_work([&] {
     facts = library_facts(args...);
     if (!facts.has_stream) {
       if (auto get_stream = helper<Helper::cublasGetStream_v2>()) {
         if (get_stream(facts.handle, &facts.stream) != CUBLAS_STATUS_SUCCESS) facts.stream = nullptr;
       }
     }
-  } catch (...) {
-  }
+  });
   return facts;
 }
 
@@ -510,18 +534,18 @@ cublasStatus_t handle_library(Engine& engine, Function real_function, Args... ar
   layers.library_depth--;
   uint64_t kernels_seen = layers.library_kernels;
 
-  ErrnoKeeper keep_errno;
-  ReentryGuard guard;
-  try {
+  cublasStatus_t answer = result;
+  shim_work([&] {
     if (library_call_record(engine.decide_library_unit(Traits::name), kernels_seen) ==
-        LibraryCallRecord::Unit)
-      return record_library_unit(engine, layers, facts, result, span.began_ns);
+        LibraryCallRecord::Unit) {
+      answer = record_library_unit(engine, layers, facts, result, span.began_ns);
+      return;
+    }
     engine.note_library_call(Traits::name, facts.call, facts.stream, span);
     if (result != CUBLAS_STATUS_SUCCESS)
       engine.observe_error(Traits::name, code_of(result), facts.stream, false, span);
-  } catch (...) {
-  }
-  return result;
+  });
+  return answer;
 }
 
 template <Hook id, typename Function>
@@ -532,35 +556,26 @@ CUresult handle_graph_launch(Engine& engine, Function real_function, CUgraphExec
   GatePass gate = GatePass::Off;
   bool alone = false;
   prepare_breadcrumbs(engine);
-  {
-    ErrnoKeeper keep_errno;
-    ReentryGuard guard;
-    try {
-      LaunchRequest request;
-      request.family = LaunchFamily::Graph;
-      request.api = Traits::name;
-      request.caller = thread_context().entry_caller;
-      request.graph = engine.graph(graph);
-      request.stream = stream;
-      request.per_thread_default_stream = Traits::per_thread;
-      note_capture(&request, driver_stream(stream, Traits::per_thread));  // a child graph, inlined
-      gate = enter_gate(true);  // as a kernel launch (handle_driver_launch)
-      engine.begin_launch(request, &launch);
-      recorded = true;
-      if (gate != GatePass::Off && launch.decision.action == Action::BlockAlone && !request.in_capture)
-        alone = become_alone(engine, gate, launch.record.sequence);
-      reset_graph_breadcrumbs(engine, launch, stream, Traits::per_thread);
-    } catch (...) {
-    }
-  }
+  shim_work([&] {
+    LaunchRequest request;
+    request.family = LaunchFamily::Graph;
+    request.api = Traits::name;
+    request.caller = thread_context().entry_caller;
+    request.graph = engine.graph(graph);
+    request.stream = stream;
+    request.per_thread_default_stream = Traits::per_thread;
+    note_capture(&request, driver_stream(stream, Traits::per_thread));  // a child graph, inlined
+    gate = enter_gate(true);  // as a kernel launch (handle_driver_launch)
+    engine.begin_launch(request, &launch);
+    recorded = true;
+    if (gate != GatePass::Off && launch.decision.action == Action::BlockAlone && !request.in_capture)
+      alone = become_alone(engine, gate, launch.record.sequence);
+    reset_graph_breadcrumbs(engine, launch, stream, Traits::per_thread);
+  });
   CUresult result = real_function(graph, stream);
   if (gate != GatePass::Off && !alone) leave_gate(gate);
   if (!recorded) return result;
-  if (result == CUDA_SUCCESS) {
-    ErrnoKeeper keep_errno;
-    ReentryGuard guard;
-    drop_breadcrumb(engine, launch, stream, Traits::per_thread);
-  }
+  if (result == CUDA_SUCCESS) shim_work([&] { drop_breadcrumb(engine, launch, stream, Traits::per_thread); });
   return finish_launch(engine, launch, result, Layer::Driver, stream, Traits::per_thread);
 }
 
@@ -569,16 +584,13 @@ CUresult handle_graph_instantiate(Engine& engine, Function real_function, CUgrap
                                   unsigned long long flags) {
   CUresult result = real_function(exec, graph, flags);
   if (result != CUDA_SUCCESS || !exec || !*exec) return result;
-  ErrnoKeeper keep_errno;
-  ReentryGuard guard;
-  try {
+  shim_work([&] {
     size_t nodes = 0;
     if (auto get_nodes = helper<Helper::cuGraphGetNodes>()) {
       if (get_nodes(graph, nullptr, &nodes) != CUDA_SUCCESS) nodes = 0;
     }
     engine.note_graph(*exec, nodes, graph);
-  } catch (...) {
-  }
+  });
   return result;
 }
 
@@ -588,13 +600,10 @@ CUresult handle_capture_begin(Engine& engine, Function real_function, CUstream s
   using Traits = HookTraits<id>;
   CUresult result = real_function(stream, rest...);
   if (result != CUDA_SUCCESS) return result;
-  ErrnoKeeper keep_errno;
-  ReentryGuard guard;
-  try {
+  shim_work([&] {
     uint64_t capture = capture_id(driver_stream(stream, Traits::per_thread));
     if (capture) engine.begin_capture(capture, thread_context().entry_caller);
-  } catch (...) {
-  }
+  });
   return result;
 }
 
@@ -605,14 +614,11 @@ CUresult handle_graph_add_kernel_node(Engine& engine, Function real_function, CU
                                       const CUDA_KERNEL_NODE_PARAMS* params) {
   CUresult result = real_function(node, graph, dependencies, dependency_count, params);
   if (result != CUDA_SUCCESS || !params) return result;
-  ErrnoKeeper keep_errno;
-  ReentryGuard guard;
-  try {
+  shim_work([&] {
     const void* handle = params->func ? static_cast<const void*>(params->func) : params->kern;
     const KernelInfo* kernel = engine.kernel(handle, [&] { return name_of_function(handle); });
     engine.note_graph_kernel_node(graph, kernel, thread_context().entry_caller);
-  } catch (...) {
-  }
+  });
   return result;
 }
 
@@ -621,18 +627,10 @@ template <Hook id, typename Function>
 CUresult handle_capture_end(Engine& engine, Function real_function, CUstream stream, CUgraph* graph) {
   using Traits = HookTraits<id>;
   uint64_t capture = 0;
-  {
-    ErrnoKeeper keep_errno;
-    capture = capture_id(driver_stream(stream, Traits::per_thread));
-  }
+  shim_work([&] { capture = capture_id(driver_stream(stream, Traits::per_thread)); });
   CUresult result = real_function(stream, graph);
   if (!capture) return result;
-  ErrnoKeeper keep_errno;
-  ReentryGuard guard;
-  try {
-    engine.end_capture(capture, result == CUDA_SUCCESS && graph ? *graph : nullptr);
-  } catch (...) {
-  }
+  shim_work([&] { engine.end_capture(capture, result == CUDA_SUCCESS && graph ? *graph : nullptr); });
   return result;
 }
 
@@ -644,8 +642,7 @@ CUresult handle_proc_address(Engine&, Function real_function, const char* symbol
                              Rest... rest) {
   CUresult result = real_function(symbol, function, rest...);
   if (result != CUDA_SUCCESS || !symbol || !function || !*function) return result;
-  ErrnoKeeper keep_errno;
-  ReentryGuard guard;
+  ShimScope scope;  // nothing here throws: the base names are the hook table's constants
   *function = substitute_wrapper(symbol, *function, true);
   return result;
 }
@@ -655,12 +652,7 @@ CUresult handle_proc_address(Engine&, Function real_function, const char* symbol
 template <typename Handle, typename Owner>
 void remember_looked_up_kernel(Handle* handle, Owner, const char* name) {
   if (!handle || !*handle) return;
-  ErrnoKeeper keep_errno;
-  ReentryGuard guard;
-  try {
-    remember_kernel_name(*handle, name);
-  } catch (...) {
-  }
+  shim_work([&] { remember_kernel_name(*handle, name); });
 }
 
 // Records who called an exported launch, library or graph-launch wrapper (one thread-local store; the
@@ -753,15 +745,44 @@ namespace blockrun::shim {
 
 namespace {
 
+// "cuMemcpyHtoD_v2_ptds" -> "cuMemcpyHtoD": the name cuGetProcAddress is asked for, a prefix of the hook's
+// own name (its `_ptsz` or `_ptds`, then its `_vN`, taken off). Worked out when the shim is compiled.
+constexpr bool ends_with(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+constexpr std::string_view base_name_of(std::string_view name) {
+  for (std::string_view suffix : {std::string_view("_ptsz"), std::string_view("_ptds")}) {
+    if (ends_with(name, suffix)) name.remove_suffix(suffix.size());
+  }
+  size_t version = name.rfind("_v");
+  if (version == std::string_view::npos || version + 2 >= name.size()) return name;
+  for (char digit : name.substr(version + 2)) {
+    if (digit < '0' || digit > '9') return name;
+  }
+  return name.substr(0, version);
+}
+static_assert(base_name_of("cuMemcpyHtoD_v2_ptds") == "cuMemcpyHtoD");
+static_assert(base_name_of("cuLaunchKernel_ptsz") == "cuLaunchKernel");
+static_assert(base_name_of("cuStreamGetCaptureInfo_v3") == "cuStreamGetCaptureInfo");
+static_assert(base_name_of("cuGetProcAddress_v2") == "cuGetProcAddress");
+static_assert(base_name_of("cuCtxCreate_v") == "cuCtxCreate_v");
+static_assert(base_name_of("cuLaunchKernelEx") == "cuLaunchKernelEx");
+
+// The base name as a constant of the table (the length of the name's prefix), never made at run time.
+template <size_t length>
+constexpr size_t kBaseLength = length;
+
 struct HookRow {
   const char* name;
   Layer layer;
   void* wrapper;
+  std::string_view base_name;  // the name cuGetProcAddress is asked for (base_name_of)
 };
 
 const HookRow kHookRows[] = {
-#define CUDA_BLOCKRUN_HOOK(layer, kind, stream, return_type, name, parameters, arguments) \
-  {#name, Layer::layer, reinterpret_cast<void*>(static_cast<HookTraits<Hook::name>::Function>(&::name))},
+#define CUDA_BLOCKRUN_HOOK(layer, kind, stream, return_type, name, parameters, arguments)                \
+  {#name, Layer::layer, reinterpret_cast<void*>(static_cast<HookTraits<Hook::name>::Function>(&::name)), \
+   std::string_view(#name, kBaseLength<base_name_of(#name).size()>)},
 #include "hooks.def"
 };
 
@@ -774,21 +795,6 @@ const HelperRow kHelperRows[] = {
 #define CUDA_BLOCKRUN_REAL(layer, return_type, name, parameters) {#name, Layer::layer},
 #include "hooks.def"
 };
-
-// "cuMemcpyHtoD_v2_ptds" -> "cuMemcpyHtoD": the name cuGetProcAddress is asked for.
-std::string base_name_of(const char* name) {
-  std::string base = name;
-  for (const char* suffix : {"_ptsz", "_ptds"}) {
-    size_t at = base.size() >= std::strlen(suffix) ? base.size() - std::strlen(suffix) : std::string::npos;
-    if (at != std::string::npos && base.compare(at, std::string::npos, suffix) == 0) base.erase(at);
-  }
-  size_t version = base.rfind("_v");
-  if (version != std::string::npos && version + 2 < base.size() &&
-      base.find_first_not_of("0123456789", version + 2) == std::string::npos) {
-    base.erase(version);
-  }
-  return base;
-}
 
 }  // namespace
 
@@ -828,9 +834,10 @@ void claim_driver_library() {
 
 void* substitute_wrapper(const char* symbol, void* address, bool by_base_name) {
   if (!hands_out_wrappers()) return address;
+  std::string_view asked = by_base_name ? std::string_view(symbol) : std::string_view();
   for (size_t index = 0; index < static_cast<size_t>(Hook::Count); ++index) {
     const HookRow& row = kHookRows[index];
-    bool candidate = by_base_name ? row.layer == Layer::Driver && base_name_of(row.name) == symbol
+    bool candidate = by_base_name ? row.layer == Layer::Driver && row.base_name == asked
                                   : std::strcmp(row.name, symbol) == 0;
     if (!candidate) continue;
     // The real function of this hook, wherever the program's lookup found it.
