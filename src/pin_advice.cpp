@@ -16,6 +16,10 @@ std::string shell_quoted(std::string_view argument) {
   bool plain = !argument.empty();
   for (char c : argument) plain = plain && needs_no_quotes(c);
   if (plain) return std::string(argument);
+  return single_quoted(argument);
+}
+
+std::string single_quoted(std::string_view argument) {
   std::string quoted = "'";
   for (char c : argument) {
     if (c == '\'') {

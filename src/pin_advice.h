@@ -38,6 +38,9 @@ PinAdvice pin_advice(const std::vector<std::string>& argv, bool in_job, const st
 // One argument as a POSIX shell reads it back: as it is where it holds only characters no shell treats
 // specially, else in single quotes (a quote inside written '\'').
 std::string shell_quoted(std::string_view argument);
+// The same, always in single quotes, as the log's `--block '...'` hints write a rule: a kernel name with a
+// quote in it (`pick<'a'>`) must still be one argument when the hint is pasted into a shell.
+std::string single_quoted(std::string_view argument);
 
 }  // namespace blockrun
 // SPDX-License-Identifier: MIT

@@ -93,8 +93,8 @@ void log_pin_hint(spdlog::logger& logger, const Finding& finding, bool or_all) {
     logger.error("  to pin it: run the program again under cuda-blockrun --localize");
   }
   if (advice.rule_covers && rule != "all") {
-    logger.error("  or run again with --block '{}' (or CUDA_BLOCKRUN_BLOCK='{}'){}", rule, rule,
-                 or_all ? ", or --block all" : "");
+    logger.error("  or run again with --block {} (or CUDA_BLOCKRUN_BLOCK={}){}", single_quoted(rule),
+                 single_quoted(rule), or_all ? ", or --block all" : "");
   } else {
     logger.error("  or run again with --block all");
   }
@@ -236,13 +236,13 @@ void log_first_error(spdlog::logger& logger, const Finding& finding, bool stack,
     if (finding.found_by == FoundBy::Breadcrumbs && finding.advice.localize_command.empty())
       logger.error(
           "  found by breadcrumbs: the first launch on its stream that did not complete; for its full call "
-          "site run again with --block '{}'",
-          printable(finding.pin_rule));
+          "site run again with --block {}",
+          single_quoted(printable(finding.pin_rule)));
     else if (finding.found_by == FoundBy::Breadcrumbs)
       logger.error(
           "  found by breadcrumbs: the first launch on its stream that did not complete; for its full call "
-          "site: {} (or run again with --block '{}')",
-          printable(finding.advice.localize_command), printable(finding.pin_rule));
+          "site: {} (or run again with --block {})",
+          printable(finding.advice.localize_command), single_quoted(printable(finding.pin_rule)));
   }
   log_suspects(logger, finding, stack, print_limit);
   logger.flush();

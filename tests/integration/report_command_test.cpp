@@ -365,6 +365,23 @@ TEST_F(JobReportCommand, ControlBytesInNamesAreEscapedInTheShimsLogToo) {
   EXPECT_TRUE(contains(explained.out, "kernel evil\\x1b]0;PWNED\\x07\\x9b, launch #1")) << explained.out;
 }
 
+// A kernel name with a quote in it (C++ template arguments: pick<'a'>): the log's `--block '...'` hint is
+// still one shell argument, and the command it gives, pasted into a shell, blocks that launch.
+TEST_F(JobReportCommand, AHintForAKernelNamedWithAQuoteWorksPastedIntoAShell) {
+  const std::string name = "pick<'a'>";
+  ProcessResult run = run_wrapped({}, {kProbeApp, "name", name, "1"}, {{"CUDA_SIM_FAULT", "*"}});
+  EXPECT_TRUE(contains(run.err, "found by breadcrumbs")) << run.err;
+  const std::string hint = "--block 'pick<'\\''a'\\''>#1'";
+  ASSERT_TRUE(contains(run.err, hint)) << run.err;
+  // The hint followed as printed, through /bin/sh.
+  ProcessResult pinned = run_process(
+      {"/bin/sh", "-c", "exec \"$0\" " + hint + " -- \"$1\" name \"$2\" 1", kWrapper, kProbeApp, name},
+      {{"CUDA_SIM_FAULT", "*"}, {"LD_LIBRARY_PATH", kSimLib}});
+  EXPECT_TRUE(contains(pinned.err, "in kernel pick<'a'>")) << pinned.err;
+  EXPECT_TRUE(contains(pinned.err, ", blocked")) << pinned.err;
+  EXPECT_TRUE(contains(pinned.err, "1 blocked")) << pinned.err;
+}
+
 // Issue 42, no silent outcomes: a run whose program never called CUDA wrote no report and said nothing. The
 // program the wrapper started says so in one line; a program whose child wrote the report does not.
 TEST_F(JobReportCommand, ARunThatWroteNoReportBecauseItNeverCalledCudaSaysSo) {
