@@ -269,42 +269,47 @@ bool OutputFile::write_record(const char* data, size_t size) {
     errno = saved_errno;
     return false;
   }
-  // Past RLIMIT_FSIZE the kernel sends SIGXFSZ, whose default action ends the program: held back on this
-  // thread during the write (write then fails with EFBIG), and taken back if this write raised it.
-  rlimit limit{};
-  bool limited = getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
-  sigset_t xfsz, saved, pending;
-  bool was_pending = false;
-  if (limited) {
-    sigemptyset(&xfsz);
-    sigaddset(&xfsz, SIGXFSZ);
-    pthread_sigmask(SIG_BLOCK, &xfsz, &saved);
-    was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ);
-  }
   ssize_t written;
-  do {
-    written = write(fd, data, size);
-  } while (written < 0 && errno == EINTR);
-  if (written > 0 && static_cast<size_t>(written) < size) {
-    // Cut back to the record's start, where nothing was appended after it since (another process sharing
-    // the path): a record is on disk whole or not at all.
-    off_t end = lseek(fd, 0, SEEK_CUR);
-    struct stat info {};
-    if (end >= written && fstat(fd, &info) == 0 && info.st_size == end) {
-      int ignored = ftruncate(fd, end - written);
-      (void)ignored;
+  {
+    FileSizeSignalHeld held;  // past RLIMIT_FSIZE the write fails (EFBIG) rather than end the program
+    do {
+      written = write(fd, data, size);
+    } while (written < 0 && errno == EINTR);
+    if (written > 0 && static_cast<size_t>(written) < size) {
+      // Cut back to the record's start, where nothing was appended after it since (another process sharing
+      // the path): a record is on disk whole or not at all.
+      off_t end = lseek(fd, 0, SEEK_CUR);
+      struct stat info {};
+      if (end >= written && fstat(fd, &info) == 0 && info.st_size == end) {
+        int ignored = ftruncate(fd, end - written);
+        (void)ignored;
+      }
+      written = -1;
     }
-    written = -1;
-  }
-  if (limited) {
-    if (!was_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ)) {
-      timespec now{};
-      sigtimedwait(&xfsz, nullptr, &now);
-    }
-    pthread_sigmask(SIG_SETMASK, &saved, nullptr);
   }
   errno = saved_errno;
   return written == static_cast<ssize_t>(size);
+}
+
+FileSizeSignalHeld::FileSizeSignalHeld() {
+  rlimit limit{};
+  limited_ = getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
+  if (!limited_) return;
+  sigemptyset(&xfsz_);
+  sigaddset(&xfsz_, SIGXFSZ);
+  pthread_sigmask(SIG_BLOCK, &xfsz_, &saved_);
+  sigset_t pending;
+  was_pending_ = sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ);
+}
+
+FileSizeSignalHeld::~FileSizeSignalHeld() {
+  if (!limited_) return;
+  sigset_t pending;
+  if (!was_pending_ && sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ)) {
+    timespec now{};
+    sigtimedwait(&xfsz_, nullptr, &now);
+  }
+  pthread_sigmask(SIG_SETMASK, &saved_, nullptr);
 }
 
 }  // namespace blockrun

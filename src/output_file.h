@@ -16,6 +16,7 @@
 // Issue 17: F5, F6, F7, F10, F12, F16.
 #pragma once
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -71,6 +72,23 @@ class OutputFile {
 
 // Whether `info` (stat's) is the null device, by its device number (1, 3) rather than its path: a container's
 // /dev/null bound from the host, or another name for it, is one too.
+// Past RLIMIT_FSIZE the kernel sends SIGXFSZ, whose default action ends the program: while this lives,
+// SIGXFSZ is held back on this thread (a write past the limit then fails with EFBIG), and at its end one this
+// thread's writes raised is taken back, so the program never sees it. Only where a limit is set;
+// async-signal-safe.
+class FileSizeSignalHeld {
+ public:
+  FileSizeSignalHeld();
+  ~FileSizeSignalHeld();
+  FileSizeSignalHeld(const FileSizeSignalHeld&) = delete;
+  FileSizeSignalHeld& operator=(const FileSizeSignalHeld&) = delete;
+
+ private:
+  bool limited_ = false;
+  bool was_pending_ = false;
+  sigset_t xfsz_{}, saved_{};
+};
+
 bool is_null_device(const struct stat& info);
 // The same for a path (following symbolic links, as a stat does); false where it cannot be examined.
 bool is_null_device(const char* path);

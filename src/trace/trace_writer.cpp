@@ -1,9 +1,6 @@
 // The Chrome trace-event JSON writer (trace_writer.h). Async-signal-safe throughout.
 #include "trace/trace_writer.h"
 
-#include <pthread.h>
-#include <signal.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -116,36 +113,20 @@ bool TraceWriter::write_out(const char* data, size_t size) {
   if (file_) return file_->write_record(data, size);
   if (failed_) return false;  // a document with a hole is no document: nothing after the first failure
   int saved_errno = errno;
-  // Past RLIMIT_FSIZE the kernel sends SIGXFSZ, whose default action ends the program: held back on this
-  // thread during the write, and taken back if this write raised it (as OutputFile::write_record does).
-  rlimit limit{};
-  bool limited = getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
-  sigset_t xfsz, saved, pending;
-  bool was_pending = false;
-  if (limited) {
-    sigemptyset(&xfsz);
-    sigaddset(&xfsz, SIGXFSZ);
-    pthread_sigmask(SIG_BLOCK, &xfsz, &saved);
-    was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ);
-  }
   bool whole = true;
-  while (size > 0) {
-    ssize_t written = write(fd_, data, size);
-    if (written < 0 && errno == EINTR) continue;
-    if (written <= 0) {
-      error_ = written < 0 ? errno : ENOSPC;
-      whole = false;
-      break;
+  {
+    FileSizeSignalHeld held;  // past RLIMIT_FSIZE the write fails (EFBIG) rather than end the program
+    while (size > 0) {
+      ssize_t written = write(fd_, data, size);
+      if (written < 0 && errno == EINTR) continue;
+      if (written <= 0) {
+        error_ = written < 0 ? errno : ENOSPC;
+        whole = false;
+        break;
+      }
+      data += written;
+      size -= static_cast<size_t>(written);
     }
-    data += written;
-    size -= static_cast<size_t>(written);
-  }
-  if (limited) {
-    if (!was_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ)) {
-      timespec now{};
-      sigtimedwait(&xfsz, nullptr, &now);
-    }
-    pthread_sigmask(SIG_SETMASK, &saved, nullptr);
   }
   errno = saved_errno;
   return whole;
