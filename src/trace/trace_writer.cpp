@@ -162,16 +162,21 @@ void TraceWriter::begin(const char* producer, uint64_t origin_unix_us, uint64_t 
   Event& head = event_;
   head.size = 0;
   head.add("{\"displayTimeUnit\":\"ns\",\"otherData\":{");
-  head.key("producer", true);
-  head.add_string(producer, kArgumentBytes);
-  head.key("origin_unix_us");
-  head.add(origin_unix_us);
-  head.key("events_per_thread");
-  head.add(events_per_thread);
+  add_origin(head, producer, origin_unix_us, events_per_thread);
   head.key("dropped_events");
   head.add(dropped);
   head.add("},\"traceEvents\":[\n");
   put(head.text, head.size);
+}
+
+void TraceWriter::add_origin(Event& event, const char* producer, uint64_t origin_unix_us,
+                             uint64_t events_per_thread) {
+  event.key("producer", true);
+  event.add_string(producer, kArgumentBytes);
+  event.key("origin_unix_us");
+  event.add(origin_unix_us);
+  event.key("events_per_thread");
+  event.add(events_per_thread);
 }
 
 void TraceWriter::process_name(uint64_t pid, const char* name, int64_t sort_index) {
@@ -426,12 +431,7 @@ bool TraceWriter::end_with(const char* producer, uint64_t origin_unix_us, uint64
   Event& tail = event_;
   tail.size = 0;
   tail.add("\n],\"otherData\":{");
-  tail.key("producer", true);
-  tail.add_string(producer, kArgumentBytes);
-  tail.key("origin_unix_us");
-  tail.add(origin_unix_us);
-  tail.key("events_per_thread");
-  tail.add(events_per_thread);
+  add_origin(tail, producer, origin_unix_us, events_per_thread);
   tail.key("dropped_events");  // every launch and call recorded and not in the trace, whatever the cause
   tail.add(left_out.oldest + left_out.untracked + left_out.missed);
   tail.key("dropped_oldest");

@@ -164,6 +164,9 @@ class TraceWriter {
   void start_event(Event& event, char phase, uint64_t pid, uint64_t tid, uint64_t at_ns, const char* name,
                    const char* category);
   void emit(const Event& event);
+  // otherData's keys every trace has, whether written first (begin) or last (end_with).
+  static void add_origin(Event& event, const char* producer, uint64_t origin_unix_us,
+                         uint64_t events_per_thread);
   void put(const char* data, size_t size);
   void flush();
 
