@@ -112,12 +112,9 @@ void in_a_thread_that_exits(Body body) {
   while (syscall(SYS_tgkill, getpid(), id.load(), 0) == 0) std::this_thread::yield();
 }
 
-// A program that starts thread after thread, each launching a little (a pool that churns), holds one ring,
-// not one per thread it ever had (a 200 KiB chunk each: 3,000 threads took 614 MB): a thread that exited
-// hands its ring to the next, whose entries follow its own, each under its own thread (issue 40, N3).
-TEST(TraceRecorder, AThreadThatExitedHandsItsRingToTheNext) {
-  TraceRecorder recorder(1000);
-  for (uint32_t thread = 1; thread <= 100; ++thread) {
+// Threads 1..`threads`, one after another, each recording two entries (thread * 10 + 1 and + 2) and exiting.
+void churn(TraceRecorder& recorder, uint32_t threads) {
+  for (uint32_t thread = 1; thread <= threads; ++thread) {
     in_a_thread_that_exits([&recorder, thread] {
       TraceEntry entry;
       for (uint64_t i = 1; i <= 2; ++i) {
@@ -126,6 +123,14 @@ TEST(TraceRecorder, AThreadThatExitedHandsItsRingToTheNext) {
       }
     });
   }
+}
+
+// A program that starts thread after thread, each launching a little (a pool that churns), holds one ring,
+// not one per thread it ever had (a 200 KiB chunk each: 3,000 threads took 614 MB): a thread that exited
+// hands its ring to the next, whose entries follow its own, each under its own thread (issue 40, N3).
+TEST(TraceRecorder, AThreadThatExitedHandsItsRingToTheNext) {
+  TraceRecorder recorder(1000);
+  churn(recorder, 100);
   EXPECT_EQ(recorder.rings(), 1u);
   Held held = read_all(recorder);
   ASSERT_EQ(held.sequences.size(), 100u);
@@ -138,15 +143,7 @@ TEST(TraceRecorder, AThreadThatExitedHandsItsRingToTheNext) {
 // counted where its oldest kept thread starts.
 TEST(TraceRecorder, APassedRingKeepsItsNewestEntriesUnderTheSameBound) {
   TraceRecorder recorder(10);
-  for (uint32_t thread = 1; thread <= 20; ++thread) {
-    in_a_thread_that_exits([&recorder, thread] {
-      TraceEntry entry;
-      for (uint64_t i = 1; i <= 2; ++i) {
-        entry.sequence = thread * 10 + i;
-        recorder.record(entry, thread);
-      }
-    });
-  }
+  churn(recorder, 20);
   EXPECT_EQ(recorder.rings(), 1u);
   std::vector<trace::ThreadEntries> begun;
   std::vector<uint64_t> kept;
