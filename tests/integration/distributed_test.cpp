@@ -110,6 +110,37 @@ TEST(Distributed, TheReportNamesTheRankThatFailedFirst) {
   EXPECT_TRUE(contains(json.out, "\"first_failure\":0,")) << json.out;
 }
 
+// The job verdict's next step, followed as printed: without breadcrumbs rank 1's fault has only suspects, and
+// `report` says to run the job again with `--ranks 1 --block RULE` added; pasted into a shell before the
+// job's own options, it blocks in rank 1 only, and rank 1's log then names the culprit exactly, with its call
+// site.
+TEST(Distributed, TheVerdictsNextStepFollowedAsPrintedPinsTheCulpritInItsRank) {
+  std::string directory = fresh_directory("job_next_step");
+  std::string pattern = directory + "/r.%r.jsonl";
+  auto job = [&](const std::string& added, int rank) {
+    Env env = clean({{"RANK", std::to_string(rank)}, kSurfaceAtSync});
+    if (rank == 1) env["CUDA_SIM_FAULT"] = "stencil:13";
+    return run_process(
+        {"/bin/sh", "-c", "exec \"$0\" " + added + " --breadcrumbs=0 --report \"$1\" -- \"$2\" steps",
+         kWrapper, pattern, kApp},
+        env);
+  };
+  for (int rank : {0, 1}) job("", rank);
+  ProcessResult verdict = run_process({kWrapper, "report", "--json", directory}, {});
+  const std::string key = "\"pin_command\":\"";
+  size_t at = verdict.out.find(key);
+  ASSERT_NE(at, std::string::npos) << verdict.out;
+  std::string next =
+      verdict.out.substr(at + key.size(), verdict.out.find('"', at + key.size()) - at - key.size());
+  ASSERT_EQ(next.rfind("--ranks 1 --block ", 0), 0u) << verdict.out;
+  ProcessResult pinned = job(next, 1);
+  EXPECT_TRUE(contains(pinned.err, "launch #38 (stencil#13), blocked")) << pinned.err;
+  EXPECT_TRUE(contains(pinned.err, "  launched at " + launch_line())) << pinned.err;
+  ProcessResult other = job(next, 0);
+  EXPECT_EQ(other.status, 0) << other.err;
+  EXPECT_FALSE(contains(other.err, "blocked")) << other.err;
+}
+
 // Issue 19: running again with the same --report path appended to the file, and the merger called the first
 // run's process the first to fail. Each wrapper invocation is a run of its own.
 TEST(Distributed, ARunIsNotMergedWithTheRunBeforeItInTheSameFile) {
