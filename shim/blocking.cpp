@@ -184,7 +184,7 @@ bool is_capturing(CUstream stream) {
 namespace {
 
 // CUDA 11.3's capture query, which drivers before CUDA 12.3 (535) have instead of _v3
-// (src/driver_features.def); cuda.h 13 no longer declares it. Found once.
+// (src/cuda/driver_features.def); cuda.h 13 no longer declares it. Found once.
 using CaptureInfoV2 = CUresult (*)(CUstream, CUstreamCaptureStatus*, cuuint64_t*, CUgraph*,
                                    const CUgraphNode**, size_t*);
 CaptureInfoV2 capture_info_v2() {

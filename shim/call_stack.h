@@ -2,7 +2,7 @@
 // allocation) and the Python frames of the launching thread (shim/python_frames.h).
 #pragma once
 
-#include "callsite.h"
+#include "callsites/callsite.h"
 
 namespace blockrun::shim {
 

@@ -1,6 +1,6 @@
 // Kernel names as the program looked its kernels up (cuLibraryGetKernel, cuModuleGetFunction), for a driver
-// older than CUDA 12.3, which has no cuKernelGetName/cuFuncGetName (src/driver_features.def): launches are
-// then still named. Kept only where the driver lacks a name query; its state is its own.
+// older than CUDA 12.3, which has no cuKernelGetName/cuFuncGetName (src/cuda/driver_features.def): launches
+// are then still named. Kept only where the driver lacks a name query; its state is its own.
 #pragma once
 
 namespace blockrun::shim {

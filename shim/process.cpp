@@ -29,9 +29,9 @@
 #include "facts.h"
 #include "kernel_names.h"
 #include "launch_gate.h"
-#include "loaded_objects.h"
-#include "log_file.h"
-#include "names.h"
+#include "callsites/loaded_objects.h"
+#include "report/log_file.h"
+#include "cuda/names.h"
 #include "shim.h"
 #include "signals.h"
 
@@ -311,8 +311,8 @@ std::string shim_module_path() {
   return info.dli_fname;
 }
 
-// The loaded driver's version and which of the shim's newer entry points it has (src/driver_features.def);
-// version 0 where no driver is loaded yet.
+// The loaded driver's version and which of the shim's newer entry points it has
+// (src/cuda/driver_features.def); version 0 where no driver is loaded yet.
 DriverSupport driver_support() {
   int version = 0;
   if (auto get_version = helper<Helper::cuDriverGetVersion>()) {

@@ -1,11 +1,11 @@
 // The innermost Python frames of the thread that launches a CUDA kernel, read on the launch path
-// (src/callsite.h holds the result). The shim builds without Python headers and links no libpython:
+// (src/callsites/callsite.h holds the result). The shim builds without Python headers and links no libpython:
 // CPython is found at run time, in whatever form the host process has it (a python executable that
 // exports its symbols, libpython3.x.so, an embedding program that loads it late), or not at all.
 #pragma once
 
-#include "callsite.h"
-#include "python_site_cache.h"
+#include "callsites/callsite.h"
+#include "callsites/python_site_cache.h"
 
 namespace blockrun::shim {
 

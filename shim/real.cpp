@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "loaded_objects.h"
+#include "callsites/loaded_objects.h"
 #include "symbol_table.h"
 
 namespace blockrun::shim {

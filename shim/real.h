@@ -2,7 +2,7 @@
 // library, and a process may load CUDA late (dlopen), privately (RTLD_LOCAL) or never.
 #pragma once
 
-#include "loaded_objects.h"
+#include "callsites/loaded_objects.h"
 #include "records.h"
 
 namespace blockrun::shim {

@@ -6,7 +6,7 @@
 // One launch crosses several layers (runtime -> driver, cuBLAS -> driver); it is recorded once, by the
 // driver wrapper, with what the outer layer was doing attached (ThreadContext's layers). The runtime wrapper
 // records only when the driver wrapper did not see the launch. Who owns a launch is the engine's rule
-// (src/launch_layers.h).
+// (src/cuda/launch_layers.h).
 #include <dlfcn.h>
 
 #include <cerrno>
@@ -48,7 +48,7 @@ ErrorCode code_of(cublasStatus_t result) {
   return {Layer::Cublas, static_cast<int>(result)};
 }
 
-// Every number of the attribution table (src/cuda_errors.def) is the CUDA headers' own.
+// Every number of the attribution table (src/cuda/cuda_errors.def) is the CUDA headers' own.
 namespace check_error_table {
 constexpr int none = -1;
 #define CUDA_BLOCKRUN_ERROR(meaning, number, runtime_name, driver_name)                             \
@@ -58,7 +58,7 @@ constexpr int none = -1;
                 #driver_name " is not " #number " in the CUDA headers");
 #define CUDA_BLOCKRUN_CUBLAS_STATUS(meaning, number, name) \
   static_assert(static_cast<int>(name) == number, #name " is not " #number " in the cuBLAS headers");
-#include "cuda_errors.def"
+#include "cuda/cuda_errors.def"
 }  // namespace check_error_table
 
 // What a wrapper returns when the real function cannot be found: the library's own

@@ -17,7 +17,7 @@
 #include <cstddef>
 
 #include "engine.h"
-#include "launch_layers.h"
+#include "cuda/launch_layers.h"
 #include "real.h"
 
 namespace blockrun::shim {
@@ -115,7 +115,7 @@ void claim_driver_library();
 
 // What a thread is inside of, so that one launch is recorded once however many layers it crosses:
 // a runtime launch continues into the driver, a library call launches kernels through the driver. Who owns a
-// launch is the engine's answer (src/launch_layers.h) from `layers`.
+// launch is the engine's answer (src/cuda/launch_layers.h) from `layers`.
 struct ThreadContext {
   int reentry_depth = 0;  // > 0 while the shim's own code runs (see ReentryGuard)
   int outer_depth = 0;    // > 0 inside a runtime or library wrapper's real call

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "fixed_text.h"
+#include "util/fixed_text.h"
 #include "report/keys.h"
 
 namespace blockrun::shim {

@@ -19,11 +19,11 @@
 #include <new>
 #include <type_traits>
 
-#include "cuda_errors.h"
-#include "names.h"
+#include "cuda/cuda_errors.h"
+#include "cuda/names.h"
 #include "report/error_writer.h"
 #include "report/launch_writer.h"
-#include "sites.h"
+#include "callsites/sites.h"
 
 namespace blockrun {
 
@@ -148,7 +148,7 @@ void Engine::start(ProcessInfo info, std::unique_ptr<ReportFile> report, StackFu
   time_calls_ = tracer_ || config_.log_launches;
   skip_policy_and_stack_ = config_.block.blocks_nothing() && !(take_stack_ && wants_stack(Decision{}));
   start_steady_ns_ = trace::Tracer::now();
-  if (report_) report_->write_record(start_record(process_));
+  if (report_) report_->write_record(start_json(process_));
   // Once a process: what the driver lacks of the shim's newer entry points (driver_features.def).
   if (std::string notice = driver_notice(process_.driver); !notice.empty()) logger_->warn("{}", notice);
 }
@@ -366,7 +366,7 @@ void Engine::launch_blocked(Launch& launch, ErrorCode sync_result, const char* s
     std::lock_guard<std::mutex> guard(report_mutex_);
     if (++blocked_error_records_ <= kMaxBlockedErrorRecords) {
       LaunchView view = view_of(launch.record, launch.taken_stack(), true, true, kCapturedLaunchesReported);
-      report_->write_record(blocked_error_record(view, text, sync_api, sync_result, process_.pid));
+      report_->write_record(blocked_error_json(view, text, sync_api, sync_result, process_.pid));
     }
   }
   if (launch.decision.on_error != OnError::Return) end_process_as_rule_says(launch.decision);
@@ -627,7 +627,7 @@ void Engine::first_error(const char* api, ErrorCode result, const char* how, Acc
   finding.surfaced_began_ns = since_start(call.began_ns);
   finding.surfaced_ns = since_start(call.returned_ns);
   // The report first: a process that dies right after this still leaves a complete record.
-  if (report_) report_->write_record(first_error_record(finding, process_.pid));
+  if (report_) report_->write_record(first_error_json(finding, process_.pid));
   if (tracer_) trace_first_error(finding, call);
   first_error_summary_ = first_error_summary(finding);
   log_first_error(*logger_, finding, config_.stack, config_.print_limit);
@@ -768,7 +768,7 @@ void Engine::log_launch(const Launch& launch, const char* what, ErrorCode result
   times.ended_ns = since_start(launch.ended_ns);
   times.wait_began_ns = since_start(launch.wait_began_ns);
   times.gpu_ns = launch.timing.gpu_ns;
-  report_->write_record(launch_record(view, what, result.ok() ? nullptr : &error_name, process_.pid, times));
+  report_->write_record(launch_json(view, what, result.ok() ? nullptr : &error_name, process_.pid, times));
 }
 
 // Called with report_mutex_ held, right after the log told call sites; `told_without_line`: one had no
@@ -1058,7 +1058,7 @@ void Engine::finish() {
     // were blocked (at exit it is the shim's largest allocation, docs/memory.md).
     Summary counts = summary(report_ || blocked_.load() > 0);
     if (log_it) log_summary(*logger_, counts, config_.print_limit);
-    if (report_) report_->write_record(summary_record(counts, process_.pid));
+    if (report_) report_->write_record(summary_json(counts, process_.pid));
   }
   // Whether or not it launched: a trace file, once opened, is a JSON document when the process ends.
   if (tracer_ && !trace_finished_.exchange(true)) {

@@ -19,24 +19,24 @@
 #include <string>
 #include <vector>
 
-#include "callsite.h"
-#include "config.h"
-#include "breadcrumb_slots.h"
-#include "driver_log.h"
-#include "first_error_latch.h"
-#include "graph_captures.h"
-#include "handle_table.h"
-#include "instance_serial.h"
-#include "launch_ledger.h"
-#include "power_of_two.h"
-#include "python_site_cache.h"
-#include "python_sites.h"
+#include "callsites/callsite.h"
+#include "config/config.h"
+#include "pieces/breadcrumb_slots.h"
+#include "cuda/driver_log.h"
+#include "pieces/first_error_latch.h"
+#include "pieces/graph_captures.h"
+#include "util/handle_table.h"
+#include "util/instance_serial.h"
+#include "pieces/launch_ledger.h"
+#include "util/power_of_two.h"
+#include "callsites/python_site_cache.h"
+#include "callsites/python_sites.h"
 #include "records.h"
-#include "report.h"
+#include "report/report_file.h"
 #include "report/summary_writer.h"
 #include "report/views.h"
-#include "sites.h"
-#include "symbolize.h"
+#include "callsites/sites.h"
+#include "callsites/symbolize.h"
 #include "trace/tracer.h"
 
 namespace spdlog {
@@ -231,8 +231,8 @@ class Engine {
   void observe_error(const char* api, ErrorCode result, const void* stream, bool per_thread_default_stream,
                      CallSpan span = {});
   // A call that touches the device (an allocation, an event, a module load, ...) returned `result`: only an
-  // error that may be an earlier kernel's, surfacing there (src/cuda_errors.def), is observed; the call's own
-  // (out of memory, an invalid value) is the program's business.
+  // error that may be an earlier kernel's, surfacing there (src/cuda/cuda_errors.def), is observed; the
+  // call's own (out of memory, an invalid value) is the program's business.
   void watch_error(const char* api, ErrorCode result, const void* stream, bool per_thread_default_stream,
                    CallSpan span = {});
   // At exit, the shim's own non-blocking check of the context (`api`, what it called) returned `result`: a

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "callsite.h"
-#include "duration_histogram.h"
-#include "policy.h"
+#include "callsites/callsite.h"
+#include "pieces/duration_histogram.h"
+#include "config/policy.h"
 
 namespace blockrun {
 
@@ -192,8 +192,8 @@ struct LaunchRecord {
   bool has_stack = false;  // its call stack (call site) was taken
   bool in_capture =
       false;  // recorded into a stream capture (a graph node): it did not run, and is no suspect
-  // The launch call returned an error that says nothing was enqueued (src/cuda_errors.def): it never ran, so
-  // it is no suspect and no breadcrumb's unfinished launch.
+  // The launch call returned an error that says nothing was enqueued (src/cuda/cuda_errors.def): it never
+  // ran, so it is no suspect and no breadcrumb's unfinished launch.
   bool refused = false;
   // Set on the copies the ring hands out (StreamState::collect), with breadcrumbs: a breadcrumb write was
   // enqueued after it, so a slot short of it shows that it did not complete. One without (its stream had no

@@ -12,7 +12,7 @@
 #include <cstring>
 
 #include "internal.h"
-#include "loaded_objects.h"
+#include "callsites/loaded_objects.h"
 #include "python_frames.h"
 #include "real.h"
 

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "internal.h"
-#include "sites.h"
+#include "callsites/sites.h"
 
 namespace blockrun::shim::python {
 

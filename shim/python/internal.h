@@ -27,7 +27,7 @@
 //
 // A launch's line alone (read_python_site, breadcrumbs and --trace: every launch) is read in place with or
 // without the GIL: a walk reading a few words of each frame, looked up in the engine's cache of walks seen
-// before (src/python_site_cache.h); the texts are read only for a walk not seen before.
+// before (src/callsites/python_site_cache.h); the texts are read only for a walk not seen before.
 //
 // No Python.h: the shim must build without Python headers, so what is needed is declared here as
 // untyped pointers and byte offsets. All offsets are for LP64 (x86-64 and aarch64 alike: natural
@@ -40,8 +40,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "callsite.h"
-#include "python_site_cache.h"
+#include "callsites/callsite.h"
+#include "callsites/python_site_cache.h"
 
 static_assert(sizeof(void*) == 8 && sizeof(long) == 8, "the CPython layouts below are for LP64");
 

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <cstring>
 
-#include "address_set.h"
+#include "util/address_set.h"
 #include "internal.h"
-#include "python_site_cache.h"
+#include "callsites/python_site_cache.h"
 
 namespace blockrun::shim::python {
 

@@ -9,8 +9,8 @@
 #include <set>
 
 #include "localize.h"
-#include "pin_advice.h"
-#include "report.h"
+#include "pieces/pin_advice.h"
+#include "report/report_file.h"
 #include "report/keys.h"
 
 namespace blockrun {

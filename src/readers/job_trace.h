@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "job_report.h"
-#include "output_file.h"
+#include "report/output_file.h"
 
 namespace blockrun {
 

@@ -6,8 +6,8 @@
 #include <optional>
 #include <set>
 
-#include "cuda_errors.h"
-#include "policy.h"
+#include "cuda/cuda_errors.h"
+#include "config/policy.h"
 #include "report/keys.h"
 #include "report/launch_writer.h"
 
@@ -35,7 +35,7 @@ std::set<std::string> suspected_kernels(const Json& first_error) {
 }
 
 // A report's error code (a JSON number) that is a kernel's load or store on a bad address
-// (src/cuda_errors.def).
+// (src/cuda/cuda_errors.def).
 bool reports_bad_memory_access(double code) {
   return code >= 0 && code < 1e6 && code == static_cast<int>(code) &&
          is_bad_memory_access(static_cast<int>(code));

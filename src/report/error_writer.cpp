@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "names.h"
+#include "cuda/names.h"
 #include "report/keys.h"
 
 namespace blockrun {
@@ -159,7 +159,7 @@ bool tells_call_site_without_line(const Finding& finding) {
   return false;
 }
 
-std::string first_error_record(const Finding& finding, long pid) {
+std::string first_error_json(const Finding& finding, long pid) {
   JsonWriter json;
   begin_error_record(json, "first_error", pid, finding.text, finding.result, finding.api);
   json.field(key::how, finding.how)
@@ -255,8 +255,8 @@ std::string first_error_summary(const Finding& finding) {
   return summary;
 }
 
-std::string blocked_error_record(const LaunchView& launch, const ErrorText& text, const char* sync_api,
-                                 ErrorCode code, long pid) {
+std::string blocked_error_json(const LaunchView& launch, const ErrorText& text, const char* sync_api,
+                               ErrorCode code, long pid) {
   JsonWriter json;
   begin_error_record(json, "blocked_error", pid, text, code, sync_api);
   write_launch_or_null(json, key::launch, &launch);
@@ -264,8 +264,8 @@ std::string blocked_error_record(const LaunchView& launch, const ErrorText& text
   return json.text();
 }
 
-std::string launch_record(const LaunchView& launch, const char* outcome, const std::string* result, long pid,
-                          const LaunchTimes& times) {
+std::string launch_json(const LaunchView& launch, const char* outcome, const std::string* result, long pid,
+                        const LaunchTimes& times) {
   JsonWriter json;
   json.begin_object().field(key::type, "launch").field(key::time, epoch_seconds());
   json.field(key::pid, static_cast<int64_t>(pid));

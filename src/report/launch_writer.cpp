@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "names.h"
+#include "cuda/names.h"
 #include "report/keys.h"
 
 namespace blockrun {

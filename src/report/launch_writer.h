@@ -8,7 +8,7 @@
 #include <string>
 
 #include "records.h"
-#include "report.h"
+#include "report/report_file.h"
 #include "report/views.h"
 
 namespace spdlog {

@@ -6,9 +6,9 @@
 
 #include <algorithm>
 
-#include "duration_histogram.h"
-#include "names.h"
-#include "report.h"
+#include "pieces/duration_histogram.h"
+#include "cuda/names.h"
+#include "report/report_file.h"
 #include "report/error_writer.h"
 #include "report/keys.h"
 
@@ -135,7 +135,7 @@ void write_driver_missing(JsonWriter& json, const DriverSupport& driver) {
 
 }  // namespace
 
-std::string start_record(const ProcessInfo& process) {
+std::string start_json(const ProcessInfo& process) {
   JsonWriter json;
   json.begin_object()
       .field(key::type, "start")
@@ -173,7 +173,7 @@ void sort_units(std::vector<UnitRow>& rows) {
   });
 }
 
-std::string summary_record(const Summary& summary, long pid) {
+std::string summary_json(const Summary& summary, long pid) {
   JsonWriter json;
   json.begin_object()
       .field(key::type, "summary")

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "driver_features.h"
+#include "cuda/driver_features.h"
 #include "records.h"
 
 namespace spdlog {
@@ -34,7 +34,7 @@ struct ProcessInfo {
   std::vector<std::pair<std::string, std::string>> configuration;  // variable, effective value
 };
 
-std::string start_record(const ProcessInfo& process);
+std::string start_json(const ProcessInfo& process);
 
 // One row of the per-kernel table. Names point into the records, which live as long as the process (graphs
 // are named when printed): sorting 65,536 kernels at exit then copies no names.
@@ -66,7 +66,7 @@ struct Summary {
 // Sorts `rows` as Summary::units are.
 void sort_units(std::vector<UnitRow>& rows);
 // `pid`: the process's (error_writer.h).
-std::string summary_record(const Summary& summary, long pid);
+std::string summary_json(const Summary& summary, long pid);
 // The summary line and, when launches were blocked, a header and the `print_limit` kernels (0: all) that
 // blocked longest, with a last line counting the rest where there are more.
 void log_summary(spdlog::logger& logger, const Summary& summary, size_t print_limit);

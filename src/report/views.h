@@ -11,12 +11,12 @@
 #include <utility>
 #include <vector>
 
-#include "callsite.h"
-#include "cuda_errors.h"
-#include "graph_captures.h"
-#include "pin_advice.h"
+#include "callsites/callsite.h"
+#include "cuda/cuda_errors.h"
+#include "pieces/graph_captures.h"
+#include "pieces/pin_advice.h"
 #include "records.h"
-#include "sites.h"
+#include "callsites/sites.h"
 
 namespace blockrun {
 

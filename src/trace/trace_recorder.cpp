@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "instance_serial.h"
+#include "util/instance_serial.h"
 
 namespace blockrun::trace {
 

@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "output_file.h"
+#include "report/output_file.h"
 
 namespace blockrun::trace {
 

@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <new>
 
-#include "fixed_text.h"
+#include "util/fixed_text.h"
 #include "records.h"
 
 namespace blockrun::trace {

@@ -26,9 +26,9 @@
 #include <mutex>
 #include <string>
 
-#include "fixed_text.h"
-#include "output_file.h"
-#include "python_sites.h"
+#include "util/fixed_text.h"
+#include "report/output_file.h"
+#include "callsites/python_sites.h"
 #include "trace/trace_recorder.h"
 
 namespace blockrun::trace {

@@ -23,9 +23,9 @@
 #include <utility>
 #include <vector>
 
-#include "config.h"
-#include "names.h"
-#include "policy.h"
+#include "config/config.h"
+#include "cuda/names.h"
+#include "config/policy.h"
 
 #define FUZZ_CHECK(condition)                                                                         \
   do {                                                                                                \
@@ -150,7 +150,7 @@ Environment written_back(const Config& config) {
 #define CUDA_BLOCKRUN_OPTION(member, kind, variable, flag, group, default_value, accepted, summary, \
                              description)                                                           \
   environment.entries.emplace_back(variable, value_text_##kind(config.member));
-#include "options.def"
+#include "config/options.def"
 #undef CUDA_BLOCKRUN_OPTION
   return environment;
 }
@@ -163,7 +163,7 @@ bool same_config(const Config& a, const Config& b) {
     std::fprintf(stderr, "config_fuzz: %s differs after writing the configuration back\n", variable); \
     same = false;                                                                                     \
   }
-#include "options.def"
+#include "config/options.def"
 #undef CUDA_BLOCKRUN_OPTION
   return same;
 }
@@ -288,7 +288,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(blockrun::selects_process(any_process, "a.out", "./a.out -n 3", rank) ==
                result.config.ranks.contains(rank));
     // The process pattern, whatever it is, against a command line made of the input itself (linear time,
-    // src/linear_regex.h: no pattern may take longer on some subject).
+    // src/config/linear_regex.h: no pattern may take longer on some subject).
     bool selected = blockrun::selects_process(result.config, "a.out", std::string(text), rank);
     FUZZ_CHECK(!selected || result.config.ranks.contains(rank));
   }

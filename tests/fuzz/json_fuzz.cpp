@@ -6,7 +6,7 @@
 // check that:
 // - the writer's output is one JSON value, on one line, valid UTF-8 with no raw control character, and
 //   reads back as the values written: integers exactly, doubles to 16 digits, NaN and infinities as null,
-//   strings as report.h promises (each byte that is not well-formed UTF-8 replaced by U+FFFD; over the
+//   strings as report_file.h promises (each byte that is not well-formed UTF-8 replaced by U+FFFD; over the
 //   limit, cut to it, the start of a sequence the cut split dropped, "..." added), so that a valid UTF-8
 //   string within the limit reads back unchanged;
 // - json_string's output is one JSON string, at most 6 bytes per input byte plus quotes and "...";
@@ -28,7 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "report.h"
+#include "report/report_file.h"
 #include "report_json.h"
 
 #define FUZZ_CHECK(condition)                                                                       \
@@ -44,10 +44,10 @@ namespace {
 using blockrun::JsonWriter;
 
 // The checking code is left out of the coverage the fuzzer steers by, so that its search is about
-// report.cpp and the long strings are read back at full speed.
+// report_file.cpp and the long strings are read back at full speed.
 #define ORACLE __attribute__((no_sanitize("coverage")))
 
-// ---- UTF-8, written independently of report.cpp ----
+// ---- UTF-8, written independently of report_file.cpp ----
 
 // Length of the well-formed UTF-8 sequence at text[i] (RFC 3629: no overlong forms, no surrogates,
 // nothing past U+10FFFF), 0 where there is none. *code gets the code point.
@@ -115,7 +115,7 @@ ORACLE bool shaped_like_cut_sequence(std::string_view tail) {
   return true;
 }
 
-// What report.h promises a JSON string reads back as: each byte that is not part of well-formed UTF-8
+// What report_file.h promises a JSON string reads back as: each byte that is not part of well-formed UTF-8
 // replaced by U+FFFD; over the limit, cut to it with "..." added, and the start of a sequence the cut
 // split dropped. `is_cut_sequence` says which tails count as such: "could have been completed" and "is
 // shaped like one" are both fair readings, so both are accepted; a tail that is neither (a byte that
@@ -359,7 +359,7 @@ class Program {
       if (want.is_double) {
         double written = doubles_[next_double++];
         if (want.kind == Token::Null) continue;
-        // 16 significant digits (report.cpp's choice, for times): close, not exact.
+        // 16 significant digits (report_file.cpp's choice, for times): close, not exact.
         double read = std::strtod(got.text.c_str(), nullptr);
         FUZZ_CHECK(std::isfinite(read) && std::fabs(read - written) <= std::fabs(written) * 1e-15);
         continue;

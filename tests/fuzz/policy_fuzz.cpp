@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
-#include "config.h"
-#include "names.h"
-#include "policy.h"
+#include "config/config.h"
+#include "cuda/names.h"
+#include "config/policy.h"
 
 // The input is a policy, then optionally a NUL byte and the kernel's (mangled or plain) name that the policy
 // decides: its rules' globs and regular expressions meet names the fuzzer chose, not one fixed name (a

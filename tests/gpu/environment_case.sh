@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU case (issue 42): what the shim says of the machine itself, on a real driver.
 #   environment_case.sh <wrapper> <demo>
-# 1. `--version` names the driver's CUDA version and a line per feature of src/driver_features.def; on a driver
+# 1. `--version` names the driver's CUDA version and a line per feature of src/cuda/driver_features.def; on a driver
 #    that has them all (580: CUDA 13.0), each says "yes (ENTRY_POINT)", and the demo's report lists nothing missing
 #    (`driver_missing` empty) and its log says nothing of the driver.
 # 2. No device (CUDA_VISIBLE_DEVICES empty, as a container without GPU access): the report's first error means

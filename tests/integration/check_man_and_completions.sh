@@ -1,6 +1,6 @@
 #!/bin/bash
 # Checks the man page and the shell completions the build made from the wrapper's two tables of flags
-# (src/options.def, tools/cuda-blockrun/commands.def): groff (else mandoc) reads the page without a warning,
+# (src/config/options.def, tools/cuda-blockrun/commands.def): groff (else mandoc) reads the page without a warning,
 # bash and zsh parse the completions, every listed flag of both tables is in the page and in the bash
 # completion, and the bash completion offers the right words. A checker that is not installed is skipped
 # with a message saying so; the others still run.
@@ -29,7 +29,7 @@ else
 fi
 
 # The listed flags, read from the tables themselves.
-flags=$( (sed -n 's/^CUDA_BLOCKRUN_OPTION([^,]*, *[^,]*, *"[^"]*", *"\(--[^"]*\)".*/\1/p' "$source_dir/src/options.def"
+flags=$( (sed -n 's/^CUDA_BLOCKRUN_OPTION([^,]*, *[^,]*, *"[^"]*", *"\(--[^"]*\)".*/\1/p' "$source_dir/src/config/options.def"
           sed -n 's/^CUDA_BLOCKRUN_COMMAND([^,]*, *"\(--[^"]*\)", *"[^"]*", *"[^"]*", *[A-Za-z]*, *Listed,.*/\1/p' \
             "$source_dir/tools/cuda-blockrun/commands.def") | sort)
 [ "$(echo "$flags" | wc -l)" -ge 20 ] || fail "read only $(echo "$flags" | wc -l) flags from the tables"
@@ -41,7 +41,7 @@ done
 for section in NAME SYNOPSIS DESCRIPTION OPTIONS ENVIRONMENT '"EXIT STATUS"' EXAMPLES '"SEE ALSO"'; do
   grep -qx "\.SH $section" "$man_page" || fail "the man page has no section $section"
 done
-for variable in $(sed -n 's/^CUDA_BLOCKRUN_OPTION([^,]*, *[^,]*, *"\([A-Z_]*\)".*/\1/p' "$source_dir/src/options.def"); do
+for variable in $(sed -n 's/^CUDA_BLOCKRUN_OPTION([^,]*, *[^,]*, *"\([A-Z_]*\)".*/\1/p' "$source_dir/src/config/options.def"); do
   grep -qx "\.B $variable" "$man_page" || fail "ENVIRONMENT lacks $variable"
 done
 

@@ -18,7 +18,7 @@ namespace blockrun::testing {
 namespace {
 
 // What a forked child's CUDA call gets (CUDA is not usable after a fork of an initialized parent) is no
-// kernel's fault: an environment error (src/cuda_errors.def, issue 42), told with its fix.
+// kernel's fault: an environment error (src/cuda/cuda_errors.def, issue 42), told with its fix.
 const std::string kForkedChildProblem =
     "CUDA was not initialized: no usable driver, the driver failed to start, CUDA used in a child forked "
     "after the parent initialized it, or (driver API) cuInit was not called first";

@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <string>
 
-#include "callsite.h"
-#include "python_site_cache.h"
-#include "sites.h"
+#include "callsites/callsite.h"
+#include "callsites/python_site_cache.h"
+#include "callsites/sites.h"
 
 namespace blockrun::probe {
 

@@ -56,8 +56,8 @@
 #include <string>
 #include <vector>
 
-#include "callsite.h"
-#include "launch_ledger.h"
+#include "callsites/callsite.h"
+#include "pieces/launch_ledger.h"
 #include "records.h"
 
 extern char** environ;
@@ -166,8 +166,8 @@ uint64_t debug_data_bytes(const std::string& path) {
   return total;
 }
 
-// The separate debug file of `path` that the shim's symbolizer would find (src/symbolize.cpp): by build ID
-// under /usr/lib/debug/.build-id, or by .gnu_debuglink next to the file, in its .debug/ or under
+// The separate debug file of `path` that the shim's symbolizer would find (src/callsites/symbolize.cpp): by
+// build ID under /usr/lib/debug/.build-id, or by .gnu_debuglink next to the file, in its .debug/ or under
 // /usr/lib/debug/<its directory>. "" when there is none.
 std::string separate_debug_file(const std::string& path) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -1,6 +1,6 @@
-// The set of addresses that only grows (src/address_set.h): what was inserted is found and nothing else is,
-// an insert with no room among its probes fails and says so, and threads inserting at once lose nothing.
-#include "address_set.h"
+// The set of addresses that only grows (src/util/address_set.h): what was inserted is found and nothing else
+// is, an insert with no room among its probes fails and says so, and threads inserting at once lose nothing.
+#include "util/address_set.h"
 
 #include <gtest/gtest.h>
 

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "cuda_errors.h"
+#include "cuda/cuda_errors.h"
 #include "engine.h"
 #include "report_json.h"
 
@@ -68,7 +68,7 @@ TEST(ErrorMeaning, TheReportDocumentationListsTheTable) {
     EXPECT_NE(docs.find("| " #number " | "), std::string::npos)         \
         << #number " is missing from docs/report.md";                   \
   }
-#include "cuda_errors.def"
+#include "cuda/cuda_errors.def"
   size_t rows = 0;
   for (size_t at = docs.find("| asynchronous |"); at != std::string::npos;
        at = docs.find("| asynchronous |", at + 1))
@@ -98,7 +98,7 @@ TEST(ErrorMeaning, EnvironmentErrorsAreNoKernelsAndSayTheirFix) {
     EXPECT_NE(std::string(advice.problem), "") << #number " has no CUDA_BLOCKRUN_ENVIRONMENT row"; \
     EXPECT_NE(std::string(advice.fix), "") << #number;                                             \
   }
-#include "cuda_errors.def"
+#include "cuda/cuda_errors.def"
   EXPECT_EQ(std::string(environment_advice({Layer::Runtime, 700}).problem), "");
 }
 

@@ -1,13 +1,13 @@
-// The breadcrumb slots alone (src/breadcrumb_slots.h): a slot per stream, handed out once and never more than
-// there are, and what reading them back says: each stream's first launch past its slot's value (with those
-// after it through one with its write, where it had none), oldest first, and the streams whose first
-// unfinished launch left the ring.
+// The breadcrumb slots alone (src/pieces/breadcrumb_slots.h): a slot per stream, handed out once and never
+// more than there are, and what reading them back says: each stream's first launch past its slot's value
+// (with those after it through one with its write, where it had none), oldest first, and the streams whose
+// first unfinished launch left the ring.
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "breadcrumb_slots.h"
-#include "launch_ledger.h"
+#include "pieces/breadcrumb_slots.h"
+#include "pieces/launch_ledger.h"
 #include "ledger_helpers.h"
 
 namespace blockrun {

@@ -9,7 +9,7 @@
 #include <map>
 #include <sstream>
 
-#include "config.h"
+#include "config/config.h"
 
 namespace blockrun {
 namespace {

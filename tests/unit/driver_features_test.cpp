@@ -1,6 +1,6 @@
-// The shim's optional driver entry points (src/driver_features.def, issue 42): which a driver lacks, and the
-// one line the log says of them.
-#include "driver_features.h"
+// The shim's optional driver entry points (src/cuda/driver_features.def, issue 42): which a driver lacks, and
+// the one line the log says of them.
+#include "cuda/driver_features.h"
 
 #include <gtest/gtest.h>
 

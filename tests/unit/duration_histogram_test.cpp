@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "duration_histogram.h"
+#include "pieces/duration_histogram.h"
 
 namespace blockrun {
 namespace {

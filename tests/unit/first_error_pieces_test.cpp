@@ -1,12 +1,12 @@
-// The first error's two small pieces alone: the latch that lets one thread take it (src/first_error_latch.h)
-// and the driver's log it carries (src/driver_log.h).
+// The first error's two small pieces alone: the latch that lets one thread take it
+// (src/pieces/first_error_latch.h) and the driver's log it carries (src/cuda/driver_log.h).
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "driver_log.h"
-#include "first_error_latch.h"
+#include "cuda/driver_log.h"
+#include "pieces/first_error_latch.h"
 
 namespace blockrun {
 namespace {

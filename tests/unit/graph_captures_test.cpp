@@ -1,12 +1,12 @@
-// Graphs and their captures alone (src/graph_captures.h): a capture's launches are kept in order and linked
-// to the executable graph made from it, a failed capture keeps nothing, and the graph breadcrumbs say which
-// node of a replay did not complete.
+// Graphs and their captures alone (src/pieces/graph_captures.h): a capture's launches are kept in order and
+// linked to the executable graph made from it, a failed capture keeps nothing, and the graph breadcrumbs say
+// which node of a replay did not complete.
 #include <gtest/gtest.h>
 
 #include <memory>
 
-#include "breadcrumb_slots.h"
-#include "graph_captures.h"
+#include "pieces/breadcrumb_slots.h"
+#include "pieces/graph_captures.h"
 
 namespace blockrun {
 namespace {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "job_report.h"
-#include "names.h"
+#include "cuda/names.h"
 #include "report_json.h"
 
 namespace blockrun {

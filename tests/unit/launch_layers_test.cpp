@@ -1,5 +1,5 @@
-// Which layer owns a launch (src/launch_layers.h): a driver launch on its own, inside a runtime launch (the
-// first is the runtime's, a second one the driver's own), inside a library call and inside both; the
+// Which layer owns a launch (src/cuda/launch_layers.h): a driver launch on its own, inside a runtime launch
+// (the first is the runtime's, a second one the driver's own), inside a library call and inside both; the
 // runtime's own record and a library call's unit; and when a library call is a unit of its own.
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 #include <string>
 
 #include "engine.h"
-#include "launch_layers.h"
-#include "policy.h"
+#include "cuda/launch_layers.h"
+#include "config/policy.h"
 
 namespace blockrun {
 namespace {

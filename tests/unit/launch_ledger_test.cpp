@@ -1,11 +1,11 @@
-// The launch ledger alone (src/launch_ledger.h): which launches are suspects, and what proves them complete:
-// a synchronize of their stream or of the device, and the order events give streams (a record, a wait on it
-// by another stream, then a proof on the waiting stream past the wait).
+// The launch ledger alone (src/pieces/launch_ledger.h): which launches are suspects, and what proves them
+// complete: a synchronize of their stream or of the device, and the order events give streams (a record, a
+// wait on it by another stream, then a proof on the waiting stream past the wait).
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "launch_ledger.h"
+#include "pieces/launch_ledger.h"
 #include "ledger_helpers.h"
 
 namespace blockrun {

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "launch_ledger.h"
+#include "pieces/launch_ledger.h"
 
 namespace blockrun::testing {
 

@@ -1,7 +1,8 @@
-// The linear-time regular expressions (src/linear_regex.h): what they match, checked against std::regex on
-// random patterns and subjects; what they refuse, with the reason; and the patterns std::regex took
-// exponential or polynomial time on, or overflowed the stack with, on subjects far longer than any window.
-#include "linear_regex.h"
+// The linear-time regular expressions (src/config/linear_regex.h): what they match, checked against
+// std::regex on random patterns and subjects; what they refuse, with the reason; and the patterns std::regex
+// took exponential or polynomial time on, or overflowed the stack with, on subjects far longer than any
+// window.
+#include "config/linear_regex.h"
 #include "../sanitized_build.h"
 
 #include <gtest/gtest.h>

@@ -2,7 +2,7 @@
 // may share a terminal or a file are told apart by pid and, in a job, rank.
 #include <gtest/gtest.h>
 
-#include "log_file.h"
+#include "report/log_file.h"
 
 namespace blockrun {
 namespace {

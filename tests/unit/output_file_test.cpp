@@ -1,6 +1,6 @@
-// The shim's files (src/output_file.h): no symbolic link followed in any component, by openat2 and by the
-// walk one component at a time that kernels without openat2 get; records whole or absent.
-#include "output_file.h"
+// The shim's files (src/report/output_file.h): no symbolic link followed in any component, by openat2 and by
+// the walk one component at a time that kernels without openat2 get; records whole or absent.
+#include "report/output_file.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

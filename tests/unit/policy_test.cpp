@@ -2,8 +2,8 @@
 // exclusions, actions and the NCCL default.
 #include <gtest/gtest.h>
 
-#include "names.h"
-#include "policy.h"
+#include "cuda/names.h"
+#include "config/policy.h"
 
 namespace blockrun {
 namespace {

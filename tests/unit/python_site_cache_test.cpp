@@ -1,7 +1,7 @@
-// The cache of launches' Python lines by the words of their frames (src/python_site_cache.h): a walk seen
-// before gives the numbers its full read gave, one that differs in a frame the choice looked at does not, a
-// full bucket or site table never gives a wrong line, and threads remembering and finding at once never read
-// an entry half written.
+// The cache of launches' Python lines by the words of their frames (src/callsites/python_site_cache.h): a
+// walk seen before gives the numbers its full read gave, one that differs in a frame the choice looked at
+// does not, a full bucket or site table never gives a wrong line, and threads remembering and finding at once
+// never read an entry half written.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "python_site_cache.h"
-#include "sites.h"
+#include "callsites/python_site_cache.h"
+#include "callsites/sites.h"
 
 namespace blockrun {
 namespace {

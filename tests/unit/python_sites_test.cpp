@@ -1,5 +1,5 @@
-// The interned Python launch lines of breadcrumbs mode (src/python_sites.h): one number per distinct line,
-// nothing wrong when full, and threads interning at once agree.
+// The interned Python launch lines of breadcrumbs mode (src/callsites/python_sites.h): one number per
+// distinct line, nothing wrong when full, and threads interning at once agree.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "python_sites.h"
+#include "callsites/python_sites.h"
 
 namespace blockrun {
 namespace {

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <string>
 
-#include "report.h"
-#include "sites.h"
+#include "report/report_file.h"
+#include "callsites/sites.h"
 
 namespace blockrun {
 namespace {

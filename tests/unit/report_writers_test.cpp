@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "names.h"
+#include "cuda/names.h"
 #include "report/error_writer.h"
 #include "report/launch_writer.h"
 
@@ -77,7 +77,7 @@ TEST_F(WritersTest, AnExactCulpritIsToldAsExactWithoutAPinRule) {
   found.how = "blocking synchronize after the launch";
   found.exact = true;
   found.culprit = std::make_unique<LaunchView>(view());
-  std::string text = first_error_record(found, 4242);
+  std::string text = first_error_json(found, 4242);
   EXPECT_NE(text.find("\"pid\":4242,\"error\":\"cudaErrorIllegalAddress\""), std::string::npos) << text;
   EXPECT_NE(text.find("\"certainty\":\"exact\",\"method\":\"blocking\""), std::string::npos) << text;
   EXPECT_NE(text.find("\"suspects\":[],\"pin_rule\":null"), std::string::npos) << text;
@@ -98,7 +98,7 @@ TEST_F(WritersTest, SuspectsAreListedWithTheRuleThatPinsThem) {
   found.pin_rule_useful = true;
   found.tally = SuspectTally{1, false, 1};
   found.advice = pin_advice({"./app", "--steps", "it's 3"}, false, found.pin_rule, found.tally);
-  std::string text = first_error_record(found, 4242);
+  std::string text = first_error_json(found, 4242);
   EXPECT_NE(text.find("\"certainty\":\"suspects\",\"method\":\"host\""), std::string::npos) << text;
   EXPECT_NE(text.find("\"launch\":null"), std::string::npos) << text;
   EXPECT_NE(text.find("\"pin_rule\":\"stencil\",\"unfinished_launches\":1,\"suspects_cut\":false,"
@@ -124,7 +124,7 @@ TEST_F(WritersTest, ARuleThatCannotCoverEveryLaunchThatCouldHaveFaultedIsNotOffe
   found.pin_rule_useful = true;
   found.tally = SuspectTally{8, true, 1};
   found.advice = pin_advice({"python3", "train.py"}, false, found.pin_rule, found.tally);
-  std::string text = first_error_record(found, 4242);
+  std::string text = first_error_json(found, 4242);
   EXPECT_NE(text.find("\"unfinished_launches\":8,\"suspects_cut\":true,\"pin_rule_covers\":false,"
                       "\"localize_command\":\"cuda-blockrun --localize -- python3 train.py\""),
             std::string::npos)
@@ -147,7 +147,7 @@ TEST_F(WritersTest, ARankIsToldToLocalizeItsJob) {
   found.pin_rule_useful = true;
   found.tally = SuspectTally{1, false, 1};
   found.advice = pin_advice({"python3", "train.py"}, true, found.pin_rule, found.tally);
-  EXPECT_NE(first_error_record(found, 4242).find("\"localize_command\":null"), std::string::npos);
+  EXPECT_NE(first_error_json(found, 4242).find("\"localize_command\":null"), std::string::npos);
   log_first_error(*logger, found, false, 10);
   EXPECT_NE(log_.str().find("  to pin it: run the job's command again under cuda-blockrun --localize "
                             "(docs/distributed.md)\n"),

@@ -1,9 +1,9 @@
-// Tests of how the call site is chosen (src/sites.h): the program's own line, not a library's. Native frames
-// of the CUDA Toolkit's headers (thrust, CUB, libcu++) are passed over for the program's frame that called
-// them, by their source file, also where they are inlined into the program's function; Python frames of
-// generated code (exec'd "<string>", torch.compile's cache) and of torch.compile's machinery are passed over
-// for the program's line. Every frame stays in the stack.
-#include "sites.h"
+// Tests of how the call site is chosen (src/callsites/sites.h): the program's own line, not a library's.
+// Native frames of the CUDA Toolkit's headers (thrust, CUB, libcu++) are passed over for the program's frame
+// that called them, by their source file, also where they are inlined into the program's function; Python
+// frames of generated code (exec'd "<string>", torch.compile's cache) and of torch.compile's machinery are
+// passed over for the program's line. Every frame stays in the stack.
+#include "callsites/sites.h"
 
 #include <cstdio>
 #include <cstdint>
@@ -16,8 +16,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "callsite.h"
-#include "symbolize.h"
+#include "callsites/callsite.h"
+#include "callsites/symbolize.h"
 
 // Outside any anonymous namespace, with external linkage, as in symbolize_test.cpp: plain functions, no
 // local clones.

@@ -1,5 +1,5 @@
 // suggest.h: edit distance and the "did you mean" that the wrapper, the configuration and the policy use.
-#include "suggest.h"
+#include "config/suggest.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// Tests of the symbolizer (src/symbolize.h): file:line and function of a known call with libdw, exported
-// names and modules without it, chains of inlined functions, degraded answers, no debuginfod traffic, and
-// concurrent use.
+// Tests of the symbolizer (src/callsites/symbolize.h): file:line and function of a known call with libdw,
+// exported names and modules without it, chains of inlined functions, degraded answers, no debuginfod
+// traffic, and concurrent use.
 //
 // This file is also built, with SYMBOLIZE_TEST_LIBRARY defined, as libsymbolize_test_library.so
 // (tests/CMakeLists.txt): the shared library whose exported function the tests symbolize.
@@ -49,7 +49,7 @@ extern "C" __attribute__((visibility("default"))) uintptr_t symbolize_test_libra
 
 #else
 
-#include "symbolize.h"
+#include "callsites/symbolize.h"
 
 #include <arpa/inet.h>
 #include <dlfcn.h>

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "engine.h"
-#include "output_file.h"
+#include "report/output_file.h"
 #include "trace/trace_recorder.h"
 #include "trace/trace_writer.h"
 #include "trace/tracer.h"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
+#include "config/config.h"
 
 namespace blockrun::cli {
 

@@ -12,9 +12,9 @@
 #include <fmt/format.h>
 
 #include "cli.h"
-#include "config.h"
-#include "names.h"
-#include "policy.h"
+#include "config/config.h"
+#include "cuda/names.h"
+#include "config/policy.h"
 #include "report/launch_writer.h"
 
 namespace blockrun::cli {

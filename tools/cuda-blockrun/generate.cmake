@@ -1,5 +1,5 @@
 # Run by the build (CMakeLists.txt): the man page and the bash and zsh completions, made by the built wrapper
-# from its tables of flags (src/options.def, tools/cuda-blockrun/commands.def) with its hidden flags.
+# from its tables of flags (src/config/options.def, tools/cuda-blockrun/commands.def) with its hidden flags.
 #   cmake -DWRAPPER=... -DMAN_PAGE=... -DBASH_COMPLETION=... -DZSH_COMPLETION=... -P generate.cmake
 foreach(pair "--help-man;${MAN_PAGE}" "--help-bash-completion;${BASH_COMPLETION}"
              "--help-zsh-completion;${ZSH_COMPLETION}")

@@ -1,5 +1,5 @@
-// What the wrapper says about itself, all made from its two tables of flags (src/options.def: the shim's
-// options; commands.def: the wrapper's own): --help, --help-all, the man page and the bash and zsh
+// What the wrapper says about itself, all made from its two tables of flags (src/config/options.def: the
+// shim's options; commands.def: the wrapper's own): --help, --help-all, the man page and the bash and zsh
 // completions (the build makes those three with the hidden flags), and --list-hooks and --version.
 #include <dlfcn.h>
 
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "cli.h"
-#include "driver_features.h"
+#include "cuda/driver_features.h"
 #include "hook_list.h"
 
 #ifndef CUDA_BLOCKRUN_VERSION
@@ -461,7 +461,7 @@ std::string bash_completion() {
   }
   return "# bash completion for cuda-blockrun, made by `cuda-blockrun --help-bash-completion` from its "
          "tables of\n"
-         "# flags (src/options.def, tools/cuda-blockrun/commands.def): edit those, not this.\n"
+         "# flags (src/config/options.def, tools/cuda-blockrun/commands.def): edit those, not this.\n"
          "_cuda_blockrun() {\n"
          "  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]} i program=0\n"
          "  # --flag=value: bash splits it at '='\n"
@@ -554,7 +554,7 @@ std::string zsh_completion() {
   return "#compdef cuda-blockrun\n"
          "# zsh completion for cuda-blockrun, made by `cuda-blockrun --help-zsh-completion` from its tables "
          "of\n"
-         "# flags (src/options.def, tools/cuda-blockrun/commands.def): edit those, not this.\n"
+         "# flags (src/config/options.def, tools/cuda-blockrun/commands.def): edit those, not this.\n"
          "_cuda-blockrun_program() {\n"
          "  _alternative 'commands:command:_command_names -e' 'report:subcommand:(report)'\n"
          "}\n"
@@ -592,7 +592,7 @@ namespace {
 
 // The driver this machine would give a CUDA program, asked in this process (never in the program's).
 // What `--version` says of the machine's driver: its CUDA version, and for each of the shim's newer entry
-// points (src/driver_features.def) whether the driver has it, what stands in for it, or what its absence
+// points (src/cuda/driver_features.def) whether the driver has it, what stands in for it, or what its absence
 // costs (issue 42), a line each.
 struct DriverText {
   std::string version;

@@ -16,9 +16,9 @@
 #include <fmt/format.h>
 
 #include "cli.h"
-#include "config.h"
+#include "config/config.h"
 #include "localize.h"
-#include "names.h"
+#include "cuda/names.h"
 #include "report/keys.h"
 #include "report_json.h"
 

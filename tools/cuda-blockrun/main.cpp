@@ -2,7 +2,7 @@
 //
 //   cuda-blockrun [options] [--] program [args...]
 //
-// Every option maps to a CUDA_BLOCKRUN_* variable (src/options.def), so the same configuration
+// Every option maps to a CUDA_BLOCKRUN_* variable (src/config/options.def), so the same configuration
 // works without the wrapper (LD_PRELOAD=libcuda_blockrun.so CUDA_BLOCKRUN_BLOCK=all ./app). The
 // wrapper checks the configuration with the shim's own parser before anything runs, finds the shim
 // beside itself (build tree or install tree: bin/../lib), and replaces itself with the program, so
@@ -25,8 +25,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.h"
-#include "config.h"
-#include "suggest.h"
+#include "config/config.h"
+#include "config/suggest.h"
 
 extern char** environ;
 
@@ -138,8 +138,8 @@ int take_command(const CommandSpec& spec, const std::optional<std::string>& inli
   return index;
 }
 
-// A flag of src/options.def at argv[index] (its value inline, next, or 1 for a switch): its value, checked,
-// into the settings; returns the index of the last argument it took.
+// A flag of src/config/options.def at argv[index] (its value inline, next, or 1 for a switch): its value,
+// checked, into the settings; returns the index of the last argument it took.
 int take_option(int argc, char** argv, int index, Invocation* invocation) {
   std::string argument = argv[index];
   auto [flag, inline_value] = split_flag(argument);

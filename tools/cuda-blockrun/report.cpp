@@ -19,9 +19,9 @@
 #include "cli.h"
 #include "job_report.h"
 #include "job_trace.h"
-#include "names.h"
+#include "cuda/names.h"
 #include "report_json.h"
-#include "suggest.h"
+#include "config/suggest.h"
 
 namespace blockrun::cli {
 

@@ -16,7 +16,7 @@
 #include <string>
 
 #include "cli.h"
-#include "config.h"
+#include "config/config.h"
 
 namespace blockrun::cli {
 

@@ -1,0 +1,76 @@
+// The breadcrumb slots (docs/localize.md): pinned, host-mapped words the GPU writes after launches, one per
+// stream (and, with graph breadcrumbs, one per branch of a captured graph). This piece hands the slots out
+// and reads them back: after each launch the shim enqueues a write of the launch's number into its stream's
+// slot, so when the first error surfaces each slot says how far its stream got, and the first launch after
+// it on each stream is all that can have faulted. The slots themselves are the shim's (shim/breadcrumbs.cpp).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "pieces/launch_ledger.h"
+#include "records.h"
+
+namespace blockrun {
+
+// A graph branch slot before any replay began (a fresh slot holds 0, which reads as "began, nothing done").
+inline constexpr uint64_t kGraphNotStarted = ~uint64_t{0};
+
+// What the breadcrumbs say: per stream the first launch after the last one its slot shows complete, and where
+// no breadcrumb write followed that one (LaunchRecord::breadcrumb), the launches after it through the first
+// that had one, all oldest first; and the streams whose first such launch left the ring (who it was is lost).
+struct BreadcrumbView {
+  std::vector<ReportedLaunch> heads;
+  std::vector<std::pair<StreamId, uint64_t>> lost;  // stream, the last launch known complete on it
+};
+
+// A launch not known to have completed, as the fatal-signal record lists it.
+struct InFlight {
+  uint64_t sequence;
+  const KernelInfo* kernel;  // nullptr for a library call or graph recorded as a unit
+  StreamId stream;
+  uint64_t kernel_ordinal;  // and its configuration, for the log's line (launch_configuration's form)
+  Dim3 grid, block;
+  uint64_t shared_memory;
+  bool unfinished;  // known not to have completed; else only not known to have completed
+};
+
+class BreadcrumbSlots {
+ public:
+  // `slots` (count of them) must outlive this; may be called while other threads launch: their launches
+  // until then go without breadcrumbs. nullptr takes them away.
+  void set(volatile uint64_t* slots, uint32_t count) {
+    count_ = slots ? count : 0;
+    slots_.store(slots, std::memory_order_release);  // published after the count
+  }
+  bool ready() const { return slots_.load(std::memory_order_acquire) != nullptr; }
+
+  // A slot of its own, or -1 where they are used up (or not set up).
+  int32_t new_slot();
+  // The slot of `stream` (given on first use), or -1: more streams than slots.
+  int32_t slot_of(StreamState& stream);
+  // A slot newly handed to a graph branch says that no replay began. No GPU write to it can be pending.
+  void mark_not_started(int32_t slot) { slots_.load(std::memory_order_acquire)[slot] = kGraphNotStarted; }
+  // The slots, for reading graph branches (nullptr: none).
+  const volatile uint64_t* slots() const { return slots_.load(std::memory_order_acquire); }
+
+  // Raises each stream's known-complete mark in `ledger` to its slot's value, then says what is unfinished.
+  BreadcrumbView read(LaunchLedger& ledger) const;
+  // The launches not known to have completed, as read() names them (each stream's first unfinished one and,
+  // where no breadcrumb write followed it, those after it through one that had), oldest first, up to `max`;
+  // the count written.
+  // Async-signal-safe, for the fatal-signal record: no allocation, and a stream whose ring another thread
+  // holds at that moment is left out rather than waited for.
+  size_t in_flight_now(const LaunchLedger& ledger, InFlight* out, size_t max) const;
+
+ private:
+  std::atomic<volatile uint64_t*> slots_{nullptr};
+  uint32_t count_ = 0;
+  std::atomic<uint32_t> next_{0};
+};
+
+}  // namespace blockrun
+// SPDX-License-Identifier: MIT
