@@ -30,11 +30,7 @@ namespace blockrun {
 namespace {
 
 constexpr size_t kKernelCapacity = 1 << 16;
-// Distinct Python launch lines kept (breadcrumbs, captured launches): 1.1 MiB.
-constexpr size_t kPythonSiteCapacity = 1 << 12;
-constexpr size_t kCapturedFrames = 32;   // of a captured launch's stack, kept to name its capture line
-constexpr size_t kApiCapacity = 1 << 7;  // launch entry points: a few dozen exist
-constexpr uint64_t kMaxBlockedErrorRecords = 64;  // later ones are counted in the summary
+constexpr size_t kCapturedFrames = 32;  // of a captured launch's stack, kept to name its capture line
 
 uint64_t now_ms() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -67,20 +63,6 @@ std::string surfaced_how(const Surfacing& where) {
   return "surfaced at a later call";
 }
 
-// What `slot` points at, made by the first blocked launch that needs it: once per kernel, on the blocked
-// path, which has just waited for the GPU anyway. Of two threads that race, one's is kept and the other
-// deletes its own.
-template <typename T>
-T& made_once(std::atomic<T*>& slot) {
-  T* made = slot.load(std::memory_order_acquire);
-  if (made) return *made;
-  auto* fresh = new T;
-  if (slot.compare_exchange_strong(made, fresh, std::memory_order_acq_rel, std::memory_order_acquire))
-    return *fresh;
-  delete fresh;
-  return *made;
-}
-
 }  // namespace
 
 const char* layer_name(Layer layer) {
@@ -107,17 +89,10 @@ Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescr
       owner_pid_(static_cast<long>(getpid())),
       kernels_(kKernelCapacity),
       ledger_(ring_capacity_for(config_), config_.callsites == "all"),
-      api_counts_(kApiCapacity) {
+      breadcrumbs_(config_.breadcrumbs, std::strtoull(config_.breadcrumb_every.c_str(), nullptr, 10),
+                   config_.graph_breadcrumbs),
+      call_sites_(config_) {
   if (!terminate_) terminate_ = default_terminate;
-  stack_all_ = config_.callsites == "all";
-  stack_auto_ = config_.callsites == "auto";
-  stream_breadcrumbs_ = config_.breadcrumbs;
-  // The accepted values are powers of two (options.def), so the N-th launches are those where a mask is 0.
-  uint64_t every = std::strtoull(config_.breadcrumb_every.c_str(), nullptr, 10);
-  breadcrumb_mask_ = every > 1 && (every & (every - 1)) == 0 ? every - 1 : 0;
-  graph_breadcrumbs_ = config_.graph_breadcrumbs;
-  any_breadcrumbs_ = stream_breadcrumbs_ || graph_breadcrumbs_;
-  symbolizer_ = std::make_unique<Symbolizer>(config_.libdw);
 }
 
 void Engine::set_trace_file(std::unique_ptr<OutputFile> file, const std::string& path) {
@@ -129,24 +104,16 @@ void Engine::start(ProcessInfo info, std::unique_ptr<ReportFile> report, StackFu
                    PythonStackFunction python, PythonSiteFunction python_site) {
   process_ = std::move(info);
   report_ = std::move(report);
-  take_stack_ = config_.callsites == "none" ? nullptr : stack;
-  if (config_.callsites != "none" && python) {
-    read_python_ = python;
-    python_sites_ = std::make_unique<PythonSiteTable>(kPythonSiteCapacity);
-    if (python_site) {
-      read_python_site_ = python_site;
-      python_site_cache_ = std::make_unique<PythonSiteCache>(*python_sites_);
-    }
-    // With breadcrumbs a culprit is named long after its launch; in a trace every slice says its line.
-    python_every_launch_ = config_.breadcrumbs || trace_file_;
-  }
+  // With breadcrumbs a culprit is named long after its launch; in a trace every slice says its line.
+  call_sites_.start(stack, python, python_site, config_.breadcrumbs || trace_file_, process_.shim_module);
   if (trace_file_) {
     tracer_ = std::make_unique<trace::Tracer>(config_.trace_events, std::move(trace_file_), trace_path_);
     tracer_->set_process(process_.pid, process_.has_rank ? process_.rank : -1, process_.name,
-                         python_sites_.get());
+                         call_sites_.python_sites());
   }
   time_calls_ = tracer_ || config_.log_launches;
-  skip_policy_and_stack_ = config_.block.blocks_nothing() && !(take_stack_ && wants_stack(Decision{}));
+  skip_policy_and_stack_ =
+      config_.block.blocks_nothing() && !(call_sites_.walks() && call_sites_.wants_stack(Decision{}));
   start_steady_ns_ = trace::Tracer::now();
   if (report_) report_->write_record(start_json(process_));
   // Once a process: what the driver lacks of the shim's newer entry points (driver_features.def).
@@ -214,75 +181,9 @@ Decision Engine::decide(const LaunchRecord& record, LaunchFamily family) const {
   return config_.block.decide(facts);
 }
 
-// With breadcrumbs a culprit is named long after its launch: keep the Python line of every launch (no native
-// stack walk), as interned numbers. From a code location seen before it costs a walk of a few words a frame
-// and one lookup (python_site_cache.h; its cost in docs/performance.md); the frames are read in full, the
-// costly way, the first time only.
-void Engine::keep_python_site(Launch& launch) {
-  LaunchRecord& record = launch.record;
-  PythonStack& python = launch.stack.python;  // the call stack's frames, else a scratch (record.has_stack)
-  if (!record.has_stack && read_python_site_) {
-    PythonLaunchSite site;
-    read_python_site_(*python_site_cache_, &python, &site);
-    record.python_status = site.status;
-    record.python_site = site.site;
-    record.python_innermost = site.innermost;
-    return;
-  }
-  if (!record.has_stack) read_python_(&python);
-  record.python_status = python.status;
-  intern_python_sites(python, &record.python_site, &record.python_innermost);
-}
-
-void Engine::intern_python_sites(const PythonStack& python, uint32_t* site, uint32_t* innermost) {
-  intern_python_call_site(*python_sites_, python, site, innermost);
-}
-
-PythonCallSite Engine::python_call_site_of(const LaunchRecord& record, const CallStack* stack) const {
-  PythonCallSite found;
-  if (stack) {
-    int user = python_call_site(stack->python);
-    if (user >= 0) found.user = &stack->python.frames[user];
-    if (user > 0) found.innermost = &stack->python.frames[0];
-  } else if (python_sites_) {
-    found.user = python_sites_->get(record.python_site);
-    if (found.user) found.innermost = python_sites_->get(record.python_innermost);
-  }
-  return found;
-}
-
-void Engine::count_api_first(const char* api) {
-  if (t_tallies_.engine != serial_) t_tallies_ = ThreadTallies{serial_, {}, {}, {}, 0};
-  ApiCount* count = api_counts_.find_or_insert(reinterpret_cast<uint64_t>(api), [&] {
-    auto* created = new ApiCount;
-    created->api = api;
-    return created;
-  });
-  if (!count) return;
-  uint32_t thread = current_thread_number();
-  ApiTally* tally = nullptr;
-  // This thread's tally of it, where it has one (a thread cycling through more entry points than it keeps).
-  for (ApiTally* known = api_tallies_.load(std::memory_order_acquire); known && !tally; known = known->next)
-    if (known->count == count && known->thread == thread) tally = known;
-  // Past the bound (a process of many short-lived launching threads): the shared count, added to atomically.
-  bool shared = !tally && api_tally_count_.fetch_add(1, std::memory_order_relaxed) >= kMaxApiTallies;
-  if (!tally && !shared) {
-    tally = new ApiTally{count, thread, {0}, api_tallies_.load(std::memory_order_relaxed)};
-    while (!api_tallies_.compare_exchange_weak(tally->next, tally, std::memory_order_release,
-                                               std::memory_order_relaxed)) {
-    }
-  }
-  int at = t_tallies_.next;
-  t_tallies_.next = (at + 1) % ThreadTallies::kKept;
-  t_tallies_.api[at] = api;
-  t_tallies_.launches[at] = shared ? &count->launches : &tally->launches;
-  t_tallies_.shared[at] = shared;
-  count_api(api);
-}
-
 void Engine::take_stack_now(Launch& launch) {
-  if (launch.record.has_stack || !take_stack_) return;
-  take_stack_(&launch.stack);
+  if (launch.record.has_stack || !call_sites_.walks()) return;
+  call_sites_.take_stack(&launch.stack);
   launch.record.has_stack = true;
 }
 
@@ -342,8 +243,7 @@ void Engine::launch_failed(Launch& launch, ErrorCode launch_result) {
 }
 
 void Engine::launch_blocked(Launch& launch, ErrorCode sync_result, const char* sync_api) {
-  blocked_.fetch_add(1, std::memory_order_relaxed);
-  note_blocked(launch);
+  blocking_.note_blocked(launch.record, launch.timing);
   if (config_.log_launches) log_launch(launch, sync_result.ok() ? "blocked" : "blocked, failed", sync_result);
   if (sync_result.ok()) {
     ledger_.synced(launch.stream, launch.record.sequence);
@@ -364,7 +264,7 @@ void Engine::launch_blocked(Launch& launch, ErrorCode sync_result, const char* s
   if (report_) {
     ErrorText text = describe_error_(sync_result);
     std::lock_guard<std::mutex> guard(report_mutex_);
-    if (++blocked_error_records_ <= kMaxBlockedErrorRecords) {
+    if (blocking_.take_error_record()) {
       LaunchView view = view_of(launch.record, launch.taken_stack(), true, true, kCapturedLaunchesReported);
       report_->write_record(blocked_error_json(view, text, sync_api, sync_result, process_.pid));
     }
@@ -385,45 +285,16 @@ void Engine::end_process_as_rule_says(const Decision& decision) {
 }
 
 void Engine::blocking_skipped(Launch& launch, ErrorCode launch_result) {
-  capture_skips_.fetch_add(1, std::memory_order_relaxed);
+  bool first = blocking_.note_capture_skip();
   if (config_.log_launches) log_launch(launch, "not blocked: stream capturing", launch_result);
+  if (!first) return;
   std::lock_guard<std::mutex> guard(report_mutex_);
-  if (capture_skip_logged_) return;
-  capture_skip_logged_ = true;
   LaunchRecord not_blocked = launch.record;
   not_blocked.blocked = false;
   logger_->info(
       "blocking skipped for {}: the stream is capturing a CUDA graph, and a synchronize would "
       "invalidate the capture (further skips are counted in the summary)",
       blockrun::describe(not_blocked));
-}
-
-BlockStats* Engine::stats_of(const LaunchRecord& record) {
-  if (record.kernel) return &const_cast<KernelInfo*>(record.kernel)->stats;
-  if (record.graph) return &const_cast<GraphInfo*>(record.graph)->stats;
-  if (!record.library_api) return nullptr;
-  std::lock_guard<std::mutex> guard(report_mutex_);  // the blocked path only: it synchronizes anyway
-  std::unique_ptr<BlockStats>& slot = unit_stats_[record.library_api];
-  if (!slot) slot = std::make_unique<BlockStats>();
-  return slot.get();
-}
-
-void Engine::note_blocked(Launch& launch) {
-  BlockStats* stats = stats_of(launch.record);
-  blocking_ns_.fetch_add(launch.timing.wall_ns, std::memory_order_relaxed);
-  if (!stats) return;
-  stats->blocked.fetch_add(1, std::memory_order_relaxed);
-  stats->wall_ns_total.fetch_add(launch.timing.wall_ns, std::memory_order_relaxed);
-  atomic_max(stats->wall_ns_max, launch.timing.wall_ns);
-  BlockTimes& times = made_once(stats->times);
-  times.wall.record(launch.timing.wall_ns);
-  if (launch.timing.gpu_ns >= 0) {
-    uint64_t gpu = static_cast<uint64_t>(launch.timing.gpu_ns);
-    stats->gpu_timed.fetch_add(1, std::memory_order_relaxed);
-    stats->gpu_ns_total.fetch_add(gpu, std::memory_order_relaxed);
-    atomic_max(stats->gpu_ns_max, gpu);
-    made_once(times.gpu).record(gpu);
-  }
 }
 
 void Engine::end_sync(const char* api, bool device_wide, const void* stream, bool per_thread_default_stream,
@@ -520,7 +391,7 @@ std::vector<ReportedLaunch> Engine::may_have_faulted_instead(
   const LaunchRecord& record = launch.record;
   // A sticky error is the context's, not the stream's: any launch not known to have completed, on any
   // stream, may be the one that faulted. Breadcrumbs say how far each stream got.
-  if (breadcrumbs_ready()) {
+  if (breadcrumbs_.stream_ready()) {
     BreadcrumbView view = breadcrumbs_.read(ledger_);
     std::vector<ReportedLaunch> others;
     for (ReportedLaunch& head : view.heads)
@@ -558,13 +429,14 @@ void Engine::surfaced(const char* api, ErrorCode result, StreamId stream, Surfac
   }
   // A call's own error (an invalid value, a copy in the wrong direction) is no kernel's: breadcrumbs are not
   // asked, and the host's view lists what was in flight on its stream, never exactly.
-  if (meaning != ErrorMeaning::Own && breadcrumbs_ready() && surfaced_by_breadcrumbs(api, result, where))
+  if (meaning != ErrorMeaning::Own && breadcrumbs_.stream_ready() &&
+      surfaced_by_breadcrumbs(api, result, where))
     return;
   std::vector<ReportedLaunch> found;
   LaunchLedger::SuspectCount count;
   if (meaning == ErrorMeaning::Own) {
     // The breadcrumbs still say what completed (reading them raises each stream's mark).
-    if (breadcrumbs_ready()) breadcrumbs_.read(ledger_);
+    if (breadcrumbs_.stream_ready()) breadcrumbs_.read(ledger_);
     StreamState* state = stream.handle || stream.per_thread_owner ? stream_state(stream) : nullptr;
     found = ledger_.suspects(state, 0, &count);
     if (found.empty() && state) found = ledger_.suspects(nullptr, 0, &count);
@@ -774,12 +646,8 @@ void Engine::log_launch(const Launch& launch, const char* what, ErrorCode result
 // Called with report_mutex_ held, right after the log told call sites; `told_without_line`: one had no
 // file:line.
 void Engine::note_missing_libdw(bool told_without_line) {
-  if (!told_without_line || libdw_noted_) return;
-  std::string problem =
-      symbolizer_->libdw_problem();  // "" where libdw is used, or --libdw off asked for none
-  if (problem.empty()) return;
-  libdw_noted_ = true;
-  log_missing_libdw(*logger_, problem);
+  std::string problem = call_sites_.missing_libdw_once(told_without_line);
+  if (!problem.empty()) log_missing_libdw(*logger_, problem);
 }
 
 LaunchView Engine::view_of(const LaunchRecord& record, const CallStack* stack, bool whole_stack, bool failed,
@@ -787,8 +655,8 @@ LaunchView Engine::view_of(const LaunchRecord& record, const CallStack* stack, b
   LaunchView view;
   view.record = &record;
   view.stack = stack;
-  view.site = site_of(record, stack, whole_stack);
-  view.python = python_call_site_of(record, stack);
+  view.site = call_sites_.site_of(record, stack, whole_stack);
+  view.python = call_sites_.python_call_site_of(record, stack);
   view.failed = failed;
   view.graph = graph_view(record, failed, told);
   return view;
@@ -800,12 +668,13 @@ std::unique_ptr<GraphCaptureView> Engine::graph_view(const LaunchRecord& record,
   if (!capture) return nullptr;
   auto view = std::make_unique<GraphCaptureView>();
   view->capture = capture;
-  view->begun_at = site_of(capture->begun_by, capture->begun_at.get(), nullptr, false);
-  view->begun_python = python_line(capture->python_site);
+  view->begun_at = call_sites_.site_of(capture->begun_by, capture->begun_at.get(), nullptr, false);
+  view->begun_python = call_sites_.python_line(capture->python_site);
   if (failed) view->nodes = GraphCaptures::nodes(record, breadcrumbs_.slots());
   auto resolve = [&](size_t i) {
     const CapturedLaunch& launch = capture->launches[i];
-    view->launches.push_back(CapturedLaunchView{i, site_of(launch), python_line(launch.python_site)});
+    view->launches.push_back(
+        CapturedLaunchView{i, call_sites_.site_of(launch), call_sites_.python_line(launch.python_site)});
   };
   size_t first = std::min(capture->launches.size(), told);
   for (size_t i = 0; i < first; ++i) resolve(i);
@@ -813,27 +682,6 @@ std::unique_ptr<GraphCaptureView> Engine::graph_view(const LaunchRecord& record,
   for (size_t i : view->nodes.unfinished)
     if (i >= first) resolve(i);
   return view;
-}
-
-Site Engine::site_of(const LaunchRecord& record, const CallStack* stack, bool whole_stack) {
-  return site_of(record.caller, stack, record.kernel ? &record.kernel->name : nullptr, whole_stack);
-}
-
-Site Engine::site_of(const CapturedLaunch& launch) {
-  const KernelName* kernel = launch.kernel ? &launch.kernel->name : nullptr;
-  if (launch.frames.empty()) return site_of(launch.caller, nullptr, kernel, false);
-  NativeStack stack;
-  for (uintptr_t frame : launch.frames) stack.frames[stack.depth++] = frame;
-  return resolve_site(*symbolizer_, stack, process_.shim_module, kernel, false);
-}
-
-Site Engine::site_of(uintptr_t caller, const CallStack* stack, const KernelName* kernel, bool whole_stack) {
-  if (stack) return resolve_site(*symbolizer_, stack->native, process_.shim_module, kernel, whole_stack);
-  // No stack was walked: the return address into the code that called CUDA is the one frame known (often
-  // the program's own, or its launch stub inlined into it).
-  NativeStack one;
-  if (caller) one.frames[one.depth++] = caller;
-  return resolve_site(*symbolizer_, one, process_.shim_module, kernel);
 }
 
 std::string Engine::describe(const LaunchRecord& record) const {
@@ -864,11 +712,10 @@ void Engine::begin_capture(uint64_t id, uintptr_t caller) {
   auto record = std::make_unique<CaptureRecord>();
   record->id = id;
   record->begun_by = caller;
-  if (take_stack_) {
+  if (call_sites_.walks()) {
     record->begun_at = std::make_unique<CallStack>();
-    take_stack_(record->begun_at.get());
-    if (python_sites_)
-      intern_python_sites(record->begun_at->python, &record->python_site, &record->python_innermost);
+    call_sites_.take_stack(record->begun_at.get());
+    call_sites_.intern(record->begun_at->python, &record->python_site, &record->python_innermost);
   }
   graphs_.begin(id, std::move(record));
 }
@@ -887,7 +734,7 @@ void Engine::keep_captured_launch(Launch& launch, uint64_t capture_id) {
     const NativeStack& stack = launch.stack.native;
     kept.frames.assign(stack.frames, stack.frames + std::min<size_t>(stack.depth, kCapturedFrames));
   }
-  CapturePlace place = graphs_.keep_launch(capture_id, kept, graph_breadcrumbs_ ? &breadcrumbs_ : nullptr);
+  CapturePlace place = graphs_.keep_launch(capture_id, kept, breadcrumbs_.graph() ? &breadcrumbs_ : nullptr);
   launch.graph_slot = place.graph_slot;
   launch.capture_position = place.position;
 }
@@ -900,11 +747,7 @@ void Engine::note_graph_kernel_node(const void* graph, const KernelInfo* kernel,
   CapturedLaunch kept;
   kept.kernel = kernel;
   kept.caller = caller;
-  if (read_python_) {
-    PythonStack python;
-    read_python_(&python);
-    intern_python_sites(python, &kept.python_site, &kept.python_innermost);
-  }
+  call_sites_.read_python_site(&kept.python_site, &kept.python_innermost);
   graphs_.keep_kernel_node(graph, kept);
 }
 
@@ -1056,7 +899,7 @@ void Engine::finish() {
   if ((log_it || report_) && !finished_.exchange(true)) {
     // The table of every kernel is built only where it is told: in the report, or in the log when launches
     // were blocked (at exit it is the shim's largest allocation, docs/memory.md).
-    Summary counts = summary(report_ || blocked_.load() > 0);
+    Summary counts = summary(report_ || blocking_.blocked() > 0);
     if (log_it) log_summary(*logger_, counts, config_.print_limit);
     if (report_) report_->write_record(summary_json(counts, process_.pid));
   }
@@ -1072,16 +915,10 @@ void Engine::finish() {
 Summary Engine::summary(bool with_units) {
   Summary counts;
   counts.launches = ledger_.launches();
-  api_counts_.for_each([&](ApiCount& count) {
-    uint64_t launches = count.launches.load();
-    for (ApiTally* tally = api_tallies_.load(std::memory_order_acquire); tally; tally = tally->next)
-      if (tally->count == &count) launches += tally->launches.load(std::memory_order_relaxed);
-    counts.launches_by_api.emplace_back(count.api, launches);
-  });
-  std::sort(counts.launches_by_api.begin(), counts.launches_by_api.end());
-  counts.blocked = blocked_.load();
-  counts.blocking_ns = blocking_ns_.load();
-  counts.capture_skips = capture_skips_.load();
+  counts.launches_by_api = entry_points_.totals();
+  counts.blocked = blocking_.blocked();
+  counts.blocking_ns = blocking_.blocking_ns();
+  counts.capture_skips = blocking_.capture_skips();
   counts.first_error = first_error_.taken();
   counts.first_error_summary = first_error_summary_;
   counts.later_errors = first_error_.later();
@@ -1095,8 +932,9 @@ Summary Engine::summary(bool with_units) {
   graphs_.for_each_graph([&](GraphInfo& graph) {
     counts.units.push_back({nullptr, nullptr, graph.exec, graph.launches.load(), &graph.stats});
   });
-  for (const auto& [name, stats] : unit_stats_)
-    counts.units.push_back({&name, nullptr, nullptr, stats->blocked.load(), stats.get()});
+  blocking_.for_each_unit([&](const std::string& name, BlockStats& stats) {
+    counts.units.push_back({&name, nullptr, nullptr, stats.blocked.load(), &stats});
+  });
   sort_units(counts.units);
   return counts;
 }

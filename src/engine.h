@@ -19,16 +19,19 @@
 #include <string>
 #include <vector>
 
+#include "callsites/call_sites.h"
 #include "callsites/callsite.h"
 #include "config/config.h"
+#include "pieces/block_tally.h"
 #include "pieces/breadcrumb_slots.h"
 #include "cuda/driver_log.h"
+#include "pieces/entry_point_counts.h"
 #include "pieces/first_error_latch.h"
 #include "pieces/graph_captures.h"
 #include "util/handle_table.h"
-#include "util/instance_serial.h"
 #include "pieces/launch_ledger.h"
 #include "util/power_of_two.h"
+#include "util/thread_number.h"
 #include "callsites/python_site_cache.h"
 #include "callsites/python_sites.h"
 #include "records.h"
@@ -47,55 +50,9 @@ namespace blockrun {
 
 using ErrorDescriber = std::function<ErrorText(ErrorCode)>;
 
-// How long a blocked launch took, measured by the shim: GPU time from events recorded around the
-// kernel (-1 where none could be recorded, e.g. on a capturing stream) and wall time from just before
-// the launch to the end of the blocking synchronize.
-struct BlockTiming {
-  int64_t gpu_ns = -1;
-  uint64_t wall_ns = 0;
-  uint64_t start_ns = 0;         // steady clock at the start; 0: from the synchronize only
-  bool events_recorded = false;  // the start event was recorded (the shim's)
-};
-
-// A launch in progress: its record, what the policy decided, and where it came from.
-struct Launch {
-  LaunchRecord record;
-  struct StreamState* stream = nullptr;
-  uint64_t ring_place = 0;  // its place in its stream's ring (StreamState::push), for breadcrumb_enqueued
-  Decision decision;
-  CallStack stack;  // valid when record.has_stack
-  BlockTiming timing;
-  // A launch into a capture with graph breadcrumbs: the slot its breadcrumb node writes and the value (its
-  // capture position); -1: no breadcrumb node.
-  int32_t graph_slot = -1;
-  uint32_t capture_position = 0;
-  // On the steady clock, where the engine reads it (--trace, --log-launches; 0 otherwise): the launch call
-  // began (begin_launch), returned (end_launch, after its blocking wait), and its blocking wait began.
-  uint64_t began_ns = 0, ended_ns = 0, wait_began_ns = 0;
-  bool block() const { return decision.blocks(); }
-  // Its call stack, where one was taken (nullptr: only record.caller is known).
-  const CallStack* taken_stack() const { return record.has_stack ? &stack : nullptr; }
-};
-
-// Takes a CallStack of the calling thread (the shim's stack walk and Python frames; tests pass their own).
-using StackFunction = void (*)(CallStack* out);
-// Takes the calling thread's Python frames alone (the shim's read_python_stack).
-using PythonStackFunction = void (*)(PythonStack* out);
-// Takes the calling thread's Python line as numbers, from `cache` where it knows the frames, else from a full
-// read into `scratch` (the shim's read_python_site).
-using PythonSiteFunction = void (*)(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite* out);
-
 // Ends the process after a blocked launch failed under an `abort` or `exit=N` rule, once the report is
 // written and flushed. Tests replace it.
 using Terminate = std::function<void(OnError, int exit_status)>;
-
-// How a blocking synchronize after a launch went.
-enum class BlockOutcome {
-  NotBlocked,      // the policy did not ask, or the launch itself failed
-  Synchronized,    // the stream was synchronized; see the result
-  SkippedCapture,  // the stream was capturing: synchronizing would invalidate the capture
-  SkippedUnknown,  // could not tell whether the stream captures (error or missing function)
-};
 
 // Where an error that is not the call's own surfaced, when not at an ordinary call: at a launch the context
 // refused (it never ran), or at the shim's own check at exit.
@@ -176,9 +133,7 @@ class Engine {
   // (CUDA_BLOCKRUN_CALLSITES). With `auto`, only launches that are logged: a blocked launch is captured only
   // if its synchronize fails, and a launch that fails itself when it returns, both still on the launching
   // thread inside the call, so a blocked launch that succeeds costs no stack walk.
-  bool wants_stack(const Decision& decision) const {
-    return stack_all_ || (stack_auto_ && (decision.action == Action::Log || config_.log_launches));
-  }
+  bool wants_stack(const Decision& decision) const { return call_sites_.wants_stack(decision); }
   // Captures the call site of a launch that did not get one at begin_launch (a launch that failed).
   void take_stack_now(Launch& launch);
   Launch begin_launch(const LaunchRequest& request) {
@@ -256,7 +211,7 @@ class Engine {
   // The slot of the launch's stream (given on first use), or -1: no breadcrumbs, or more streams than slots.
   // Inline, as the rest of the launch path: a stream's slot once given is one load.
   int32_t breadcrumb_slot(const Launch& launch) {
-    if (!stream_breadcrumbs_ || !launch.stream) return -1;
+    if (!breadcrumbs_.stream() || !launch.stream) return -1;
     int32_t slot = launch.stream->breadcrumb.load(std::memory_order_acquire);
     return slot >= 0 ? slot : breadcrumbs_.slot_of(*launch.stream);
   }
@@ -270,14 +225,12 @@ class Engine {
   // after it (Launch::graph_slot, capture_position, set by begin_launch); a graph launch first resets the
   // slots of its graph's branches, returned here (nullptr: none). The list never changes once an executable
   // graph was made from its capture.
-  bool graph_breadcrumbs() const { return graph_breadcrumbs_; }
+  bool graph_breadcrumbs() const { return breadcrumbs_.graph(); }
   // Either kind of breadcrumb is on (the shim's launch path asks before anything else of them).
-  bool wants_breadcrumbs() const { return any_breadcrumbs_; }
+  bool wants_breadcrumbs() const { return breadcrumbs_.any(); }
   // With stream breadcrumbs, whether the launch is one that gets its stream's write
   // (CUDA_BLOCKRUN_BREADCRUMB_EVERY: every N-th launch of a stream).
-  bool takes_breadcrumb(const Launch& launch) const {
-    return ((launch.ring_place + 1) & breadcrumb_mask_) == 0;
-  }
+  bool takes_breadcrumb(const Launch& launch) const { return breadcrumbs_.takes(launch.ring_place); }
   const std::vector<GraphBranch>* graph_branches(const LaunchRecord& record) const;
 
   // The shim's own trouble (a missing CUDA function, ...): logged once per distinct text.
@@ -293,7 +246,7 @@ class Engine {
 
   // Counters, for the summary and tests.
   uint64_t launches() const { return ledger_.launches(); }
-  uint64_t blocked_launches() const { return blocked_.load(); }
+  uint64_t blocked_launches() const { return blocking_.blocked(); }
   uint64_t later_errors() const { return first_error_.later(); }
   bool has_first_error() const { return first_error_.taken(); }
   // Whether this is the process that made the engine (not a forked child, which must not call CUDA).
@@ -343,7 +296,6 @@ class Engine {
   void blocking_skipped(Launch& launch, ErrorCode launch_result);
   // After a blocked launch failed under an `abort` or `exit=N` rule: ends the process, report written.
   void end_process_as_rule_says(const Decision& decision);
-  bool breadcrumbs_ready() const { return stream_breadcrumbs_ && breadcrumbs_.ready(); }
   // The first error: `culprit` (nullptr: unknown) and `suspects`; `how` the launch's own account ("": it
   // surfaced elsewhere, `where`).
   struct Accused {
@@ -395,15 +347,6 @@ class Engine {
   uint64_t since_start(uint64_t steady_ns) const {
     return steady_ns > start_steady_ns_ ? steady_ns - start_steady_ns_ : 0;
   }
-  void note_blocked(Launch& launch);
-  BlockStats* stats_of(const LaunchRecord& record);
-  inline void count_api(const char* api);
-  [[gnu::cold, gnu::noinline]] void count_api_first(const char* api);  // a new (engine, thread, api)
-  void keep_python_site(Launch& launch);
-  PythonCallSite python_call_site_of(const LaunchRecord& record, const CallStack* stack) const;
-  const PythonFrame* python_line(uint32_t site) const {
-    return python_sites_ ? python_sites_->get(site) : nullptr;
-  }
   // A launch as the writers tell it: its call site symbolized (`whole_stack` or up to the program's frame),
   // and a graph launch's capture with the sites of its first `told` launches. With report_mutex_ held (the
   // symbolizer is not shared).
@@ -418,14 +361,6 @@ class Engine {
   // held.
   void note_missing_libdw(bool told_without_line);
   void keep_captured_launch(Launch& launch, uint64_t capture_id);
-  Site site_of(const LaunchRecord& record, const CallStack* stack, bool whole_stack = true);
-  // The same from its parts: the stack walked, else the one return address `caller`.
-  Site site_of(uintptr_t caller, const CallStack* stack, const KernelName* kernel, bool whole_stack);
-  // Where a launch into a capture was made: its stack walked then, else its caller.
-  Site site_of(const CapturedLaunch& launch);
-  // The program's own Python line and the innermost frame, as PythonSiteTable numbers (left as they are where
-  // there is no frame).
-  void intern_python_sites(const PythonStack& python, uint32_t* site, uint32_t* innermost);
   Summary summary(bool with_units);
 
   Config config_;
@@ -433,48 +368,16 @@ class Engine {
   ErrorDescriber describe_error_;
   Terminate terminate_;
   uint64_t start_ms_ = 0;
-  const uint64_t serial_ = next_instance_serial<Engine>();  // for per-thread caches (instance_serial.h)
-  const long owner_pid_;                                    // the process that created the engine
+  const long owner_pid_;  // the process that created the engine
 
   HandleTable<KernelInfo> kernels_;
   LaunchLedger ledger_;
   BreadcrumbSlots breadcrumbs_;
   GraphCaptures graphs_;
-  std::map<std::string, std::unique_ptr<BlockStats>> unit_stats_;  // library calls blocked as units
 
-  // Launches by entry point (the API the program called).
-  struct ApiCount {
-    const char* api = nullptr;
-    std::atomic<uint64_t> launches{0};
-  };
-  HandleTable<ApiCount> api_counts_;
-  // Per thread and entry point (Engine::count_api): only its thread writes `launches`. Never freed.
-  struct ApiTally {
-    ApiCount* count;
-    uint32_t thread;
-    std::atomic<uint64_t> launches;
-    ApiTally* next;
-  };
-  static constexpr uint32_t kMaxApiTallies = 4096;
-  std::atomic<ApiTally*> api_tallies_{nullptr};
-  std::atomic<uint32_t> api_tally_count_{0};
-  // The calling thread's tallies of the entry points it launched through last (a thread uses one or a few),
-  // for the engine numbered `engine`.
-  struct ThreadTallies {
-    static constexpr int kKept = 4;
-    uint64_t engine;
-    const char* api[kKept];
-    std::atomic<uint64_t>* launches[kKept];
-    bool shared[kKept];  // the entry point's shared count (past kMaxApiTallies): added to atomically
-    int next;            // the entry a new one replaces
-  };
-  static inline thread_local ThreadTallies t_tallies_{};
-  std::atomic<uint64_t> blocking_ns_{0};
+  EntryPointCounts entry_points_;
+  BlockTally blocking_;
 
-  bool stream_breadcrumbs_ = false;  // Config::breadcrumbs: a breadcrumb after every launch
-  uint64_t breadcrumb_mask_ = 0;     // Config::breadcrumb_every N (a power of two) less 1: or every N-th
-  bool graph_breadcrumbs_ = false;   // breadcrumb nodes in captured graphs
-  bool any_breadcrumbs_ = false;     // either of the two: one test, twice on every launch (wants_breadcrumbs)
   // Launches kept per stream: 8 (StreamState::kRing), Config::ring with breadcrumbs (rounded up to a power
   // of two, as the rings are).
   static size_t ring_capacity_for(const Config& config) {
@@ -482,22 +385,13 @@ class Engine {
                                                        : StreamState::kRing);
   }
 
-  bool stack_all_ = false;
-  bool stack_auto_ = true;
-  StackFunction take_stack_ = nullptr;
-  PythonStackFunction read_python_ = nullptr;
-  std::unique_ptr<PythonSiteTable> python_sites_;  // unless call sites are off
-  bool python_every_launch_ = false;               // breadcrumbs: every launch's line; else captured ones
-  PythonSiteFunction read_python_site_ = nullptr;
-  std::unique_ptr<PythonSiteCache> python_site_cache_;  // with read_python_site_
+  CallSites call_sites_;
   // No rules, and no stack walked for a launch outside a capture (set by start()): begin_launch then leaves
   // every such launch's decision Run and its stack not taken, without asking either.
   bool skip_policy_and_stack_ = false;
 
   ProcessInfo process_;
   std::unique_ptr<ReportFile> report_;
-  std::unique_ptr<Symbolizer> symbolizer_;
-  uint64_t blocked_error_records_ = 0;
 
   DriverLog driver_log_;
 
@@ -507,8 +401,6 @@ class Engine {
   bool time_calls_ = false;  // --trace or --log-launches: launches and calls get their times (call_clock)
   uint64_t start_steady_ns_ = 0;  // the steady clock when the start record was written
 
-  std::atomic<uint64_t> blocked_{0};
-  std::atomic<uint64_t> capture_skips_{0};
   FirstErrorLatch first_error_;
   std::atomic<bool> finished_{false};
   std::atomic<bool> trace_finished_{false};  // finish() wrote the trace (a fatal signal may write it again)
@@ -516,18 +408,7 @@ class Engine {
   std::mutex report_mutex_;  // serializes multi-line reports; never taken on the launch path
   std::set<std::string> reported_problems_;
   std::string first_error_summary_;
-  bool capture_skip_logged_ = false;
-  bool libdw_noted_ = false;  // the note on call sites without file:line was logged (note_missing_libdw)
 };
-
-// Host thread number (1-based, in order of first use), cheap after the first call in a thread. Inline: every
-// launch asks (begin_launch).
-inline uint32_t current_thread_number() {
-  static std::atomic<uint32_t> next{1};
-  thread_local uint32_t number = 0;
-  if (number == 0) number = next.fetch_add(1, std::memory_order_relaxed);
-  return number;
-}
 
 // The launch path (begin_launch and what it calls on every launch), inline so that the shim's wrappers take
 // it without a call.
@@ -568,27 +449,6 @@ inline void Engine::fill_record(const LaunchRequest& request, const LaunchNumber
   record.in_capture = request.in_capture;
 }
 
-// Counted without an atomic read-modify-write (a lock prefix less on the launch path): each thread counts its
-// launches through an entry point in a word of its own, which only it writes (a load and a store) and the
-// summary adds up.
-inline void Engine::count_api(const char* api) {
-  if (!api) return;
-  if (__builtin_expect(t_tallies_.engine == serial_, 1)) {
-    for (int i = 0; i < ThreadTallies::kKept; ++i) {
-      if (t_tallies_.api[i] == api) {
-        std::atomic<uint64_t>& launches = *t_tallies_.launches[i];
-        if (__builtin_expect(t_tallies_.shared[i], 0)) {
-          launches.fetch_add(1, std::memory_order_relaxed);
-        } else {
-          launches.store(launches.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        }
-        return;
-      }
-    }
-  }
-  count_api_first(api);
-}
-
 static_assert(std::is_trivially_destructible_v<Launch>, "begin_launch makes a Launch over an old one");
 
 inline void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
@@ -618,19 +478,20 @@ inline void Engine::begin_launch(const LaunchRequest& request, Launch* out) {
     record.blocked = launch.decision.blocks();
     // A launch into a capture is where the user wrote a graph node: its stack is walked (captures are rare
     // and not a hot path), since a C++ program's own frame is often below the CUDA runtime's.
-    if (take_stack_ && (wants_stack(launch.decision) || request.in_capture)) {
-      take_stack_(&launch.stack);
+    if (call_sites_.walks() && (call_sites_.wants_stack(launch.decision) || request.in_capture)) {
+      call_sites_.take_stack(&launch.stack);
       record.has_stack = true;
     }
   }
-  if (read_python_ && (python_every_launch_ || request.in_capture)) {
+  if (call_sites_.keeps_python(request.in_capture)) {
     if (request.no_python && !record.has_stack) {
       record.python_status = PythonStatus::NoPython;
     } else {
-      keep_python_site(launch);
+      // The call stack's frames, else a scratch.
+      call_sites_.keep_python_site(record, launch.stack.python);
     }
   }
-  count_api(record.api);
+  entry_points_.count(record.api);
   if (record.graph)
     record.graph_replay = static_cast<uint32_t>(
         const_cast<GraphInfo*>(record.graph)->launches.fetch_add(1, std::memory_order_relaxed) + 1);

@@ -230,5 +230,43 @@ struct LaunchRequest {
   bool no_python = false;
 };
 
+// How long a blocked launch took, measured by the shim: GPU time from events recorded around the
+// kernel (-1 where none could be recorded, e.g. on a capturing stream) and wall time from just before
+// the launch to the end of the blocking synchronize.
+struct BlockTiming {
+  int64_t gpu_ns = -1;
+  uint64_t wall_ns = 0;
+  uint64_t start_ns = 0;         // steady clock at the start; 0: from the synchronize only
+  bool events_recorded = false;  // the start event was recorded (the shim's)
+};
+
+// A launch in progress: its record, what the policy decided, and where it came from.
+struct Launch {
+  LaunchRecord record;
+  struct StreamState* stream = nullptr;
+  uint64_t ring_place = 0;  // its place in its stream's ring (StreamState::push), for breadcrumb_enqueued
+  Decision decision;
+  CallStack stack;  // valid when record.has_stack
+  BlockTiming timing;
+  // A launch into a capture with graph breadcrumbs: the slot its breadcrumb node writes and the value (its
+  // capture position); -1: no breadcrumb node.
+  int32_t graph_slot = -1;
+  uint32_t capture_position = 0;
+  // On the steady clock, where the engine reads it (--trace, --log-launches; 0 otherwise): the launch call
+  // began (begin_launch), returned (end_launch, after its blocking wait), and its blocking wait began.
+  uint64_t began_ns = 0, ended_ns = 0, wait_began_ns = 0;
+  bool block() const { return decision.blocks(); }
+  // Its call stack, where one was taken (nullptr: only record.caller is known).
+  const CallStack* taken_stack() const { return record.has_stack ? &stack : nullptr; }
+};
+
+// How a blocking synchronize after a launch went.
+enum class BlockOutcome {
+  NotBlocked,      // the policy did not ask, or the launch itself failed
+  Synchronized,    // the stream was synchronized; see the result
+  SkippedCapture,  // the stream was capturing: synchronizing would invalidate the capture
+  SkippedUnknown,  // could not tell whether the stream captures (error or missing function)
+};
+
 }  // namespace blockrun
 // SPDX-License-Identifier: MIT

@@ -21,6 +21,12 @@ struct Site {
   int call_site = -1;         // index into frames (choose_call_site); -1 when every frame is CUDA's
 };
 
+// The Python frames a report gives for a launch: its call stack's, else the sites kept in the ring.
+struct PythonCallSite {
+  const PythonFrame* user = nullptr;       // the program's own line
+  const PythonFrame* innermost = nullptr;  // set when different from `user` (a framework's frame)
+};
+
 // `whole_stack` false: stops after the call site, once it is a frame of the program's own (the frames after
 // it are left out).
 Site resolve_site(Symbolizer& symbolizer, const NativeStack& stack, const std::string& shim_module,

@@ -40,6 +40,25 @@ struct InFlight {
 
 class BreadcrumbSlots {
  public:
+  // Which breadcrumbs the process asked for: after every `every`-th launch of a stream (`stream`,
+  // Config::breadcrumbs and breadcrumb_every, a power of two), and nodes in captured graphs (`graph`).
+  // Default: none (tests that hand slots out directly).
+  BreadcrumbSlots() = default;
+  BreadcrumbSlots(bool stream, uint64_t every, bool graph)
+      : stream_(stream),
+        every_mask_(every > 1 && (every & (every - 1)) == 0 ? every - 1 : 0),
+        graph_(graph),
+        any_(stream || graph) {}
+  bool stream() const { return stream_; }
+  bool graph() const { return graph_; }
+  // Either kind: one test, asked twice on every launch.
+  bool any() const { return any_; }
+  // Whether the launch at `ring_place` (LaunchLedger's place of it in its stream's ring) gets its stream's
+  // write: every N-th launch of a stream.
+  bool takes(uint64_t ring_place) const { return ((ring_place + 1) & every_mask_) == 0; }
+  // Stream breadcrumbs are asked for and their slots are set: reading them says how far each stream got.
+  bool stream_ready() const { return stream_ && ready(); }
+
   // `slots` (count of them) must outlive this; may be called while other threads launch: their launches
   // until then go without breadcrumbs. nullptr takes them away.
   void set(volatile uint64_t* slots, uint32_t count) {
@@ -67,6 +86,10 @@ class BreadcrumbSlots {
   size_t in_flight_now(const LaunchLedger& ledger, InFlight* out, size_t max) const;
 
  private:
+  bool stream_ = false;
+  uint64_t every_mask_ = 0;  // N less 1: the N-th launches are those where it masks 0
+  bool graph_ = false;
+  bool any_ = false;
   std::atomic<volatile uint64_t*> slots_{nullptr};
   uint32_t count_ = 0;
   std::atomic<uint32_t> next_{0};

@@ -30,12 +30,6 @@ struct ErrorText {
   std::string text;
 };
 
-// The Python frames a report gives for a launch: its call stack's, else the sites kept in the ring.
-struct PythonCallSite {
-  const PythonFrame* user = nullptr;       // the program's own line
-  const PythonFrame* innermost = nullptr;  // set when different from `user` (a framework's frame)
-};
-
 // One launch of a graph's capture, as told: where it was captured.
 struct CapturedLaunchView {
   size_t index = 0;  // into CaptureRecord::launches
