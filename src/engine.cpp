@@ -23,6 +23,7 @@
 #include "cuda/names.h"
 #include "report/error_writer.h"
 #include "report/launch_writer.h"
+#include "trace/trace_entries.h"
 #include "callsites/sites.h"
 
 namespace blockrun {
@@ -96,8 +97,7 @@ Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescr
 }
 
 void Engine::set_trace_file(std::unique_ptr<OutputFile> file, const std::string& path) {
-  trace_file_ = std::move(file);
-  trace_path_ = path;
+  tracer_ = std::make_unique<trace::Tracer>(config_.trace_events, std::move(file), path);
 }
 
 void Engine::start(ProcessInfo info, std::unique_ptr<ReportFile> report, StackFunction stack,
@@ -105,9 +105,8 @@ void Engine::start(ProcessInfo info, std::unique_ptr<ReportFile> report, StackFu
   process_ = std::move(info);
   report_ = std::move(report);
   // With breadcrumbs a culprit is named long after its launch; in a trace every slice says its line.
-  call_sites_.start(stack, python, python_site, config_.breadcrumbs || trace_file_, process_.shim_module);
-  if (trace_file_) {
-    tracer_ = std::make_unique<trace::Tracer>(config_.trace_events, std::move(trace_file_), trace_path_);
+  call_sites_.start(stack, python, python_site, config_.breadcrumbs || tracer_, process_.shim_module);
+  if (tracer_) {
     tracer_->set_process(process_.pid, process_.has_rank ? process_.rank : -1, process_.name,
                          call_sites_.python_sites());
   }
@@ -190,7 +189,7 @@ void Engine::take_stack_now(Launch& launch) {
 void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome outcome, ErrorCode sync_result,
                         const char* sync_api) {
   launch.ended_ns = call_clock();
-  if (tracer_) trace_launch(launch, launch_result, outcome, sync_result);
+  if (tracer_) trace(trace::launch_entry(launch, launch_result, outcome, sync_result), launch.record.thread);
   if (!launch_result.ok()) {
     launch_failed(launch, launch_result);
     return;
@@ -301,10 +300,10 @@ void Engine::end_sync(const char* api, bool device_wide, const void* stream, boo
                       uint64_t mark, ErrorCode result, CallSpan span) {
   StreamId id = stream_id(stream, per_thread_default_stream);
   if (tracer_ && span.own_slice) {
-    trace::TraceEntry entry = call_entry(trace::EntryKind::Synchronize, api, span, id);
+    trace::TraceEntry entry = trace::call_entry(trace::EntryKind::Synchronize, api, span, id);
     entry.device_wide = device_wide;
     entry.result = result;
-    trace_entry(entry, current_thread_number());
+    trace(entry, current_thread_number());
   }
   // Only launches numbered before the synchronize began are known complete.
   uint64_t through = mark - 1;
@@ -494,13 +493,13 @@ void Engine::first_error(const char* api, ErrorCode result, const char* how, Acc
   Finding finding = find(api, result, how, accused, where);
   finding.text = std::move(text);
   finding.driver_logs = std::move(driver_logs);
-  SurfacingCall call = surfacing_call(accused, where);
+  trace::SurfacingCall call = surfacing_call(accused, where);
   finding.thread = current_thread_number();
   finding.surfaced_began_ns = since_start(call.began_ns);
   finding.surfaced_ns = since_start(call.returned_ns);
   // The report first: a process that dies right after this still leaves a complete record.
   if (report_) report_->write_record(first_error_json(finding, process_.pid));
-  if (tracer_) trace_first_error(finding, call);
+  if (tracer_) tracer_->first_error(trace::error_facts(finding, call));
   first_error_summary_ = first_error_summary(finding);
   log_first_error(*logger_, finding, config_.stack, config_.print_limit);
   note_missing_libdw(tells_call_site_without_line(finding));
@@ -755,57 +754,7 @@ void Engine::end_capture(uint64_t id, const void* graph) {
   graphs_.end(id, graph);
 }
 
-void Engine::trace_launch(const Launch& launch, ErrorCode launch_result, BlockOutcome outcome,
-                          ErrorCode sync_result) {
-  using trace::EntryOutcome;
-  const LaunchRecord& record = launch.record;
-  trace::TraceEntry entry;
-  entry.began_ns = launch.began_ns;
-  entry.ended_ns = launch.ended_ns;
-  entry.sequence = record.sequence;
-  entry.kernel_ordinal = record.kernel_ordinal;
-  entry.kernel = record.kernel;
-  entry.graph = record.graph;
-  entry.api = record.api;
-  entry.driver_api = record.driver_api;
-  entry.library_api = record.library_api;
-  entry.library = record.library;
-  entry.stream = record.stream;
-  entry.grid = record.grid;
-  entry.block = record.block;
-  entry.shared_memory = record.shared_memory;
-  entry.python_site = record.python_site;
-  entry.graph_replay = record.graph_replay;
-  if (!launch_result.ok()) {
-    entry.result = launch_result;
-    entry.outcome = error_meaning(launch_result) == ErrorMeaning::Asynchronous ? EntryOutcome::Refused
-                                                                               : EntryOutcome::Failed;
-  } else if (outcome == BlockOutcome::Synchronized) {
-    entry.result = sync_result;
-    entry.outcome = sync_result.ok() ? EntryOutcome::Blocked : EntryOutcome::BlockedFailed;
-    entry.wait_began_ns = launch.wait_began_ns;
-    entry.gpu_ns = launch.timing.gpu_ns;
-  } else if (outcome == BlockOutcome::SkippedCapture) {
-    entry.outcome = EntryOutcome::CaptureSkipped;
-  } else if (outcome == BlockOutcome::SkippedUnknown) {
-    entry.outcome = EntryOutcome::NotBlockedUnknown;
-  } else {
-    entry.outcome = record.in_capture ? EntryOutcome::Captured : EntryOutcome::Launched;
-  }
-  trace_entry(entry, record.thread);
-}
-
-trace::TraceEntry Engine::call_entry(trace::EntryKind kind, const char* api, CallSpan span, StreamId stream) {
-  trace::TraceEntry entry;
-  entry.kind = kind;
-  entry.began_ns = span.began_ns;
-  entry.ended_ns = span.returned_ns;
-  entry.api = api;
-  entry.stream = stream;
-  return entry;
-}
-
-void Engine::trace_entry(const trace::TraceEntry& entry, uint32_t thread) {
+void Engine::trace(const trace::TraceEntry& entry, uint32_t thread) {
   // The error's name now, where describing it may call CUDA: the trace is written where nothing may be.
   tracer_->name_error(entry.result, [&](ErrorCode code) { return describe_error_(code).name; });
   tracer_->record(entry, thread);
@@ -813,14 +762,15 @@ void Engine::trace_entry(const trace::TraceEntry& entry, uint32_t thread) {
 
 void Engine::note_library_call(const char* api, const LibraryCall& call, const void* stream, CallSpan span) {
   if (!tracer_ || !span.began_ns) return;
-  trace::TraceEntry entry = call_entry(trace::EntryKind::LibraryCall, api, span, stream_id(stream, false));
+  trace::TraceEntry entry =
+      trace::call_entry(trace::EntryKind::LibraryCall, api, span, stream_id(stream, false));
   entry.library_api = api;
   entry.library = call;
-  trace_entry(entry, current_thread_number());
+  trace(entry, current_thread_number());
 }
 
-Engine::SurfacingCall Engine::surfacing_call(const Accused& accused, const Surfacing& where) const {
-  SurfacingCall call;
+trace::SurfacingCall Engine::surfacing_call(const Accused& accused, const Surfacing& where) const {
+  trace::SurfacingCall call;
   const Launch* launch = where.refused_launch ? where.refused_launch
                          : accused.found_by == FoundBy::Launch || accused.found_by == FoundBy::Blocking
                              ? accused.culprit
@@ -838,47 +788,6 @@ Engine::SurfacingCall Engine::surfacing_call(const Accused& accused, const Surfa
   }
   if (!call.returned_ns) call.returned_ns = call_clock();
   return call;
-}
-
-// Called with report_mutex_ held, once, right after the first error's record was written.
-void Engine::trace_first_error(const Finding& finding, const SurfacingCall& call) {
-  trace::ErrorFacts facts;
-  facts.thread = finding.thread;
-  facts.began_ns = call.began_ns;
-  facts.returned_ns = call.returned_ns;
-  facts.call_has_slice = call.has_slice;
-  auto copy = [](char* to, size_t size, const std::string& text) {
-    std::snprintf(to, size, "%s", text.c_str());
-  };
-  copy(facts.api, sizeof facts.api, finding.api);
-  copy(facts.error, sizeof facts.error, finding.text.name);
-  copy(facts.how, sizeof facts.how, finding.how);
-  facts.certainty = finding.culprit && finding.exact ? "exact" : "suspects";
-  facts.method = found_by_name(finding.found_by);
-  if (const LaunchView* culprit = finding.culprit.get()) {
-    const LaunchRecord& record = *culprit->record;
-    facts.culprit_sequence = record.sequence;
-    copy(facts.culprit, sizeof facts.culprit,
-         record.kernel && record.kernel_ordinal
-             ? fmt::format("{}, launch #{}",
-                           kernel_launch_text(record.kernel->name.base, record.kernel_ordinal),
-                           record.sequence)
-             : launch_name(record));
-    const GraphCaptureView* graph = culprit->graph.get();
-    if (graph && graph->nodes.known && graph->nodes.unfinished.size() == 1) {
-      size_t index = graph->nodes.unfinished.front();
-      const CapturedLaunch& node = graph->capture->launches[index];
-      std::string base = node.kernel ? node.kernel->name.base : node.library_api ? node.library_api : "?";
-      copy(facts.failed_node, sizeof facts.failed_node, fmt::format("node {}: {}", index + 1, base));
-    }
-  }
-  if (const LaunchView* refused = finding.refused.get()) facts.refused_sequence = refused->record->sequence;
-  facts.others_are_candidates = finding.found_by == FoundBy::Breadcrumbs;
-  for (const LaunchView& other : finding.suspects) {
-    if (facts.other_count == trace::ErrorFacts::kOthers) break;
-    facts.others[facts.other_count++] = other.record->sequence;
-  }
-  tracer_->first_error(facts);
 }
 
 trace::TraceWritten Engine::trace_at_fatal_signal(const char* signal) {
@@ -904,9 +813,9 @@ void Engine::finish() {
     if (report_) report_->write_record(summary_json(counts, process_.pid));
   }
   // Whether or not it launched: a trace file, once opened, is a JSON document when the process ends.
-  if (tracer_ && !trace_finished_.exchange(true)) {
+  if (tracer_ && tracer_->take_exit_write()) {
     trace::WrittenLine line;
-    trace::written_line(line, trace_path_.c_str(), tracer_->write(), config_.trace_events);
+    trace::written_line(line, tracer_->path(), tracer_->write(), config_.trace_events);
     logger_->info("{}", std::string_view(line.text, line.size));
   }
   logger_->flush();

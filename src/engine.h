@@ -40,6 +40,7 @@
 #include "report/views.h"
 #include "callsites/sites.h"
 #include "callsites/symbolize.h"
+#include "trace/trace_entries.h"
 #include "trace/tracer.h"
 
 namespace spdlog {
@@ -93,7 +94,7 @@ class Engine {
   // A fatal signal: the trace is marked and written (async-signal-safe); what was written, for its log line.
   trace::TraceWritten trace_at_fatal_signal(const char* signal);
   // The trace's file name (expanded), "" without --trace.
-  const char* trace_path() const { return trace_path_.c_str(); }
+  const char* trace_path() const { return tracer_ ? tracer_->path() : ""; }
 
   // Returns the kernel known by `handle`, naming it with `resolve_mangled_name` (which returns the
   // mangled name or nullptr) the first time the handle is seen. Lock-free and allocation-free after
@@ -326,23 +327,13 @@ class Engine {
   std::vector<ReportedLaunch> may_have_faulted_instead(const Launch& launch,
                                                        std::optional<LaunchLedger::SuspectCount>* count);
   void log_launch(const Launch& launch, const char* what, ErrorCode result);
-  // The trace's entry for a launch that ended (before what its outcome sets off: an `abort` rule writes the
-  // trace), and its facts of the first error.
-  void trace_launch(const Launch& launch, ErrorCode launch_result, BlockOutcome outcome,
-                    ErrorCode sync_result);
-  // A call of the trace that is no launch unit (a synchronize, a library call around its kernels), and
-  // keeping an entry in the calling thread's ring.
-  static trace::TraceEntry call_entry(trace::EntryKind kind, const char* api, CallSpan span, StreamId stream);
-  void trace_entry(const trace::TraceEntry& entry, uint32_t thread);
+  // An entry of the trace, its error named now (describing it may call CUDA; the trace is written where
+  // nothing may be).
+  void trace(const trace::TraceEntry& entry, uint32_t thread);
   // The call where the first error surfaced, on the steady clock (0 where not timed): the launch that
   // returned it (its own error, its blocking wait's, or one the context refused), else the call the shim
   // timed.
-  struct SurfacingCall {
-    uint64_t began_ns = 0, returned_ns = 0;
-    bool has_slice = false;  // the trace shows that call as a slice of its own (a launch, a synchronize)
-  };
-  SurfacingCall surfacing_call(const Accused& accused, const Surfacing& where) const;
-  void trace_first_error(const Finding& finding, const SurfacingCall& call);
+  trace::SurfacingCall surfacing_call(const Accused& accused, const Surfacing& where) const;
   // A steady-clock time as the report gives it: nanoseconds since the start record (0 for 0).
   uint64_t since_start(uint64_t steady_ns) const {
     return steady_ns > start_steady_ns_ ? steady_ns - start_steady_ns_ : 0;
@@ -395,15 +386,12 @@ class Engine {
 
   DriverLog driver_log_;
 
-  std::unique_ptr<OutputFile> trace_file_;  // until start() hands it to the tracer
-  std::unique_ptr<trace::Tracer> tracer_;   // --trace
-  std::string trace_path_;                  // read by the fatal-signal handler too (c_str: no allocation)
+  std::unique_ptr<trace::Tracer> tracer_;  // --trace
   bool time_calls_ = false;  // --trace or --log-launches: launches and calls get their times (call_clock)
   uint64_t start_steady_ns_ = 0;  // the steady clock when the start record was written
 
   FirstErrorLatch first_error_;
   std::atomic<bool> finished_{false};
-  std::atomic<bool> trace_finished_{false};  // finish() wrote the trace (a fatal signal may write it again)
 
   std::mutex report_mutex_;  // serializes multi-line reports; never taken on the launch path
   std::set<std::string> reported_problems_;

@@ -179,6 +179,7 @@ Tracer::Tracer(size_t events_per_thread, std::unique_ptr<OutputFile> file, const
                size_t max_threads)
     : recorder_(events_per_thread, max_threads),
       file_(std::move(file)),
+      path_(path),
       origin_ns_(now()),
       origin_unix_us_(wall_clock_us()) {
   // Both writings' memory now: a buffer is touched only where a writing uses it.
@@ -248,6 +249,8 @@ uint64_t Tracer::now() {
 }
 
 void Tracer::set_process(long pid, long rank, const std::string& name, const PythonSiteTable* python_sites) {
+  origin_ns_ = now();
+  origin_unix_us_ = wall_clock_us();
   pid_ = pid;
   python_sites_ = python_sites;
   Text<sizeof(process_title_)> title;

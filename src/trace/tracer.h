@@ -99,8 +99,11 @@ class Tracer {
 
   // The steady clock, in nanoseconds: every time the tracer is given.
   static uint64_t now();
-  // The process as the trace names it; `rank` < 0 where no rank variable is set. Before anything is written.
+  // The process as the trace names it; `rank` < 0 where no rank variable is set. Before anything is recorded:
+  // the trace's time 0 is now (the engine's start), not when the tracer was made.
   void set_process(long pid, long rank, const std::string& name, const PythonSiteTable* python_sites);
+  // The trace's file name, as given ("" for none); its c_str, so the fatal-signal path reads it as it is.
+  const char* path() const { return path_.c_str(); }
 
   void record(const TraceEntry& entry, uint32_t thread) { recorder_.record(entry, thread); }
   // Names an error code for the trace's slices, once per code (`describe` is called only for a code not seen
@@ -119,6 +122,8 @@ class Tracer {
   // trace was written then, exits later with more). Two writings may run at once (a fatal signal during the
   // exit's, on its thread or another): the one begun last is kept. Async-signal-safe.
   TraceWritten write();
+  // Whether the process's end has yet to write the trace: true once (a fatal signal may write it again).
+  bool take_exit_write() { return !exit_written_.exchange(true); }
   const TraceRecorder& recorder() const { return recorder_; }
 
  private:
@@ -147,8 +152,10 @@ class Tracer {
   int directory_ = -1;  // the trace's directory (O_PATH), where the file beside it is made and renamed
   dev_t directory_device_ = 0;
   ino_t directory_inode_ = 0;
-  char name_[256] = {};      // the trace's name in it
-  uint64_t origin_ns_;       // steady clock when the tracer was made: the trace's time 0
+  char name_[256] = {};  // the trace's name in it
+  std::string path_;
+  std::atomic<bool> exit_written_{false};
+  uint64_t origin_ns_;       // steady clock when the tracer was made, else set_process: the trace's time 0
   uint64_t origin_unix_us_;  // the wall clock then
   long pid_ = 0;
   char process_title_[320] = {};
