@@ -44,7 +44,7 @@ __attribute__((visibility("hidden"))) CUDA_BLOCKRUN_NOT_SANITIZED void* blockrun
   void* address = real(handle, name);
   // Only CUDA names can be hooks: everything else goes back untouched at the cost of two compares.
   if (!address || !name || std::strncmp(name, "cu", 2) != 0) return address;
-  if (blockrun::shim::ReentryGuard::inside()) return address;
+  if (blockrun::shim::ShimScope::inside()) return address;
   return blockrun::shim::substitute_wrapper(name, address, false);
 }
 }

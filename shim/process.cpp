@@ -11,7 +11,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -356,13 +355,8 @@ struct Probing {
 
 void on_driver_log(void* data, CUlogLevel, char* message, size_t length) {
   if (t_probing) return;
-  if (Engine* engine = g_engine.load(std::memory_order_acquire)) {
-    ReentryGuard guard;
-    try {
-      engine->note_driver_log(message, message ? strnlen(message, length) : 0);
-    } catch (...) {
-    }
-  }
+  if (Engine* engine = g_engine.load(std::memory_order_acquire))
+    shim_work([&] { engine->note_driver_log(message, message ? strnlen(message, length) : 0); });
 }
 
 // At exit, before the runtime's own exit handlers (registered earlier, so run later) release the context: a
@@ -376,14 +370,10 @@ void check_context_at_exit() {
   if (!engine->has_unfinished_launches()) return;  // everything was waited for: no extra CUDA call
   auto query = helper<Helper::cuStreamQuery>();
   if (!query) return;
-  int saved_errno = errno;
-  ReentryGuard guard;
-  try {
+  shim_work([&] {
     CUresult result = query(CU_STREAM_LEGACY);
     engine->check_at_exit("cuStreamQuery", ErrorCode{Layer::Driver, static_cast<int>(result)});
-  } catch (...) {
-  }
-  errno = saved_errno;
+  });
 }
 
 // --trace: its file, opened now (a path that cannot be used is said at once, not at exit), written at exit.
@@ -404,8 +394,8 @@ void open_trace(Engine& engine, const ProcessInfo& info, const OutputFile* log_f
   engine.set_trace_file(std::move(file), path);
 }
 
+// Called in active_engine_slow's ShimScope, which keeps errno.
 void create_engine() {
-  int saved_errno = errno;
   try {
     OutputFile* log_file = nullptr;
     std::string prefix = this_log_prefix(*g_config);
@@ -440,7 +430,6 @@ void create_engine() {
     // Without an engine the shim stays a pass-through; the program is not affected.
     g_state.store(State::Inert);
   }
-  errno = saved_errno;
 }
 
 // Whether the shim came into the process after it started (dlopen: `import cuda_blockrun`) rather than by
@@ -516,18 +505,10 @@ void say_when_no_report_was_written() {
 }
 
 __attribute__((destructor)) void on_unload() {
-  if (Engine* engine = g_engine.load(std::memory_order_acquire)) {
-    ReentryGuard guard;
-    try {
-      engine->finish();
-    } catch (...) {
-    }
-  } else {
-    try {
-      say_when_no_report_was_written();
-    } catch (...) {
-    }
-  }
+  if (Engine* engine = g_engine.load(std::memory_order_acquire))
+    shim_work([engine] { engine->finish(); });
+  else
+    shim_work([] { say_when_no_report_was_written(); });
 }
 
 // Whether this thread may be in a signal handler: a signal is blocked in it, as the kernel blocks the one
@@ -550,13 +531,12 @@ bool maybe_in_signal_handler() {
 // used CUDA has none, and a vfork child (the parent's memory, its own pid) is not its owner.
 void end_before_exit_without_handlers() {
   Engine* engine = g_engine.load(std::memory_order_acquire);
-  if (!engine || !engine->in_owner_process() || ReentryGuard::inside() || maybe_in_signal_handler()) return;
+  if (!engine || !engine->in_owner_process() || ShimScope::inside() || maybe_in_signal_handler()) return;
   static std::atomic<bool> ended{false};
   if (ended.exchange(true)) return;
-  int saved_errno = errno;
+  ShimScope scope;  // over the check's lookup of cuStreamQuery too, made before the check's own scope
   if (g_first_launch_seen.load(std::memory_order_acquire)) check_context_at_exit();
   on_unload();
-  errno = saved_errno;
 }
 
 // The C library's `name` (`_exit`, `_Exit`): the next definition after the shim's, else the first one that is
@@ -578,16 +558,11 @@ void at_first_launch_slow() {
   std::atexit(check_context_at_exit);
   // A driver launch: the driver is loaded now, if it was not when the engine was made (a program whose first
   // CUDA call was a runtime launch, before the runtime loaded it).
-  if (Engine* engine = g_engine.load(std::memory_order_acquire)) {
-    ReentryGuard guard;
-    try {
-      engine->note_driver(driver_support());
-    } catch (...) {
-    }
-  }
+  if (Engine* engine = g_engine.load(std::memory_order_acquire))
+    shim_work([engine] { engine->note_driver(driver_support()); });
   auto register_callback = helper<Helper::cuLogsRegisterCallback>();
   if (!register_callback) return;
-  ReentryGuard guard;
+  ShimScope scope;  // nothing here throws: a call into the driver
   CUlogsCallbackHandle handle = nullptr;
   register_callback(on_driver_log, nullptr, &handle);
 }
@@ -619,7 +594,7 @@ Engine* active_engine_slow() {
   }
   Engine* engine = g_engine.load(std::memory_order_acquire);
   if (engine) return engine;
-  ReentryGuard guard;
+  ShimScope scope;  // create_engine catches what it throws: a shim without an engine is inert
   std::lock_guard<std::mutex> creating(*g_engine_creation);
   if (!g_engine.load(std::memory_order_acquire)) create_engine();
   return g_engine.load(std::memory_order_acquire);

@@ -9,7 +9,6 @@
 // (src/cuda/launch_layers.h).
 #include <dlfcn.h>
 
-#include <cerrno>
 #include <cstring>
 #include <new>
 #include <string>
@@ -76,36 +75,6 @@ CUresult not_initialized<CUresult>() {
 template <>
 cublasStatus_t not_initialized<cublasStatus_t>() {
   return CUBLAS_STATUS_NOT_INITIALIZED;
-}
-
-// The one prologue of the shim's own work inside a wrapper (TSan's ScopedInterceptor): while it lives, errno
-// is kept as the real function left it, and the thread is marked as running shim code, so that the CUDA calls
-// the shim makes for itself are not recorded (active_engine() answers nullptr).
-class ShimScope {
- public:
-  ShimScope() : saved_errno_(errno) { thread_context().reentry_depth++; }
-  ~ShimScope() {
-    thread_context().reentry_depth--;
-    errno = saved_errno_;
-  }
-  ShimScope(const ShimScope&) = delete;
-  ShimScope& operator=(const ShimScope&) = delete;
-
- private:
-  int saved_errno_;
-};
-
-// Runs the shim's own work (the engine's, or a CUDA call of the shim's) for a wrapper, in a ShimScope.
-// Nothing throws across the C ABI: a failure of the shim's own is the engine's to report (where it can), and
-// never becomes the program's CUDA error, so anything thrown stops here and the wrapper returns the real
-// result.
-template <typename Work>
-[[gnu::always_inline]] inline void shim_work(Work&& work) noexcept {
-  ShimScope scope;
-  try {
-    work();
-  } catch (...) {
-  }
 }
 
 template <Hook id>

@@ -1,5 +1,5 @@
 // Shared between the shim's files: the hook and helper tables expanded into typed real-function
-// pointers, the process state (inert or active, the engine) and the re-entry guard.
+// pointers, the process state (inert or active, the engine) and the one scope of the shim's own work.
 #pragma once
 
 #include <cublasLt.h>
@@ -14,6 +14,7 @@
 #undef cuStreamBeginCapture
 
 #include <atomic>
+#include <cerrno>
 #include <cstddef>
 
 #include "engine.h"
@@ -117,7 +118,7 @@ void claim_driver_library();
 // a runtime launch continues into the driver, a library call launches kernels through the driver. Who owns a
 // launch is the engine's answer (src/cuda/launch_layers.h) from `layers`.
 struct ThreadContext {
-  int reentry_depth = 0;  // > 0 while the shim's own code runs (see ReentryGuard)
+  int reentry_depth = 0;  // > 0 while the shim's own code runs (see ShimScope)
   int outer_depth = 0;    // > 0 inside a runtime or library wrapper's real call
   // Where the program called in: the return address of the exported launch, library or graph-launch
   // wrapper most recently entered (note_caller). `layers` keeps the outer runtime launch's and library
@@ -175,18 +176,42 @@ class RuntimeErrorScope {
   bool clean_ = false;
 };
 
-// Marks the calling thread as running shim code, so CUDA calls the shim makes are not recorded.
-class ReentryGuard {
+// The one prologue of the shim's own work, in a wrapper or wherever else the shim runs on a thread of the
+// program (an exit handler, the driver's log callback; TSan's ScopedInterceptor): errno at its end is what it
+// was at its start (as the real function or the program left it, never the shim's), and while it lives the
+// thread is marked as running shim code, so that the CUDA calls the shim makes for itself are not recorded
+// (active_engine() answers nullptr) and dlsym hands out the real functions, not the wrappers.
+class ShimScope {
  public:
-  ReentryGuard() { thread_context().reentry_depth++; }
-  ~ReentryGuard() { thread_context().reentry_depth--; }
-  ReentryGuard(const ReentryGuard&) = delete;
-  ReentryGuard& operator=(const ReentryGuard&) = delete;
+  ShimScope() : saved_errno_(errno) { thread_context().reentry_depth++; }
+  ~ShimScope() {
+    thread_context().reentry_depth--;
+    errno = saved_errno_;
+  }
+  ShimScope(const ShimScope&) = delete;
+  ShimScope& operator=(const ShimScope&) = delete;
+  // The shim's own calls pass through unobserved: active_engine, the dlsym hook and the _exit hooks ask.
   static bool inside() { return thread_context().reentry_depth > 0; }
+
+ private:
+  int saved_errno_;
 };
 
+// Runs the shim's own work (the engine's, or a CUDA call of the shim's) in a ShimScope. Nothing throws across
+// the C ABI: a failure of the shim's own is the engine's to report (where it can), and never becomes the
+// program's CUDA error or ends it, so anything thrown stops here and the caller goes on (a wrapper returns
+// the real result).
+template <typename Work>
+[[gnu::always_inline]] inline void shim_work(Work&& work) noexcept {
+  ShimScope scope;
+  try {
+    work();
+  } catch (...) {
+  }
+}
+
 inline Engine* active_engine() {
-  if (ReentryGuard::inside()) return nullptr;
+  if (ShimScope::inside()) return nullptr;
   if (Engine* engine = g_engine.load(std::memory_order_acquire)) return engine;
   return active_engine_slow();
 }
