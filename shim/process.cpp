@@ -417,7 +417,7 @@ void create_engine() {
       if (!report) engine->report_shim_problem(problem);
     }
     if (!g_config->trace.empty()) open_trace(*engine, info, log_file, report.get());
-    if (g_config->callsites != "none") warm_up_stack_walk();
+    if (g_config->callsites != Callsites::None) warm_up_stack_walk();
     engine->start(std::move(info), std::move(report), take_call_stack, read_python_stack, read_python_site);
     // Before the engine is published: no launch passes the gate half-enabled.
     if (g_config->block.blocks_alone()) enable_launch_gate();

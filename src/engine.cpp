@@ -89,8 +89,8 @@ Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescr
       start_ms_(now_ms()),
       owner_pid_(static_cast<long>(getpid())),
       kernels_(kKernelCapacity),
-      ledger_(ring_capacity_for(config_), config_.callsites == "all"),
-      breadcrumbs_(config_.breadcrumbs, std::strtoull(config_.breadcrumb_every.c_str(), nullptr, 10),
+      ledger_(ring_capacity_for(config_), config_.callsites == Callsites::All),
+      breadcrumbs_(config_.breadcrumbs, static_cast<uint64_t>(config_.breadcrumb_every),
                    config_.graph_breadcrumbs),
       call_sites_(config_) {
   if (!terminate_) terminate_ = default_terminate;

@@ -14,8 +14,8 @@ constexpr size_t kPythonSiteCapacity = 1 << 12;
 }  // namespace
 
 CallSites::CallSites(const Config& config)
-    : all_(config.callsites == "all"),
-      auto_(config.callsites == "auto"),
+    : all_(config.callsites == Callsites::All),
+      auto_(config.callsites == Callsites::Auto),
       log_launches_(config.log_launches),
       symbolizer_(std::make_unique<Symbolizer>(config.libdw)) {}
 

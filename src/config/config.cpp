@@ -83,16 +83,13 @@ Parsed parse_Path(const OptionSpec& spec, const std::string& value, std::string*
   return std::nullopt;
 }
 
-Parsed parse_Choice(const OptionSpec& spec, const std::string& value, std::string* out) {
-  std::string_view accepted = spec.accepted;
-  for (size_t start = 0; start <= accepted.size();) {
-    size_t end = accepted.find(" | ", start);
-    if (end == std::string_view::npos) end = accepted.size();
-    if (!value.empty() && accepted.substr(start, end - start) == value) {
-      *out = value;
+template <class Enum>
+Parsed parse_Choice(const OptionSpec& spec, const std::string& value, Enum* out) {
+  for (const ChoiceWord<Enum>& word : ChoiceWords<Enum>::all) {
+    if (value == word.word) {
+      *out = word.choice;
       return std::nullopt;
     }
-    start = end + 3;
   }
   return refused(spec, value);
 }
@@ -140,9 +137,29 @@ Parsed set_option(Config& config, const OptionSpec& spec, const std::string& val
                              description)                                                           \
   if (std::strcmp(spec.field, #member) == 0) return parse_##kind(spec, value, &config.member);
 #include "config/options.def"
-#undef CUDA_BLOCKRUN_OPTION
   return refused(spec, value, "not an option of options.def");
 }
+
+// An option's `accepted` text: its row's, or a Choice's words joined by " | " (made at compile time: each
+// word after a " | ", and the first one's skipped).
+template <class Field>
+constexpr const char* accepted_text(const char* row) {
+  return row;
+}
+#define CUDA_BLOCKRUN_CHOICE(field, Enum, words)                          \
+  template <>                                                             \
+  constexpr const char* accepted_text<option_field::field>(const char*) { \
+    return (words) + 3;                                                   \
+  }
+#define CUDA_BLOCKRUN_WORD(enumerator, word, value) " | " word
+#include "config/options.def"
+
+// A Choice's accepted text written by hand would be one more list of its words to keep in step.
+#define CUDA_BLOCKRUN_OPTION(field, kind, variable, flag, group, default_value, accepted, summary, \
+                             description)                                                          \
+  static_assert(OptionKind::kind != OptionKind::Choice || sizeof(accepted) == 1,                   \
+                variable ": a Choice's accepted text is \"\", made from its words");
+#include "config/options.def"
 
 }  // namespace
 
@@ -150,10 +167,10 @@ const std::vector<OptionSpec>& option_specs() {
   static const std::vector<OptionSpec> specs = {
 // clang-format off
 #define CUDA_BLOCKRUN_OPTION(field, kind, variable, flag, group, default_value, accepted, summary, description) \
-  {#field, OptionKind::kind, variable, flag, OptionGroup::group, default_value, accepted, summary, description},
+  {#field, OptionKind::kind, variable, flag, OptionGroup::group, default_value, \
+   accepted_text<option_field::field>(accepted), summary, description},
   // clang-format on
 #include "config/options.def"
-#undef CUDA_BLOCKRUN_OPTION
   };
   return specs;
 }
@@ -175,11 +192,10 @@ std::optional<ConfigError> check_value(const OptionSpec& spec, const std::string
 #define CUDA_BLOCKRUN_OPTION(member, kind, variable, flag, group, default_value, accepted, summary, \
                              description)                                                           \
   if (std::strcmp(spec.field, #member) == 0) {                                                      \
-    OptionValue<OptionKind::kind>::type scratch{};                                                  \
+    decltype(Config::member) scratch{};                                                             \
     return parse_##kind(spec, value, &scratch);                                                     \
   }
 #include "config/options.def"
-#undef CUDA_BLOCKRUN_OPTION
   return refused(spec, value, "not an option of options.def");
 }
 

@@ -55,10 +55,6 @@ struct OptionValue<OptionKind::Path> {
   using type = std::string;
 };  // as given: %p, %r, %h unexpanded
 template <>
-struct OptionValue<OptionKind::Choice> {
-  using type = std::string;
-};
-template <>
 struct OptionValue<OptionKind::Policy> {
   using type = class Policy;
 };
@@ -79,13 +75,62 @@ struct OptionValue<OptionKind::Limit> {
   using type = size_t;
 };  // 0: no limit
 
-// The configuration: one field per row of options.def, of its kind's type, named as the row's `field`.
+// Each Choice option's enum class, from its CUDA_BLOCKRUN_CHOICE row (Callsites::All,
+// BreadcrumbEvery::Eight).
+#define CUDA_BLOCKRUN_CHOICE(field, Enum, words) enum class Enum { words };
+#define CUDA_BLOCKRUN_WORD(enumerator, word, value) enumerator = value,
+#include "config/options.def"
+
+// A Choice's words with their enumerators, in the order options.def lists them.
+template <class Enum>
+struct ChoiceWord {
+  Enum choice;
+  const char* word;
+};
+template <class Enum>
+struct ChoiceWords;
+#define CUDA_BLOCKRUN_CHOICE(field, Enum, words)       \
+  template <>                                          \
+  struct ChoiceWords<Enum> {                           \
+    using Choice = Enum;                               \
+    static constexpr ChoiceWord<Enum> all[] = {words}; \
+  };
+#define CUDA_BLOCKRUN_WORD(enumerator, word, value) {Choice::enumerator, word},
+#include "config/options.def"
+
+// The word a Choice's variable is set to for `choice`: what prints a configuration back.
+template <class Enum>
+const char* choice_word(Enum choice) {
+  for (const ChoiceWord<Enum>& word : ChoiceWords<Enum>::all)
+    if (word.choice == choice) return word.word;
+  return "";  // not an enumerator of options.def
+}
+
+// A type per option, named as its field, for what is said of one option alone (FieldValue).
+namespace option_field {
+#define CUDA_BLOCKRUN_OPTION(field, kind, variable, flag, group, default_value, accepted, summary, \
+                             description)                                                          \
+  struct field;
+#include "config/options.def"
+}  // namespace option_field
+
+// The C++ type of an option's field: its kind's; a Choice's, its own enum (a Choice without a
+// CUDA_BLOCKRUN_CHOICE row has none, and does not compile).
+template <class Field, OptionKind kind>
+struct FieldValue : OptionValue<kind> {};
+#define CUDA_BLOCKRUN_CHOICE(field, Enum, words)               \
+  template <>                                                  \
+  struct FieldValue<option_field::field, OptionKind::Choice> { \
+    using type = Enum;                                         \
+  };
+#include "config/options.def"
+
+// The configuration: one field per row of options.def, of its FieldValue type, named as the row's `field`.
 struct Config {
 #define CUDA_BLOCKRUN_OPTION(field, kind, variable, flag, group, default_value, accepted, summary, \
                              description)                                                          \
-  OptionValue<OptionKind::kind>::type field{};
+  FieldValue<option_field::field, OptionKind::kind>::type field{};
 #include "config/options.def"
-#undef CUDA_BLOCKRUN_OPTION
   // Every option at its default, parsed from options.def's text.
   Config();
 };
@@ -97,7 +142,6 @@ namespace variable {
                              description)                                                               \
   constexpr const char* field = variable_name;
 #include "config/options.def"
-#undef CUDA_BLOCKRUN_OPTION
 }  // namespace variable
 
 // A configuration value that cannot be used: names the variable, the value and what is accepted.

@@ -90,8 +90,9 @@ std::string value_text_Text(const std::string& text) {
 std::string value_text_Path(const std::string& text) {
   return text;
 }
-std::string value_text_Choice(const std::string& text) {
-  return text;
+template <class Enum>
+std::string value_text_Choice(Enum choice) {
+  return blockrun::choice_word(choice);
 }
 std::string value_text_Regex(const std::string& text) {
   return text;
@@ -125,7 +126,8 @@ bool same_Text(const std::string& a, const std::string& b) {
 bool same_Path(const std::string& a, const std::string& b) {
   return a == b;
 }
-bool same_Choice(const std::string& a, const std::string& b) {
+template <class Enum>
+bool same_Choice(Enum a, Enum b) {
   return a == b;
 }
 bool same_Regex(const std::string& a, const std::string& b) {
@@ -151,7 +153,6 @@ Environment written_back(const Config& config) {
                              description)                                                           \
   environment.entries.emplace_back(variable, value_text_##kind(config.member));
 #include "config/options.def"
-#undef CUDA_BLOCKRUN_OPTION
   return environment;
 }
 
@@ -164,7 +165,6 @@ bool same_config(const Config& a, const Config& b) {
     same = false;                                                                                     \
   }
 #include "config/options.def"
-#undef CUDA_BLOCKRUN_OPTION
   return same;
 }
 

@@ -4,10 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <stdexcept>
+#include <utility>
 
 #include "config/config.h"
 
@@ -83,6 +86,77 @@ TEST(Config, PrintLimitIsAWholeNumberAndZeroMeansNoLimit) {
     EXPECT_EQ(result.errors[0].message(), std::string("invalid CUDA_BLOCKRUN_PRINT_LIMIT='") + bad +
                                               "'; accepted: a whole number; 0: no limit");
   }
+}
+
+const OptionSpec& spec_of(const std::string& variable) {
+  for (const OptionSpec& spec : option_specs())
+    if (spec.variable == variable) return spec;
+  throw std::logic_error("no option " + variable);
+}
+
+// A Choice is held as its enum: each word parses to its enumerator and prints back as that word, and the
+// accepted text, made from the words, is what the error message, --help and docs/config.md print.
+TEST(Config, CallsitesIsOneOfItsWordsHeldAsItsEnum) {
+  EXPECT_EQ(Config().callsites, Callsites::Auto);
+  EXPECT_EQ(parse({}).config.callsites, Callsites::Auto);
+  const std::pair<const char*, Callsites> words[] = {
+      {"auto", Callsites::Auto}, {"all", Callsites::All}, {"none", Callsites::None}};
+  for (const auto& [word, choice] : words) {
+    ConfigResult result = parse({{"CUDA_BLOCKRUN_CALLSITES", word}});
+    ASSERT_TRUE(result.errors.empty()) << word;
+    EXPECT_EQ(result.config.callsites, choice) << word;
+    EXPECT_STREQ(choice_word(choice), word);
+  }
+  EXPECT_STREQ(spec_of("CUDA_BLOCKRUN_CALLSITES").accepted, "auto | all | none");
+  for (const char* bad : {"", "al", "ALL", "auto ", "auto | all"}) {
+    ConfigResult result = parse({{"CUDA_BLOCKRUN_CALLSITES", bad}});
+    ASSERT_EQ(result.errors.size(), 1u) << bad;
+    EXPECT_EQ(result.errors[0].message(),
+              std::string("invalid CUDA_BLOCKRUN_CALLSITES='") + bad + "'; accepted: auto | all | none");
+  }
+}
+
+TEST(Config, BreadcrumbEveryIsAPowerOfTwoHeldAsItsNumber) {
+  EXPECT_EQ(Config().breadcrumb_every, BreadcrumbEvery::One);
+  const std::pair<int, BreadcrumbEvery> words[] = {
+      {1, BreadcrumbEvery::One},       {2, BreadcrumbEvery::Two},      {4, BreadcrumbEvery::Four},
+      {8, BreadcrumbEvery::Eight},     {16, BreadcrumbEvery::Sixteen}, {32, BreadcrumbEvery::ThirtyTwo},
+      {64, BreadcrumbEvery::SixtyFour}};
+  for (const auto& [n, choice] : words) {
+    std::string word = std::to_string(n);
+    ConfigResult result = parse({{"CUDA_BLOCKRUN_BREADCRUMB_EVERY", word}});
+    ASSERT_TRUE(result.errors.empty()) << word;
+    EXPECT_EQ(result.config.breadcrumb_every, choice) << word;
+    EXPECT_EQ(static_cast<int>(result.config.breadcrumb_every), n);
+    EXPECT_EQ(choice_word(choice), word);
+  }
+  EXPECT_STREQ(spec_of("CUDA_BLOCKRUN_BREADCRUMB_EVERY").accepted, "1 | 2 | 4 | 8 | 16 | 32 | 64");
+  for (const char* bad : {"0", "3", "08", "+8", "128", "", "eight", "8 "}) {
+    ConfigResult result = parse({{"CUDA_BLOCKRUN_BREADCRUMB_EVERY", bad}});
+    ASSERT_EQ(result.errors.size(), 1u) << bad;
+    EXPECT_EQ(result.errors[0].message(), std::string("invalid CUDA_BLOCKRUN_BREADCRUMB_EVERY='") + bad +
+                                              "'; accepted: 1 | 2 | 4 | 8 | 16 | 32 | 64");
+  }
+}
+
+// Every Choice of the table: each word of its accepted text is taken by the wrapper's check (check_value),
+// and nothing that only begins with one.
+TEST(Config, EveryChoiceTakesEachOfItsWordsAndNothingElse) {
+  size_t choices = 0;
+  for (const OptionSpec& spec : option_specs()) {
+    if (spec.kind != OptionKind::Choice) continue;
+    ++choices;
+    std::string accepted = spec.accepted;
+    ASSERT_FALSE(accepted.empty()) << spec.variable;
+    for (size_t start = 0; start <= accepted.size();) {
+      size_t end = std::min(accepted.find(" | ", start), accepted.size());
+      std::string word = accepted.substr(start, end - start);
+      EXPECT_FALSE(check_value(spec, word)) << spec.variable << "=" << word;
+      EXPECT_TRUE(check_value(spec, word + "x")) << spec.variable << "=" << word << "x";
+      start = end + 3;
+    }
+  }
+  EXPECT_GT(choices, 0u);
 }
 
 TEST(Config, UnknownVariableIsAnError) {

@@ -70,9 +70,9 @@ class EngineTest : public ::testing::Test {
   std::string log() const { return log_.str(); }
 
   std::ostringstream log_;
-  size_t print_limit_ = 10;             // CUDA_BLOCKRUN_PRINT_LIMIT's default
-  bool gpu_time_ = false;               // CUDA_BLOCKRUN_GPU_TIME's default
-  std::string breadcrumb_every_ = "1";  // CUDA_BLOCKRUN_BREADCRUMB_EVERY's default
+  size_t print_limit_ = 10;                                  // CUDA_BLOCKRUN_PRINT_LIMIT's default
+  bool gpu_time_ = false;                                    // CUDA_BLOCKRUN_GPU_TIME's default
+  BreadcrumbEvery breadcrumb_every_ = BreadcrumbEvery::One;  // CUDA_BLOCKRUN_BREADCRUMB_EVERY's default
 };
 
 TEST_F(EngineTest, NamesEachKernelOnceAndDecidesByPolicy) {
@@ -607,7 +607,7 @@ TEST_F(BreadcrumbTest, LaunchesOneAfterAnotherKeepTheirWrites) {
 // CUDA_BLOCKRUN_BREADCRUMB_EVERY=4: a write after every 4th launch of a stream, so the last one seen written
 // (#36) leaves the 4 launches through the next written one (#40) as candidates, none of them exact.
 TEST_F(BreadcrumbTest, OneWritePerFourLaunchesGivesTheFourAfterTheLastWrittenOne) {
-  breadcrumb_every_ = "4";
+  breadcrumb_every_ = BreadcrumbEvery::Four;
   sixty_launches_the_38th_faults();
   std::string text = log();
   EXPECT_EQ(text.find("  in kernel "), std::string::npos) << "named exactly: " << text;
