@@ -3,6 +3,8 @@
 // calls. Tests drive it directly. Its state lives in pieces that each own theirs (launch_ledger.h: streams
 // and suspects; breadcrumb_slots.h; graph_captures.h); what it decides it hands as values (report/views.h) to
 // the writers under report/, which turn them into JSON records and log text.
+// The rule: a feature's state lives in a piece of its own (src/pieces/, src/callsites/call_sites.h,
+// src/trace/), never as new members of Engine; the engine holds the pieces and decides with them.
 #pragma once
 
 #include <unistd.h>
