@@ -1,7 +1,8 @@
 // The breadcrumb slots alone (src/pieces/breadcrumb_slots.h): a slot per stream, handed out once and never
 // more than there are, and what reading them back says: each stream's first launch past its slot's value
 // (with those after it through one with its write, where it had none), oldest first, and the streams whose
-// first unfinished launch left the ring.
+// first unfinished launch left the ring; and its switches: which kinds of breadcrumb were asked for, and
+// which launches of a stream get its write (--breadcrumb-every).
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -188,6 +189,71 @@ TEST_F(BreadcrumbSlotsTest, InFlightNowListsTheLaunchesAfterOneWithoutItsWrite) 
   ASSERT_EQ(breadcrumbs.in_flight_now(ledger, out, 2), 2u);
   EXPECT_EQ(out[0].sequence, unwritten);
   EXPECT_EQ(out[1].sequence, next);
+}
+
+// ---- the switches: which breadcrumbs the process asked for ----
+
+// The ring places among the first `places` of a stream whose launches get the stream's write.
+std::vector<uint64_t> places_taken(const BreadcrumbSlots& breadcrumbs, uint64_t places) {
+  std::vector<uint64_t> taken;
+  for (uint64_t place = 0; place < places; ++place)
+    if (breadcrumbs.takes(place)) taken.push_back(place);
+  return taken;
+}
+
+TEST(BreadcrumbSwitches, NoneUnlessAskedFor) {
+  BreadcrumbSlots none(false, 1, false);
+  EXPECT_FALSE(none.stream());
+  EXPECT_FALSE(none.graph());
+  EXPECT_FALSE(none.any());
+  BreadcrumbSlots by_default;
+  EXPECT_FALSE(by_default.any());
+}
+
+TEST(BreadcrumbSwitches, EitherKindIsAny) {
+  BreadcrumbSlots stream_only(true, 1, false);
+  EXPECT_TRUE(stream_only.stream());
+  EXPECT_FALSE(stream_only.graph());
+  EXPECT_TRUE(stream_only.any());
+  BreadcrumbSlots graph_only(false, 1, true);
+  EXPECT_FALSE(graph_only.stream());
+  EXPECT_TRUE(graph_only.graph());
+  EXPECT_TRUE(graph_only.any());
+  BreadcrumbSlots both(true, 8, true);
+  EXPECT_TRUE(both.stream());
+  EXPECT_TRUE(both.graph());
+  EXPECT_TRUE(both.any());
+}
+
+// --breadcrumb-every N: the N-th, 2N-th, ... launch of a stream (ring places N-1, 2N-1, ...) gets the write.
+TEST(BreadcrumbSwitches, EveryNthLaunchOfAStreamTakesItsWrite) {
+  EXPECT_EQ(places_taken(BreadcrumbSlots(true, 1, false), 200).size(), 200u);
+  std::vector<uint64_t> every_four = places_taken(BreadcrumbSlots(true, 4, false), 200);
+  ASSERT_EQ(every_four.size(), 50u);
+  for (size_t i = 0; i < every_four.size(); ++i) EXPECT_EQ(every_four[i], 4 * i + 3);
+  EXPECT_EQ(places_taken(BreadcrumbSlots(true, 64, false), 200), (std::vector<uint64_t>{63, 127, 191}));
+}
+
+// The configuration offers powers of two only; anything else is taken as every launch, never as none.
+TEST(BreadcrumbSwitches, ANonPowerOfTwoIsTakenAsEveryLaunch) {
+  for (uint64_t every : {0, 3, 6, 100})
+    EXPECT_EQ(places_taken(BreadcrumbSlots(true, every, false), 130).size(), 130u) << every;
+}
+
+// Reading stream breadcrumbs needs them asked for and their slots set: graph breadcrumbs' slots alone are
+// not enough, nor is asking before the slots are set (or after they were taken away).
+TEST(BreadcrumbSwitches, StreamReadyNeedsStreamBreadcrumbsAndSlots) {
+  volatile uint64_t slots[1] = {0};
+  BreadcrumbSlots stream(true, 1, false);
+  EXPECT_FALSE(stream.stream_ready());
+  stream.set(slots, 1);
+  EXPECT_TRUE(stream.stream_ready());
+  stream.set(nullptr, 0);
+  EXPECT_FALSE(stream.stream_ready());
+  BreadcrumbSlots graph_only(false, 1, true);
+  graph_only.set(slots, 1);
+  EXPECT_TRUE(graph_only.ready());
+  EXPECT_FALSE(graph_only.stream_ready());
 }
 
 }  // namespace
