@@ -126,17 +126,12 @@ class Engine {
   void note_graph_kernel_node(const void* graph, const KernelInfo* kernel, uintptr_t caller);
 
   // Numbers and records a launch and asks the policy; captures its call site when it needs one
-  // (wants_stack). Cheap: no lock but the stream's own, no allocation for known kernels and streams. Makes
-  // *launch anew, over whatever it held: a Launch, or raw storage for one (the shim's, not zeroed twice).
-  // Inline (defined below the class): every launch of the process passes here, and the shim's wrapper then
-  // writes the record straight from its arguments, where a call took the request through memory.
+  // (CallSites::wants_stack). Cheap: no lock but the stream's own, no allocation for known kernels and
+  // streams. Makes *launch anew, over whatever it held: a Launch, or raw storage for one (the shim's, not
+  // zeroed twice). Inline (defined below the class): every launch of the process passes here, and the shim's
+  // wrapper then writes the record straight from its arguments, where a call took the request through memory.
   [[gnu::always_inline]] inline void begin_launch(const LaunchRequest& request, Launch* launch);
 
-  // Whether a launch with this decision gets its call site captured as it is launched
-  // (CUDA_BLOCKRUN_CALLSITES). With `auto`, only launches that are logged: a blocked launch is captured only
-  // if its synchronize fails, and a launch that fails itself when it returns, both still on the launching
-  // thread inside the call, so a blocked launch that succeeds costs no stack walk.
-  bool wants_stack(const Decision& decision) const { return call_sites_.wants_stack(decision); }
   // Captures the call site of a launch that did not get one at begin_launch (a launch that failed).
   void take_stack_now(Launch& launch);
   Launch begin_launch(const LaunchRequest& request) {

@@ -14,8 +14,7 @@ constexpr size_t kPythonSiteCapacity = 1 << 12;
 }  // namespace
 
 CallSites::CallSites(const Config& config)
-    : all_(config.callsites == Callsites::All),
-      auto_(config.callsites == Callsites::Auto),
+    : mode_(config.callsites),
       log_launches_(config.log_launches),
       symbolizer_(std::make_unique<Symbolizer>(config.libdw)) {}
 
@@ -24,7 +23,7 @@ CallSites::~CallSites() = default;
 void CallSites::start(StackFunction stack, PythonStackFunction python, PythonSiteFunction python_site,
                       bool every_launch_python, const std::string& shim_module) {
   shim_module_ = shim_module;
-  if (!all_ && !auto_) return;  // none
+  if (mode_ == Callsites::None) return;
   take_stack_ = stack;
   if (!python) return;
   read_python_ = python;

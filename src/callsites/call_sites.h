@@ -45,9 +45,11 @@ class CallSites {
 
   // Whether a launch with this decision gets its call site captured as it is launched. With `auto`, only
   // launches that are logged: a blocked launch is captured only if its synchronize fails, and a launch that
-  // fails itself when it returns, both still on the launching thread inside the call.
+  // fails itself when it returns, both still on the launching thread inside the call, so a blocked launch
+  // that succeeds costs no stack walk.
   bool wants_stack(const Decision& decision) const {
-    return all_ || (auto_ && (decision.action == Action::Log || log_launches_));
+    return mode_ == Callsites::All ||
+           (mode_ == Callsites::Auto && (decision.action == Action::Log || log_launches_));
   }
   // Whether stacks are walked at all (not with `none`, nor before start()).
   bool walks() const { return take_stack_ != nullptr; }
@@ -77,8 +79,7 @@ class CallSites {
   std::string missing_libdw_once(bool told_without_line);
 
  private:
-  bool all_ = false;
-  bool auto_ = true;
+  Callsites mode_;
   bool log_launches_ = false;
   StackFunction take_stack_ = nullptr;
   PythonStackFunction read_python_ = nullptr;
