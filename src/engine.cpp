@@ -21,6 +21,7 @@
 
 #include "cuda/cuda_errors.h"
 #include "cuda/names.h"
+#include "report/error_file.h"
 #include "report/error_writer.h"
 #include "report/launch_writer.h"
 #include "trace/trace_entries.h"
@@ -222,22 +223,21 @@ void Engine::launch_failed(Launch& launch, ErrorCode launch_result) {
   // The thread is still in the launch call, so its call site can be taken now.
   take_stack_now(launch);
   if (config_.log_launches) log_launch(launch, "failed", launch_result);
-  ErrorMeaning meaning = error_meaning(launch_result);
+  ClassifiedError error(launch_result);
   // An unknown code may have come after the launch was enqueued: it stays a suspect.
-  if (meaning != ErrorMeaning::Unknown) refuse(launch);
-  if (meaning == ErrorMeaning::Environment) {
+  if (error.meaning != ErrorMeaning::Unknown) refuse(launch);
+  if (error.meaning == ErrorMeaning::Environment) {
     // No usable driver or device: the launch never ran, and no launch is at fault (issue 42).
-    first_error(record.api, launch_result, "", Accused{});
-  } else if (meaning == ErrorMeaning::Own) {
+    first_error(record.api, error, "", Accused{});
+  } else if (error.meaning == ErrorMeaning::Own) {
     // A bad configuration, a missing image: the launch's own error, and it is the culprit.
-    first_error(record.api, launch_result, "the launch itself failed",
-                Accused{&launch, true, {}, FoundBy::Launch});
+    first_error(record.api, error, "the launch itself failed", Accused{&launch, true, {}, FoundBy::Launch});
   } else {
     // An earlier kernel's error surfacing here (the context refuses every launch once a kernel faulted):
     // this launch never ran, so the culprit is found as at any other call.
     Surfacing where;
     where.refused_launch = &launch;
-    surfaced(record.api, launch_result, record.stream, where);
+    surfaced(record.api, error, record.stream, where);
   }
 }
 
@@ -248,18 +248,19 @@ void Engine::launch_blocked(Launch& launch, ErrorCode sync_result, const char* s
     ledger_.synced(launch.stream, launch.record.sequence);
     return;
   }
-  if (error_meaning(sync_result) == ErrorMeaning::Environment) {
-    first_error(sync_api, sync_result, "", Accused{});
+  ClassifiedError error(sync_result);
+  if (error.meaning == ErrorMeaning::Environment) {
+    first_error(sync_api, error, "", Accused{});
     return;
   }
   // The launching thread is still inside the launch call: its call site is taken now.
   take_stack_now(launch);
   std::optional<LaunchLedger::SuspectCount> count;
   std::vector<ReportedLaunch> others = may_have_faulted_instead(launch, &count);
-  bool exact = others.empty() && error_meaning(sync_result) != ErrorMeaning::Unknown;
+  bool exact = others.empty() && error.meaning != ErrorMeaning::Unknown;
   Accused accused{&launch, exact, std::move(others), FoundBy::Blocking};
   accused.count = count;
-  first_error(sync_api, sync_result, "blocking synchronize after the launch", std::move(accused));
+  first_error(sync_api, error, "blocking synchronize after the launch", std::move(accused));
   if (report_) {
     ErrorText text = describe_error_(sync_result);
     std::lock_guard<std::mutex> guard(report_mutex_);
@@ -315,25 +316,14 @@ void Engine::end_sync(const char* api, bool device_wide, const void* stream, boo
     }
     return;
   }
-  if (first_error_.taken()) {
-    first_error_.count_later();
-    return;
-  }
-  Surfacing where;
-  where.call = span;
-  surfaced(api, result, stream_id(device_wide ? nullptr : stream, per_thread_default_stream), where);
+  surfaced_at_call(api, ClassifiedError(result),
+                   stream_id(device_wide ? nullptr : stream, per_thread_default_stream), span);
 }
 
 void Engine::observe_error(const char* api, ErrorCode result, const void* stream,
                            bool per_thread_default_stream, CallSpan span) {
-  if (result.ok()) return;
-  if (first_error_.taken()) {
-    first_error_.count_later();
-    return;
-  }
-  Surfacing where;
-  where.call = span;
-  surfaced(api, result, stream_id(stream, per_thread_default_stream), where);
+  if (!result.ok())
+    surfaced_at_call(api, ClassifiedError(result), stream_id(stream, per_thread_default_stream), span);
 }
 
 void Engine::watch_error(const char* api, ErrorCode result, const void* stream,
@@ -341,8 +331,16 @@ void Engine::watch_error(const char* api, ErrorCode result, const void* stream,
   // Out of memory, an invalid value: the program's own business (PyTorch's allocator frees its cache and
   // tries again), and never a kernel's fault. No usable driver or device is told where the program's own
   // calls meet it (launches, synchronizes, calls), not at these (a runtime's internal module load).
-  if (!may_have_surfaced(result)) return;
-  observe_error(api, result, stream, per_thread_default_stream, span);
+  ClassifiedError error(result);
+  if (error.may_have_surfaced())
+    surfaced_at_call(api, error, stream_id(stream, per_thread_default_stream), span);
+}
+
+void Engine::surfaced_at_call(const char* api, const ClassifiedError& error, StreamId stream, CallSpan span) {
+  if (first_error_.counted_as_later()) return;
+  Surfacing where;
+  where.call = span;
+  surfaced(api, error, stream, where);
 }
 
 void Engine::note_event_record(const void* event, const void* stream, bool per_thread_default_stream,
@@ -372,12 +370,13 @@ bool Engine::has_unfinished_launches() const {
 }
 
 void Engine::check_at_exit(const char* api, ErrorCode result) {
-  if (!may_have_surfaced(result) || first_error_.taken()) return;
+  ClassifiedError error(result);
+  if (!error.may_have_surfaced() || first_error_.taken()) return;
   if (!in_owner_process()) return;
   Surfacing where;
   where.at_exit = true;
   where.call.began_ns = where.call.returned_ns = call_clock();
-  surfaced(api, result, StreamId{}, where);
+  surfaced(api, error, StreamId{}, where);
 }
 
 void Engine::refuse(Launch& launch) {
@@ -419,17 +418,17 @@ std::vector<ReportedLaunch> Engine::may_have_faulted_instead(
   return others;
 }
 
-void Engine::surfaced(const char* api, ErrorCode result, StreamId stream, Surfacing where) {
-  ErrorMeaning meaning = error_meaning(result);
+void Engine::surfaced(const char* api, const ClassifiedError& error, StreamId stream, Surfacing where) {
+  ErrorMeaning meaning = error.meaning;
   // No usable driver or device: neither breadcrumbs nor the ledger are asked; no launch is a suspect.
   if (meaning == ErrorMeaning::Environment) {
-    first_error(api, result, "", Accused{}, where);
+    first_error(api, error, "", Accused{}, where);
     return;
   }
   // A call's own error (an invalid value, a copy in the wrong direction) is no kernel's: breadcrumbs are not
   // asked, and the host's view lists what was in flight on its stream, never exactly.
   if (meaning != ErrorMeaning::Own && breadcrumbs_.stream_ready() &&
-      surfaced_by_breadcrumbs(api, result, where))
+      surfaced_by_breadcrumbs(api, error, where))
     return;
   std::vector<ReportedLaunch> found;
   LaunchLedger::SuspectCount count;
@@ -444,19 +443,19 @@ void Engine::surfaced(const char* api, ErrorCode result, StreamId stream, Surfac
   }
   Accused accused{nullptr, false, std::move(found), FoundBy::Host};
   accused.count = count;
-  first_error(api, result, "", std::move(accused), where);
+  first_error(api, error, "", std::move(accused), where);
 }
 
-bool Engine::surfaced_by_breadcrumbs(const char* api, ErrorCode result, Surfacing where) {
+bool Engine::surfaced_by_breadcrumbs(const char* api, const ClassifiedError& error, Surfacing where) {
   BreadcrumbView view = breadcrumbs_.read(ledger_);
   // One stream stopped short of a launch whose breadcrumb was enqueued: the fault was that launch's, however
   // long ago it ran. Exact only for a known asynchronous error: an unknown code may not be a kernel's at all.
   if (view.heads.size() == 1 && view.heads.front().record.breadcrumb && view.lost.empty() &&
-      error_meaning(result) == ErrorMeaning::Asynchronous) {
+      error.meaning == ErrorMeaning::Asynchronous) {
     Launch culprit;
     culprit.record = view.heads.front().record;
     if (const CallStack* stack = view.heads.front().stack.get()) culprit.stack = *stack;
-    first_error(api, result, "", Accused{&culprit, true, {}, FoundBy::Breadcrumbs}, where);
+    first_error(api, error, "", Accused{&culprit, true, {}, FoundBy::Breadcrumbs}, where);
     return true;
   }
   if (view.heads.empty() && view.lost.empty()) {
@@ -466,7 +465,7 @@ bool Engine::surfaced_by_breadcrumbs(const char* api, ErrorCode result, Surfacin
   }
   std::vector<ReportedLaunch> candidates = std::move(view.heads);
   view.heads.clear();
-  first_error(api, result, "", Accused{nullptr, false, std::move(candidates), FoundBy::Breadcrumbs, &view},
+  first_error(api, error, "", Accused{nullptr, false, std::move(candidates), FoundBy::Breadcrumbs, &view},
               where);
   return true;
 }
@@ -483,14 +482,14 @@ bool Engine::wait_for_first_error_record(int max_ms) const {
   return first_error_.wait_for_record(max_ms);
 }
 
-void Engine::first_error(const char* api, ErrorCode result, const char* how, Accused accused,
+void Engine::first_error(const char* api, const ClassifiedError& error, const char* how, Accused accused,
                          Surfacing where) {
   if (!first_error_.take()) return;
   FirstErrorLatch::Writing writing(first_error_);
-  ErrorText text = describe_error_(result);
+  ErrorText text = describe_error_(error.code);
   std::vector<std::string> driver_logs = driver_log_.recent(current_thread_number(), now_ms());
   std::lock_guard<std::mutex> guard(report_mutex_);
-  Finding finding = find(api, result, how, accused, where);
+  Finding finding = find(api, error, how, accused, where);
   finding.text = std::move(text);
   finding.driver_logs = std::move(driver_logs);
   trace::SurfacingCall call = surfacing_call(accused, where);
@@ -503,56 +502,24 @@ void Engine::first_error(const char* api, ErrorCode result, const char* how, Acc
   first_error_summary_ = first_error_summary(finding);
   log_first_error(*logger_, finding, config_.stack, config_.print_limit);
   note_missing_libdw(tells_call_site_without_line(finding));
-  note_in_error_file(finding);
+  std::string unnoted = note_in_error_file(config_, process_, report_ ? report_->file() : nullptr,
+                                           finding.text.name, finding.api);
+  if (!unnoted.empty()) logger_->warn("{}", unnoted);
 }
 
-// CUDA_BLOCKRUN_ERROR_FILE (--error-exitcode): one line per process that met a CUDA error, appended, so that
-// the wrapper or a job's script learns of errors that the program swallowed and exited 0 after.
-void Engine::note_in_error_file(const Finding& finding) {
-  if (config_.error_file.empty()) return;
-  std::string path = expand_path(config_.error_file, process_.pid, process_.rank, process_.host);
-  std::string problem;
-  std::unique_ptr<OutputFile> file = OutputFile::open(path, config_.private_files, &problem);
-  // Its plain line in the report would make the report invalid JSON lines (issue 40, N12): the same path is
-  // refused before the program starts, the same file by another path here.
-  if (file && report_ && file->clashes_with(*report_->file())) {
-    file.reset();
-    problem = "it is the report file";
-  }
-  // The log and the trace likewise, by identity as they are now (a link, `%p`): the error line in the trace
-  // would be lost when it is written, and the wrapper would read the log's lines as the error file's.
-  struct stat noted {};
-  if (file && fstat(file->descriptor(), &noted) == 0 && !is_null_device(noted)) {
-    for (const auto& [other, name] : {std::pair{&config_.log, "log"}, std::pair{&config_.trace, "trace"}}) {
-      struct stat info {};
-      std::string other_path = expand_path(*other, process_.pid, process_.rank, process_.host);
-      if (!other->empty() && stat(other_path.c_str(), &info) == 0 && info.st_dev == noted.st_dev &&
-          info.st_ino == noted.st_ino) {
-        file.reset();
-        problem = std::string("it is the ") + name + " file";
-        break;
-      }
-    }
-  }
-  std::string line = fmt::format("{} {} {}\n", process_.pid, finding.text.name, finding.api);
-  if (!file || !file->write_record(line.data(), line.size()))
-    logger_->warn("cannot note the error in {} ({}): {}", path, variable::error_file,
-                  file ? "the write failed" : problem);
-}
-
-Finding Engine::find(const char* api, ErrorCode result, const char* how, const Accused& accused,
+Finding Engine::find(const char* api, const ClassifiedError& error, const char* how, const Accused& accused,
                      Surfacing where) {
   Finding finding;
   finding.api = api ? api : "(unknown call)";
-  finding.result = result;
-  finding.meaning = error_meaning(result);
+  finding.result = error.code;
+  finding.meaning = error.meaning;
   finding.found_by = accused.found_by;
   finding.launch_told = *how != 0;
   finding.how = *how ? how
                 : finding.meaning == ErrorMeaning::Environment
                     ? "no usable CUDA driver or device: the environment's error, no kernel's"
                     : surfaced_how(where);
-  finding.environment = environment_advice(result);
+  finding.environment = environment_advice(error);
   finding.at_exit = where.at_exit;
   finding.exact = accused.exact;
   finding.ring = ring_capacity_for(config_);

@@ -306,17 +306,20 @@ class Engine {
     // where not set, the suspects are all of them.
     std::optional<LaunchLedger::SuspectCount> count;
   };
-  void first_error(const char* api, ErrorCode result, const char* how, Accused accused, Surfacing where = {});
+  void first_error(const char* api, const ClassifiedError& error, const char* how, Accused accused,
+                   Surfacing where = {});
   // What the first error record and log say, resolved (symbolized) once for both (but the error's text and
   // the driver's log, which the caller adds). With report_mutex_ held.
-  Finding find(const char* api, ErrorCode result, const char* how, const Accused& accused, Surfacing where);
-  void note_in_error_file(const Finding& finding);
+  Finding find(const char* api, const ClassifiedError& error, const char* how, const Accused& accused,
+               Surfacing where);
   void pin(const Accused& accused, Finding* finding) const;
   static SuspectTally tally(const Accused& accused);
   // An error surfaced at a call that did not cause it (or whose cause is not known): the culprit comes from
   // the breadcrumbs, else the suspects: what had not completed (on any stream, for a sticky error).
-  void surfaced(const char* api, ErrorCode result, StreamId stream, Surfacing where);
-  bool surfaced_by_breadcrumbs(const char* api, ErrorCode result, Surfacing where);  // true: told
+  void surfaced(const char* api, const ClassifiedError& error, StreamId stream, Surfacing where);
+  // An error a call returned (`span`, where timed), counted when a first error was already taken.
+  void surfaced_at_call(const char* api, const ClassifiedError& error, StreamId stream, CallSpan span);
+  bool surfaced_by_breadcrumbs(const char* api, const ClassifiedError& error, Surfacing where);  // true: told
   // A launch that returned an error enqueued nothing: it leaves its stream's unfinished launches.
   void refuse(Launch& launch);
   // When a blocked launch's synchronize failed: the other launches that had not completed, on any stream

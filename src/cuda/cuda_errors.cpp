@@ -46,9 +46,9 @@ bool is_bad_memory_access(int cuda_code) {
   }
 }
 
-EnvironmentAdvice environment_advice(ErrorCode code) {
-  if (error_meaning(code) != ErrorMeaning::Environment) return {};
-  switch (code.code) {
+EnvironmentAdvice environment_advice(const ClassifiedError& error) {
+  if (error.meaning != ErrorMeaning::Environment) return {};
+  switch (error.code.code) {
 #define CUDA_BLOCKRUN_ENVIRONMENT(number, problem, fix) \
   case number:                                          \
     return {problem, fix};

@@ -19,6 +19,12 @@ class FirstErrorLatch {
   // An error seen after the first (without taking it).
   void count_later() { later_.fetch_add(1, std::memory_order_relaxed); }
   bool taken() const { return taken_.load(std::memory_order_acquire); }
+  // An error seen after the first is counted, and then true; before the first, false (nothing counted).
+  bool counted_as_later() {
+    if (!taken()) return false;
+    count_later();
+    return true;
+  }
   uint64_t later() const { return later_.load(std::memory_order_relaxed); }
 
   // While the taker writes the record (tens of milliseconds: it symbolizes): SIGTERM, SIGINT, SIGHUP and

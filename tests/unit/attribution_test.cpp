@@ -94,12 +94,12 @@ TEST(ErrorMeaning, EnvironmentErrorsAreNoKernelsAndSayTheirFix) {
   EXPECT_STREQ(error_meaning_name(ErrorMeaning::Environment), "environment");
 #define CUDA_BLOCKRUN_ERROR(meaning, number, runtime_name, driver_name)                            \
   if (ErrorMeaning::meaning == ErrorMeaning::Environment) {                                        \
-    EnvironmentAdvice advice = environment_advice({Layer::Runtime, number});                       \
+    EnvironmentAdvice advice = environment_advice(ClassifiedError({Layer::Runtime, number}));      \
     EXPECT_NE(std::string(advice.problem), "") << #number " has no CUDA_BLOCKRUN_ENVIRONMENT row"; \
     EXPECT_NE(std::string(advice.fix), "") << #number;                                             \
   }
 #include "cuda/cuda_errors.def"
-  EXPECT_EQ(std::string(environment_advice({Layer::Runtime, 700}).problem), "");
+  EXPECT_EQ(std::string(environment_advice(ClassifiedError({Layer::Runtime, 700})).problem), "");
 }
 
 class AttributionTest : public ::testing::Test {
