@@ -4,7 +4,6 @@
 #include <sched.h>
 
 #include <atomic>
-#include <chrono>
 
 namespace blockrun::shim {
 
@@ -153,12 +152,6 @@ void note_capture_begins() {
 
 void reset_blocking_after_fork() {
   g_unchecked_synchronizes.store(0);  // the threads that announced them are not in the child
-}
-
-uint64_t steady_now_ns() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
 }
 
 namespace {

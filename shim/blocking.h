@@ -2,6 +2,7 @@
 #pragma once
 
 #include "shim.h"
+#include "util/clock.h"
 
 namespace blockrun::shim {
 
@@ -54,7 +55,6 @@ void reset_blocking_after_fork();
 // the two events when the synchronize succeeded). The events are the calling thread's own, created once
 // per thread and context.
 void start_block_timing(BlockTiming* timing, const void* stream, bool per_thread);
-uint64_t steady_now_ns();
 void end_block_timing(const BlockTiming& timing, const void* stream, bool per_thread);
 void finish_block_timing(BlockTiming* timing, bool synchronized_ok);
 

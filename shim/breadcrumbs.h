@@ -4,6 +4,7 @@
 // got (Engine::set_breadcrumbs).
 #pragma once
 
+#include "engine.h"
 #include "shim.h"
 
 namespace blockrun::shim {

@@ -8,6 +8,7 @@
 #include <atomic>
 
 #include "blocking.h"
+#include "engine.h"
 
 namespace blockrun::shim {
 

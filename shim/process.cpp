@@ -23,11 +23,13 @@
 #include <spdlog/spdlog.h>
 
 #include "blocking.h"
+#include "engine.h"
 #include "call_stack.h"
 #include "python_frames.h"
 #include "facts.h"
 #include "kernel_names.h"
 #include "launch_gate.h"
+#include "report/report_file.h"
 #include "callsites/loaded_objects.h"
 #include "report/log_file.h"
 #include "cuda/names.h"

@@ -16,6 +16,7 @@
 #include <type_traits>
 
 #include "blocking.h"
+#include "engine.h"
 #include "launch_gate.h"
 #include "breadcrumbs.h"
 #include "facts.h"

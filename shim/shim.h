@@ -17,9 +17,14 @@
 #include <cerrno>
 #include <cstddef>
 
-#include "engine.h"
 #include "cuda/launch_layers.h"
 #include "real.h"
+
+namespace blockrun {
+// The shim holds the engine by pointer: a file that calls it includes engine.h itself (dlsym.cpp, the
+// symbol table and the Python frames never do).
+class Engine;
+}  // namespace blockrun
 
 namespace blockrun::shim {
 

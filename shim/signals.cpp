@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "trace/tracer.h"
 #include "util/fixed_text.h"
 #include "report/keys.h"
 

@@ -13,19 +13,24 @@
 #include <ctime>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <new>
+#include <optional>
 #include <type_traits>
 
+#include "callsites/sites.h"
 #include "cuda/cuda_errors.h"
 #include "cuda/names.h"
 #include "report/error_file.h"
 #include "report/error_writer.h"
 #include "report/launch_writer.h"
+#include "report/report_file.h"
+#include "report/summary_writer.h"
+#include "report/views.h"
 #include "trace/trace_entries.h"
-#include "callsites/sites.h"
+#include "trace/tracer.h"
+#include "util/power_of_two.h"
 
 namespace blockrun {
 
@@ -33,12 +38,6 @@ namespace {
 
 constexpr size_t kKernelCapacity = 1 << 16;
 constexpr size_t kCapturedFrames = 32;  // of a captured launch's stack, kept to name its capture line
-
-uint64_t now_ms() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
 
 void default_terminate(OnError on_error, int exit_status) {
   std::fflush(nullptr);
@@ -81,13 +80,32 @@ const char* layer_name(Layer layer) {
   return "unknown";
 }
 
+// The first error: `culprit` (nullptr: unknown) and `suspects`.
+struct Engine::Accused {
+  const Launch* culprit = nullptr;
+  bool exact = false;
+  std::vector<ReportedLaunch> suspects;
+  FoundBy found_by = FoundBy::Host;
+  const BreadcrumbView* breadcrumbs = nullptr;
+  // How many launches could have faulted (the ledger's count before it cut the suspects to the newest);
+  // where not set, the suspects are all of them.
+  std::optional<LaunchLedger::SuspectCount> count;
+};
+
+// Launches kept per stream: 8 (StreamState::kRing), Config::ring with breadcrumbs (rounded up to a power of
+// two, as the rings are).
+size_t Engine::ring_capacity_for(const Config& config) {
+  return round_up_to_power_of_two(config.breadcrumbs ? std::max(config.ring, StreamState::kRing)
+                                                     : StreamState::kRing);
+}
+
 Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescriber describe,
                Terminate terminate)
     : config_(std::move(config)),
       logger_(std::move(logger)),
       describe_error_(std::move(describe)),
       terminate_(std::move(terminate)),
-      start_ms_(now_ms()),
+      start_ms_(steady_now_ms()),
       owner_pid_(static_cast<long>(getpid())),
       kernels_(kKernelCapacity),
       ledger_(ring_capacity_for(config_), config_.callsites == Callsites::All),
@@ -99,6 +117,14 @@ Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescr
 
 void Engine::set_trace_file(std::unique_ptr<OutputFile> file, const std::string& path) {
   tracer_ = std::make_unique<trace::Tracer>(config_.trace_events, std::move(file), path);
+}
+
+const char* Engine::trace_path() const {
+  return tracer_ ? tracer_->path() : "";
+}
+
+OutputFile* Engine::report_file() const {
+  return report_ ? report_->file() : nullptr;
 }
 
 void Engine::start(ProcessInfo info, std::unique_ptr<ReportFile> report, StackFunction stack,
@@ -114,7 +140,7 @@ void Engine::start(ProcessInfo info, std::unique_ptr<ReportFile> report, StackFu
   time_calls_ = tracer_ || config_.log_launches;
   skip_policy_and_stack_ =
       config_.block.blocks_nothing() && !(call_sites_.walks() && call_sites_.wants_stack(Decision{}));
-  start_steady_ns_ = trace::Tracer::now();
+  start_steady_ns_ = steady_now_ns();
   if (report_) report_->write_record(start_json(process_));
   // Once a process: what the driver lacks of the shim's newer entry points (driver_features.def).
   if (std::string notice = driver_notice(process_.driver); !notice.empty()) logger_->warn("{}", notice);
@@ -177,7 +203,7 @@ Decision Engine::decide(const LaunchRecord& record, LaunchFamily family) const {
   facts.stream = record.stream.handle;
   facts.thread = record.thread;
   facts.thread_launch = record.thread_launch;
-  if (config_.block.uses_time()) facts.elapsed_ms = now_ms() - start_ms_;
+  if (config_.block.uses_time()) facts.elapsed_ms = steady_now_ms() - start_ms_;
   return config_.block.decide(facts);
 }
 
@@ -487,7 +513,7 @@ void Engine::first_error(const char* api, const ClassifiedError& error, const ch
   if (!first_error_.take()) return;
   FirstErrorLatch::Writing writing(first_error_);
   ErrorText text = describe_error_(error.code);
-  std::vector<std::string> driver_logs = driver_log_.recent(current_thread_number(), now_ms());
+  std::vector<std::string> driver_logs = driver_log_.recent(current_thread_number(), steady_now_ms());
   std::lock_guard<std::mutex> guard(report_mutex_);
   Finding finding = find(api, error, how, accused, where);
   finding.text = std::move(text);
@@ -577,13 +603,13 @@ void Engine::pin(const Accused& accused, Finding* finding) const {
 
 void Engine::report_shim_problem(const std::string& text) {
   std::lock_guard<std::mutex> guard(report_mutex_);
-  if (!reported_problems_.insert(text).second) return;
+  if (!reported_problems_.first_time(text)) return;
   logger_->warn("shim problem: {}", text);
   logger_->flush();
 }
 
 void Engine::note_driver_log(const char* message, size_t length) {
-  driver_log_.note(message, length, current_thread_number(), now_ms());
+  driver_log_.note(message, length, current_thread_number(), steady_now_ms());
 }
 
 void Engine::log_launch(const Launch& launch, const char* what, ErrorCode result) {
@@ -614,6 +640,10 @@ void Engine::log_launch(const Launch& launch, const char* what, ErrorCode result
 void Engine::note_missing_libdw(bool told_without_line) {
   std::string problem = call_sites_.missing_libdw_once(told_without_line);
   if (!problem.empty()) log_missing_libdw(*logger_, problem);
+}
+
+LaunchView Engine::view_of(const ReportedLaunch& launch, bool whole_stack, bool failed, size_t told) {
+  return view_of(launch.record, launch.stack.get(), whole_stack, failed, told);
 }
 
 LaunchView Engine::view_of(const LaunchRecord& record, const CallStack* stack, bool whole_stack, bool failed,
@@ -662,7 +692,7 @@ Decision Engine::decide_library_unit(const char* api) const {
   facts.library_unit = true;
   facts.sequence = ledger_.mark();
   facts.thread = current_thread_number();
-  if (config_.block.uses_time()) facts.elapsed_ms = now_ms() - start_ms_;
+  if (config_.block.uses_time()) facts.elapsed_ms = steady_now_ms() - start_ms_;
   return config_.block.decide(facts);
 }
 

@@ -9,47 +9,56 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "callsites/call_sites.h"
 #include "callsites/callsite.h"
 #include "config/config.h"
+#include "cuda/cuda_errors.h"
+#include "cuda/driver_log.h"
 #include "pieces/block_tally.h"
 #include "pieces/breadcrumb_slots.h"
-#include "cuda/driver_log.h"
 #include "pieces/entry_point_counts.h"
 #include "pieces/first_error_latch.h"
 #include "pieces/graph_captures.h"
-#include "util/handle_table.h"
 #include "pieces/launch_ledger.h"
-#include "util/power_of_two.h"
-#include "util/thread_number.h"
-#include "callsites/python_site_cache.h"
-#include "callsites/python_sites.h"
+#include "pieces/told_once.h"
 #include "records.h"
-#include "report/report_file.h"
-#include "report/summary_writer.h"
-#include "report/views.h"
-#include "callsites/sites.h"
-#include "callsites/symbolize.h"
-#include "trace/trace_entries.h"
-#include "trace/tracer.h"
+#include "report/process_info.h"
+#include "util/clock.h"
+#include "util/handle_table.h"
+#include "util/thread_number.h"
 
+// engine.h is what every file of the shim that calls the engine includes, the launch path among them: what
+// the engine holds by pointer or only names in a declaration is declared here, not included (the writers'
+// views, the report and trace files), so that a shim file sees only what the launch path needs
+// (docs/design.md, "What a shim file sees").
 namespace spdlog {
 class logger;
 }
 
 namespace blockrun {
+
+class ReportFile;
+class OutputFile;
+struct Summary;
+struct LaunchView;
+struct GraphCaptureView;
+struct Finding;
+struct SuspectTally;
+namespace trace {
+class Tracer;
+struct TraceWritten;
+struct TraceEntry;
+struct SurfacingCall;
+}  // namespace trace
 
 using ErrorDescriber = std::function<ErrorText(ErrorCode)>;
 
@@ -90,13 +99,13 @@ class Engine {
   // The steady clock where calls are timed (--trace; --log-launches, whose records a trace is made from),
   // else 0 (no clock read): launches, and the calls the shim hands over (synchronizes, library calls, calls
   // whose error may be the first).
-  uint64_t call_clock() const { return time_calls_ ? trace::Tracer::now() : 0; }
+  uint64_t call_clock() const { return time_calls_ ? steady_now_ns() : 0; }
   // A library call that launched kernels and is not a unit of its own: a slice around them in the trace.
   void note_library_call(const char* api, const LibraryCall& call, const void* stream, CallSpan span);
   // A fatal signal: the trace is marked and written (async-signal-safe); what was written, for its log line.
   trace::TraceWritten trace_at_fatal_signal(const char* signal);
   // The trace's file name (expanded), "" without --trace.
-  const char* trace_path() const { return tracer_ ? tracer_->path() : ""; }
+  const char* trace_path() const;
 
   // Returns the kernel known by `handle`, naming it with `resolve_mangled_name` (which returns the
   // mangled name or nullptr) the first time the handle is seen. Lock-free and allocation-free after
@@ -263,7 +272,7 @@ class Engine {
   using InFlight = blockrun::InFlight;
   size_t in_flight_now(InFlight* out, size_t max) const;
   // The report's file descriptor, or -1: the fatal-signal path writes its last record with write(2) alone.
-  OutputFile* report_file() const { return report_ ? report_->file() : nullptr; }
+  OutputFile* report_file() const;
 
   // A short text for a record (`kernel stencil(float*, int), launch #51, stream 0x0, grid ...`).
   std::string describe(const LaunchRecord& record) const;
@@ -296,16 +305,7 @@ class Engine {
   void end_process_as_rule_says(const Decision& decision);
   // The first error: `culprit` (nullptr: unknown) and `suspects`; `how` the launch's own account ("": it
   // surfaced elsewhere, `where`).
-  struct Accused {
-    const Launch* culprit = nullptr;
-    bool exact = false;
-    std::vector<ReportedLaunch> suspects;
-    FoundBy found_by = FoundBy::Host;
-    const BreadcrumbView* breadcrumbs = nullptr;
-    // How many launches could have faulted (the ledger's count before it cut the suspects to the newest);
-    // where not set, the suspects are all of them.
-    std::optional<LaunchLedger::SuspectCount> count;
-  };
+  struct Accused;  // engine.cpp
   void first_error(const char* api, const ClassifiedError& error, const char* how, Accused accused,
                    Surfacing where = {});
   // What the first error record and log say, resolved (symbolized) once for both (but the error's text and
@@ -343,9 +343,7 @@ class Engine {
   // symbolizer is not shared).
   LaunchView view_of(const LaunchRecord& record, const CallStack* stack, bool whole_stack, bool failed,
                      size_t told);
-  LaunchView view_of(const ReportedLaunch& launch, bool whole_stack, bool failed, size_t told) {
-    return view_of(launch.record, launch.stack.get(), whole_stack, failed, told);
-  }
+  LaunchView view_of(const ReportedLaunch& launch, bool whole_stack, bool failed, size_t told);
   std::unique_ptr<GraphCaptureView> graph_view(const LaunchRecord& record, bool failed, size_t told);
   // Once per process, right after the log told a call site without file:line (`told_without_line`) where
   // libdw could not be loaded (never with --libdw off): why, and how to get file:line. With report_mutex_
@@ -369,12 +367,7 @@ class Engine {
   EntryPointCounts entry_points_;
   BlockTally blocking_;
 
-  // Launches kept per stream: 8 (StreamState::kRing), Config::ring with breadcrumbs (rounded up to a power
-  // of two, as the rings are).
-  static size_t ring_capacity_for(const Config& config) {
-    return round_up_to_power_of_two(config.breadcrumbs ? std::max(config.ring, StreamState::kRing)
-                                                       : StreamState::kRing);
-  }
+  static size_t ring_capacity_for(const Config& config);  // launches kept per stream
 
   CallSites call_sites_;
   // No rules, and no stack walked for a launch outside a capture (set by start()): begin_launch then leaves
@@ -394,7 +387,7 @@ class Engine {
   std::atomic<bool> finished_{false};
 
   std::mutex report_mutex_;  // serializes multi-line reports; never taken on the launch path
-  std::set<std::string> reported_problems_;
+  ToldOnce reported_problems_;
   std::string first_error_summary_;
 };
 

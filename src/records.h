@@ -201,7 +201,7 @@ struct LaunchRecord {
   bool breadcrumb = false;
 };
 
-// When a host call began and returned, on the steady clock (trace::Tracer::now), for the trace and the
+// When a host call began and returned, on the steady clock (util/clock.h), for the trace and the
 // report's times; 0 where not measured (the clock is read only where --trace or --log-launches wants it).
 struct CallSpan {
   uint64_t began_ns = 0, returned_ns = 0;

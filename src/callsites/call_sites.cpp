@@ -3,6 +3,7 @@
 #include "callsites/call_sites.h"
 
 #include "callsites/python_site_cache.h"
+#include "callsites/sites.h"
 #include "callsites/python_sites.h"
 #include "callsites/symbolize.h"
 

@@ -9,7 +9,6 @@
 #include <string>
 
 #include "callsites/callsite.h"
-#include "callsites/sites.h"
 #include "config/config.h"
 #include "records.h"
 
@@ -19,6 +18,8 @@ class PythonSiteTable;
 class PythonSiteCache;
 class Symbolizer;
 struct PythonLaunchSite;
+struct Site;  // sites.h: what a report tells, included where told
+struct PythonCallSite;
 
 // Takes a CallStack of the calling thread (the shim's stack walk and Python frames; tests pass their own).
 using StackFunction = void (*)(CallStack* out);

@@ -2,6 +2,8 @@
 // caused it, or only is where an earlier kernel's fault surfaced.
 #pragma once
 
+#include <string>
+
 #include "records.h"
 
 namespace blockrun {
@@ -26,6 +28,12 @@ struct ClassifiedError {
   bool may_have_surfaced() const {
     return !code.ok() && (meaning == ErrorMeaning::Asynchronous || meaning == ErrorMeaning::Unknown);
   }
+};
+
+// Name and text of an error code, supplied by the shim per family (cudaGetErrorName, ...).
+struct ErrorText {
+  std::string name;
+  std::string text;
 };
 
 // A CUDA code a kernel's load or store on a bad address comes back as (700, 716, 717, 719: the table's

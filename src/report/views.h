@@ -24,12 +24,6 @@ namespace blockrun {
 inline constexpr size_t kCapturedLaunchesLogged = 16;
 inline constexpr size_t kCapturedLaunchesReported = 1024;
 
-// Name and text of an error code, supplied by the shim per family (cudaGetErrorName, ...).
-struct ErrorText {
-  std::string name;
-  std::string text;
-};
-
 // One launch of a graph's capture, as told: where it was captured.
 struct CapturedLaunchView {
   size_t index = 0;  // into CaptureRecord::launches

@@ -10,11 +10,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <new>
 
 #include "trace/trace_writer.h"
+#include "util/clock.h"
 
 namespace blockrun::trace {
 
@@ -180,7 +180,7 @@ Tracer::Tracer(size_t events_per_thread, std::unique_ptr<OutputFile> file, const
     : recorder_(events_per_thread, max_threads),
       file_(std::move(file)),
       path_(path),
-      origin_ns_(now()),
+      origin_ns_(steady_now_ns()),
       origin_unix_us_(wall_clock_us()) {
   // Both writings' memory now: a buffer is touched only where a writing uses it.
   for (Slot& slot : slots_) {
@@ -242,14 +242,8 @@ bool Tracer::directory_usable() const {
          info.st_ino == directory_inode_;
 }
 
-uint64_t Tracer::now() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
-
 void Tracer::set_process(long pid, long rank, const std::string& name, const PythonSiteTable* python_sites) {
-  origin_ns_ = now();
+  origin_ns_ = steady_now_ns();
   origin_unix_us_ = wall_clock_us();
   pid_ = pid;
   python_sites_ = python_sites;
@@ -282,7 +276,7 @@ void Tracer::first_error(const ErrorFacts& facts) {
 
 void Tracer::fatal_signal(const char* signal, uint32_t thread) {
   signal_thread_ = thread;
-  signal_ns_ = now();
+  signal_ns_ = steady_now_ns();
   signal_ = signal;
 }
 

@@ -97,8 +97,6 @@ class Tracer {
          size_t max_threads = TraceRecorder::kMaxThreads);
   ~Tracer();
 
-  // The steady clock, in nanoseconds: every time the tracer is given.
-  static uint64_t now();
   // The process as the trace names it; `rank` < 0 where no rank variable is set. Before anything is recorded:
   // the trace's time 0 is now (the engine's start), not when the tracer was made.
   void set_process(long pid, long rank, const std::string& name, const PythonSiteTable* python_sites);

@@ -12,6 +12,7 @@
 
 #include "cuda/cuda_errors.h"
 #include "engine.h"
+#include "report/report_file.h"
 #include "report_json.h"
 
 namespace blockrun {

@@ -17,6 +17,7 @@
 #include "callsites/python_sites.h"
 #include "config/config.h"
 #include "pieces/block_tally.h"
+#include "pieces/told_once.h"
 #include "report/views.h"
 #include "trace/trace_entries.h"
 
@@ -598,6 +599,18 @@ TEST_F(ErrorFactsTest, AGraphReplaysOneUnfinishedNodeIsNamed) {
   view.nodes.unfinished = {1};
   view.nodes.known = false;
   EXPECT_STREQ(trace::error_facts(finding, call).failed_node, "");
+}
+
+// The shim's troubles: each distinct text is told the first time only, however often it comes back.
+TEST(ToldOnce, EachDistinctTextIsToldTheFirstTimeOnly) {
+  ToldOnce told;
+  EXPECT_TRUE(told.first_time("cuLaunchKernelEx missing"));
+  EXPECT_FALSE(told.first_time("cuLaunchKernelEx missing"));
+  EXPECT_TRUE(told.first_time("cuLogsRegisterCallback missing"));
+  EXPECT_FALSE(told.first_time("cuLaunchKernelEx missing"));
+  EXPECT_FALSE(told.first_time("cuLogsRegisterCallback missing"));
+  EXPECT_TRUE(told.first_time(""));
+  EXPECT_FALSE(told.first_time(""));
 }
 
 }  // namespace

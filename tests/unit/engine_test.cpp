@@ -15,7 +15,9 @@
 #include <thread>
 #include <vector>
 
+#include "callsites/python_site_cache.h"
 #include "engine.h"
+#include "report/report_file.h"
 
 namespace blockrun {
 namespace {

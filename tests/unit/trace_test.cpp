@@ -22,6 +22,7 @@
 
 #include "engine.h"
 #include "report/output_file.h"
+#include "report/report_file.h"
 #include "trace/trace_recorder.h"
 #include "trace/trace_writer.h"
 #include "trace/tracer.h"
@@ -361,11 +362,11 @@ class TraceTest : public ::testing::Test {
   // A launch that was blocked: its wait began after the launch call, and the synchronize returned `result`.
   void blocked(Engine& engine, const KernelInfo* kernel, ErrorCode result, int64_t gpu_ns = -1) {
     Launch launch = begin(engine, kernel);
-    launch.wait_began_ns = trace::Tracer::now();
+    launch.wait_began_ns = steady_now_ns();
     launch.timing.gpu_ns = gpu_ns;
     // The wait takes longer than the GPU time (as it must: the kernel ran within it).
     uint64_t until = launch.wait_began_ns + (gpu_ns > 0 ? 2 * static_cast<uint64_t>(gpu_ns) : 1000);
-    while (trace::Tracer::now() < until) {
+    while (steady_now_ns() < until) {
     }
     engine.end_launch(launch, ErrorCode{}, BlockOutcome::Synchronized, result, "cudaStreamSynchronize");
   }
@@ -505,8 +506,8 @@ TEST_F(TraceTest, AnErrorAtASynchronizeIsMarkedThereWithArrowsFromEverySuspect) 
   launched(*engine, fill);
   launched(*engine, stencil);
   CallSpan span;
-  span.began_ns = trace::Tracer::now();
-  span.returned_ns = trace::Tracer::now();
+  span.began_ns = steady_now_ns();
+  span.returned_ns = steady_now_ns();
   span.own_slice = true;
   engine->end_sync("cudaDeviceSynchronize", true, nullptr, false, engine->begin_sync(),
                    ErrorCode{Layer::Runtime, 700}, span);
@@ -541,7 +542,7 @@ TEST_F(TraceTest, AnErrorAtACallWithoutASliceGetsOne) {
   auto engine = make("none");
   launched(*engine, kernel(*engine, 0x10, "_Z4fillPfif"));
   CallSpan span;
-  span.began_ns = trace::Tracer::now();
+  span.began_ns = steady_now_ns();
   span.returned_ns = span.began_ns + 1500;
   engine->watch_error("cudaMalloc", ErrorCode{Layer::Runtime, 700}, nullptr, false, span);
   json trace = written(*engine);
@@ -583,7 +584,7 @@ TEST_F(TraceTest, ALibraryCallHoldsTheKernelsItLaunched) {
   auto engine = make("none");
   const KernelInfo* gemm = kernel(*engine, 0x30, "_Z9sgemm_nn1Pf");
   CallSpan span;
-  span.began_ns = trace::Tracer::now();
+  span.began_ns = steady_now_ns();
   LaunchRequest request;
   request.api = "cuLaunchKernel";
   request.kernel = gemm;
@@ -593,7 +594,7 @@ TEST_F(TraceTest, ALibraryCallHoldsTheKernelsItLaunched) {
     Launch launch = engine->begin_launch(request);
     engine->end_launch(launch, ErrorCode{}, BlockOutcome::NotBlocked, ErrorCode{}, nullptr);
   }
-  span.returned_ns = trace::Tracer::now();
+  span.returned_ns = steady_now_ns();
   engine->note_library_call("cublasSgemm_v2", request.library, nullptr, span);
   json trace = written(*engine);
   expect_nested(trace);
@@ -644,7 +645,7 @@ TEST_F(TraceTest, WhatThreadsWithoutABufferLaunchedIsCountedInTheTraceAndTheLog)
   std::atomic<bool> recorded{false}, done{false};
   std::thread holder([&] {
     TraceEntry entry;
-    entry.began_ns = entry.ended_ns = trace::Tracer::now();
+    entry.began_ns = entry.ended_ns = steady_now_ns();
     for (int i = 0; i < 3; ++i) tracer.record(entry, 1);
     recorded = true;
     while (!done) std::this_thread::yield();
@@ -693,7 +694,7 @@ TEST_F(TraceTest, TheTraceIsWrittenBesideAndRenamedIntoPlace) {
 TEST_F(TraceTest, AProcessThatLaunchedNothingStillWritesADocument) {
   auto engine = make("none");
   CallSpan span;
-  span.began_ns = trace::Tracer::now();
+  span.began_ns = steady_now_ns();
   span.returned_ns = span.began_ns + 700;
   span.own_slice = true;
   engine->end_sync("cudaMemcpy", false, nullptr, false, engine->begin_sync(), ErrorCode{}, span);
