@@ -1,6 +1,6 @@
 // The engine: numbers launches, asks the policy, follows what completed, and decides the first error's
-// culprit; the pieces it uses own their state (launch_ledger.h, breadcrumb_slots.h, graph_captures.h) and the
-// writers under report/ tell what it decided.
+// culprit; the pieces it uses own their state (engine.h's head names them) and the writers under report/ tell
+// what it decided.
 #include "engine.h"
 
 #include <signal.h>

@@ -1,8 +1,10 @@
 // The engine: numbers and records launches, asks the policy whether to block, and pins the first CUDA error
 // to a launch. It knows nothing of CUDA's ABI: the shim (shim/) translates each intercepted call into these
-// calls. Tests drive it directly. Its state lives in pieces that each own theirs (launch_ledger.h: streams
-// and suspects; breadcrumb_slots.h; graph_captures.h); what it decides it hands as values (report/views.h) to
-// the writers under report/, which turn them into JSON records and log text.
+// calls. Tests drive it directly. Its state lives in pieces that each own theirs (src/pieces/: the ledger of
+// streams and suspects, breadcrumbs, graphs, blocked launches, entry-point counts, the first error; the call
+// sites, src/callsites/call_sites.h; the tracer, src/trace/; docs/design.md has the table); what it decides
+// it hands as values (report/views.h) to the writers under report/, which turn them into JSON records and log
+// text.
 // The rule: a feature's state lives in a piece of its own (src/pieces/, src/callsites/call_sites.h,
 // src/trace/), never as new members of Engine; the engine holds the pieces and decides with them.
 #pragma once

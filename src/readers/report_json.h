@@ -1,6 +1,6 @@
 // Reading the report's JSON lines back (for the wrapper: --localize and `report`), with nlohmann-json.
-// The shim writes them with its own allocation-free JsonWriter (report.h) and never includes this file.
-// The readers ask a record for its fields by name and take a missing field, or one of another type, as
+// The shim writes them with its own allocation-free JsonWriter (report/report_file.h) and never includes this
+// file. The readers ask a record for its fields by name and take a missing field, or one of another type, as
 // absent: the functions below say so once.
 #pragma once
 

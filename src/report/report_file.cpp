@@ -1,4 +1,4 @@
-// JSON writer and report file (see report.h).
+// JSON writer and report file (report_file.h).
 #include "report/report_file.h"
 
 #include <unistd.h>

@@ -1,7 +1,7 @@
 // Writing a timeline in the Chrome trace-event JSON format (its "JSON object format": a `traceEvents` array
 // and `otherData`), which ui.perfetto.dev and chrome://tracing open. The shim's tracer (tracer.h) writes one
 // from its records at exit, or from its fatal-signal handler, and `cuda-blockrun report --trace` writes one
-// from the JSON-lines reports of a job (readers/trace_from_reports.h): both through the functions here, so
+// from the JSON-lines reports of a job (readers/job_trace.h): both through the functions here, so
 // that both say the same things the same way (docs/trace.md).
 //
 // Async-signal-safe: no allocation, no lock, no stdio. Each event is built in a fixed buffer and appended to
