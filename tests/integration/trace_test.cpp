@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <regex>
 #include <string>
 #include <vector>
@@ -53,6 +54,13 @@ class Trace : public ::testing::Test {
     ProcessResult result = run_process(argv, {});
     std::printf("%s", result.out.c_str());
     return result;
+  }
+
+  // Runs the Python `script` with the trace's path as sys.argv[1]. Python's json module reads the large
+  // traces (tens of MB) that nlohmann's parser, in this file's unoptimized code (tests/CMakeLists.txt), reads
+  // many times more slowly (docs/performance.md, "CI time").
+  ProcessResult python_on_trace(const std::string& script) {
+    return run_process({kPython, "-c", script, path_}, {});
   }
 
   std::string directory_, path_;
@@ -280,8 +288,10 @@ TEST_P(TraceSignalDuringExit, LeavesAWholeTraceAndSaysSo) {
   ASSERT_EQ(run.out.find("signalled late"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find(signal == "TERM" ? "status 143" : "status 134"), std::string::npos)
       << run.out << run.err;
-  nlohmann::json trace = nlohmann::json::parse(read_text(path_));  // throws where it is not whole
-  EXPECT_NE(trace.dump().find("\"fatal signal SIG" + signal + "\""), std::string::npos);
+  // One whole JSON document; the signal's name in it.
+  ProcessResult whole = python_on_trace("import json, sys; json.load(open(sys.argv[1])); print('whole')");
+  EXPECT_EQ(whole.out, "whole\n") << whole.err;
+  EXPECT_NE(read_text(path_).find("\"fatal signal SIG" + signal + "\""), std::string::npos);
   EXPECT_EQ(names_in(directory_).size(), 2u) << "a file left beside the trace";
   EXPECT_NE(read_text(report).find("\"type\":\"fatal_signal\""), std::string::npos) << read_text(report);
   EXPECT_NE(run.err.find("[cuda-blockrun] trace: "), std::string::npos) << run.err;
@@ -365,18 +375,20 @@ TEST_F(Trace, ThreadsAliveAtOnceShareOneBoundedTotal) {
   // The total, the two writings' buffers (1 MiB each and an event) and 4 MB for what varies between runs.
   EXPECT_LE(with_trace - without, total_kb + 2 * 1100 + 4096)
       << "peak " << with_trace << " kB with --trace, " << without << " kB without";
-  nlohmann::json trace = nlohmann::json::parse(read_text(path_));
-  size_t kept = 0;  // the launches and the final cudaDeviceSynchronize
-  for (const nlohmann::json& event : trace["traceEvents"]) {
-    std::string category = event.value("cat", "");
-    if (event.value("ph", "") == "X" && (category == "launch" || category == "synchronize")) ++kept;
-  }
+  // The launches and the final cudaDeviceSynchronize kept, and the two counts of those left out.
+  ProcessResult counted = python_on_trace(
+      "import json, sys\n"
+      "trace = json.load(open(sys.argv[1]))\n"
+      "kept = sum(1 for event in trace['traceEvents']\n"
+      "           if event.get('ph') == 'X' and event.get('cat') in ('launch', 'synchronize'))\n"
+      "other = trace['otherData']\n"
+      "print(kept, other.get('dropped_oldest', 0), other.get('dropped_threads_without_buffer', 0))\n");
+  unsigned long long kept = 0, dropped_oldest = 0, dropped_without_buffer = 0;
+  ASSERT_EQ(
+      std::sscanf(counted.out.c_str(), "%llu %llu %llu", &kept, &dropped_oldest, &dropped_without_buffer), 3)
+      << counted.out << counted.err;
   EXPECT_LE(kept, 16u * 8192u);
-  const nlohmann::json& other = trace["otherData"];
-  EXPECT_EQ(kept + other.value("dropped_oldest", uint64_t{0}) +
-                other.value("dropped_threads_without_buffer", uint64_t{0}),
-            64u * 20000u + 1u)
-      << other.dump();
+  EXPECT_EQ(kept + dropped_oldest + dropped_without_buffer, 64u * 20000u + 1u) << counted.out;
 }
 
 }  // namespace
