@@ -41,10 +41,9 @@
 #include <unordered_map>
 #include <vector>
 
-// The CUDA version this copy of the driver plays (cuDriverGetVersion): 13000 is driver 580.
-#ifndef SIM_DRIVER_VERSION
-#define SIM_DRIVER_VERSION 13000
-#endif
+// The CUDA version this copy of the driver plays (cuDriverGetVersion), from driver_version.cpp: the one file
+// each copy compiles for itself (CMakeLists.txt).
+int sim_built_driver_version();
 
 // cuda.h maps these names to their newest versions; the driver also exports the old entry points themselves.
 #undef cuGetProcAddress
@@ -352,19 +351,20 @@ bool env_switch(const char* name) {
   return env && std::strcmp(env, "1") == 0;
 }
 
-// The CUDA version the driver plays: SIM_DRIVER_VERSION (13000, driver 580; a copy built to play an older
-// driver sets it lower), or CUDA_SIM_DRIVER_VERSION (read once; a number such as 12020, driver 535). What an
-// older driver lacks is what cuGetProcAddress does not know: every row of entry_points.def newer than it.
+// The CUDA version the driver plays: sim_built_driver_version() (13000, driver 580; a copy built to play an
+// older driver answers lower), or CUDA_SIM_DRIVER_VERSION (read once; a number such as 12020, driver 535).
+// What an older driver lacks is what cuGetProcAddress does not know: every row of entry_points.def newer than
+// it.
 int driver_version() {
   static const int version = [] {
     const char* env = std::getenv("CUDA_SIM_DRIVER_VERSION");
-    if (!env || !*env) return SIM_DRIVER_VERSION;
+    if (!env || !*env) return sim_built_driver_version();
     char* end = nullptr;
     long value = std::strtol(env, &end, 10);
     if (*end || value < 2000 || value > 99999) {
       std::fprintf(stderr, "sim driver: CUDA_SIM_DRIVER_VERSION=%s is not a CUDA version such as 12020\n",
                    env);
-      return SIM_DRIVER_VERSION;
+      return sim_built_driver_version();
     }
     return static_cast<int>(value);
   }();
