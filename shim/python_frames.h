@@ -5,7 +5,11 @@
 #pragma once
 
 #include "callsites/callsite.h"
-#include "callsites/python_site_cache.h"
+
+namespace blockrun {
+class PythonSiteCache;  // python_site_cache.h: the files that read a site include it
+struct PythonLaunchSite;
+}  // namespace blockrun
 
 namespace blockrun::shim {
 
