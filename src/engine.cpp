@@ -3,14 +3,10 @@
 // what it decided.
 #include "engine.h"
 
-#include <signal.h>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <unistd.h>
-
-#include <ctime>
 
 #include <algorithm>
 #include <cstdio>

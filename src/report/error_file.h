@@ -5,7 +5,7 @@
 #include <string>
 
 #include "config/config.h"
-#include "report/summary_writer.h"
+#include "report/process_info.h"
 
 namespace blockrun {
 
