@@ -76,7 +76,7 @@ CUresult write_slot(CUstream stream, int32_t slot, uint64_t value) {
 
 }  // namespace
 
-bool drop_breadcrumb(Engine& engine, const Launch& launch, const void* stream, bool per_thread) {
+bool drop_breadcrumb(LaunchPath& path, const Launch& launch, const void* stream, bool per_thread) {
   if (g_state.load(std::memory_order_acquire) != State::Ready) return false;
   CUstream cu_stream = driver_stream(stream, per_thread);
   if (launch.record.in_capture) {
@@ -86,19 +86,19 @@ bool drop_breadcrumb(Engine& engine, const Launch& launch, const void* stream, b
   }
   // The stream's slot from its first launch, written or not: a stream with a slot is one whose launches the
   // breadcrumbs account for (a fatal signal's in-flight list names them while none was written yet).
-  int32_t slot = engine.breadcrumb_slot(launch);
+  int32_t slot = path.breadcrumb_slot(launch);
   if (slot < 0) return false;
-  if (!engine.takes_breadcrumb(launch)) return false;  // --breadcrumb-every N: not this one
-  if (may_be_capturing(cu_stream)) return false;  // could not tell: a write would join a graph unrecorded
+  if (!path.takes_breadcrumb(launch)) return false;  // --breadcrumb-every N: not this one
+  if (may_be_capturing(cu_stream)) return false;     // could not tell: a write would join a graph unrecorded
   // Only a write in the stream lets the slot tell that this launch did not complete.
   if (write_slot(cu_stream, slot, launch.record.sequence) != CUDA_SUCCESS) return false;
-  engine.breadcrumb_enqueued(launch);
+  path.breadcrumb_enqueued(launch);
   return true;
 }
 
-void reset_graph_breadcrumbs(Engine& engine, const Launch& launch, const void* stream, bool per_thread) {
+void reset_graph_breadcrumbs(LaunchPath& path, const Launch& launch, const void* stream, bool per_thread) {
   if (g_state.load(std::memory_order_acquire) != State::Ready || launch.record.in_capture) return;
-  const std::vector<GraphBranch>* branches = engine.graph_branches(launch.record);
+  const std::vector<GraphBranch>* branches = path.graph_branches(launch.record);
   if (!branches) return;
   CUstream cu_stream = driver_stream(stream, per_thread);
   if (may_be_capturing(cu_stream)) return;

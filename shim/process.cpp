@@ -23,6 +23,7 @@
 #include <spdlog/spdlog.h>
 
 #include "blocking.h"
+#include "config/config.h"
 #include "engine.h"
 #include "call_stack.h"
 #include "python_frames.h"

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "callsites/loaded_objects.h"
-#include "records.h"
+#include "call_values.h"
 
 namespace blockrun::shim {
 

@@ -17,8 +17,10 @@
 
 #include "blocking.h"
 #include "engine.h"
+#include "launch_path.h"
 #include "launch_gate.h"
 #include "breadcrumbs.h"
+#include "cuda/launch_layers.h"
 #include "facts.h"
 #include "kernel_names.h"
 #include "python_frames.h"
@@ -138,7 +140,7 @@ static_assert(std::is_trivially_destructible_v<Launch>, "handle_driver_launch ne
 template <typename Result>
 Result finish_launch(Engine& engine, Launch& launch, Result result, Layer layer, const void* stream,
                      bool per_thread) {
-  if (code_of(result).ok() && engine.ends_quietly(launch)) return result;
+  if (code_of(result).ok() && launch.ends_quietly()) return result;
   Result answer = result;
   bool blocked_error = false;  // `answer` is the synchronize's error (release_alone has run)
   shim_work([&] {
@@ -171,15 +173,16 @@ void note_capture(LaunchRequest* request, CUstream stream) {
   if (request->in_capture) request->capture_id = capture_id(stream);
 }
 
-[[gnu::always_inline]] inline LaunchRequest kernel_request(Engine& engine, const LaunchParameters& parameters,
+[[gnu::always_inline]] inline LaunchRequest kernel_request(LaunchPath& path,
+                                                           const LaunchParameters& parameters,
                                                            const LaunchOwner& owner,
                                                            const ThreadLayers& layers, bool per_thread) {
   // The kernel first: naming a new one calls out, and the request's fields, all set after it, are then stored
   // once (its defaults are overwritten before anything can read them). The namer takes the handle by value:
   // one that referred to `parameters` would keep them in memory, stored and read back, on every launch.
   const KernelInfo* kernel =
-      engine.kernel(parameters.handle,
-                    [handle = parameters.handle, name_of = parameters.name_of] { return name_of(handle); });
+      path.kernel(parameters.handle,
+                  [handle = parameters.handle, name_of = parameters.name_of] { return name_of(handle); });
   LaunchRequest request;
   request.kernel = kernel;
   request.stream = parameters.stream;
@@ -202,9 +205,9 @@ template <Hook id, typename... Args>
   LaunchParameters parameters = launch_parameters(args...);
   if (!recorded) {
     shim_work([&] {
-      LaunchRequest request =
-          kernel_request(engine, parameters, owner, thread_context().layers, Traits::per_thread);
-      engine.begin_launch(request, &launch);
+      LaunchRequest request = kernel_request(engine.launch_path(), parameters, owner, thread_context().layers,
+                                             Traits::per_thread);
+      engine.launch_path().begin_launch(request, &launch);
       recorded = true;
     });
   }
@@ -240,7 +243,7 @@ template <Hook id, typename Function, typename... Args>
     // Only a launch the driver did not record has an owner to find (from the layers as they are in the call).
     if (!recorded) owner = runtime_launch_owner(layers);
   }
-  if (recorded && result == cudaSuccess && engine.ends_quietly(launch)) return result;
+  if (recorded && result == cudaSuccess && launch.ends_quietly()) return result;
   return end_runtime_launch<id>(engine, launch, recorded, owner, result, args...);
 }
 
@@ -249,6 +252,7 @@ template <Hook id, typename Function, typename... Args>
 [[gnu::always_inline]] inline CUresult handle_driver_launch(Engine& engine, Function real_function,
                                                             Args... args) {
   using Traits = HookTraits<id>;
+  LaunchPath& path = engine.launch_path();
   ThreadContext& context = thread_context();
   uintptr_t own_caller = context.entry_caller;
   LaunchParameters parameters = launch_parameters(args...);
@@ -256,7 +260,7 @@ template <Hook id, typename Function, typename... Args>
   // With breadcrumbs the engine keeps every launch's Python line: in a C++ program the answer is known here,
   // without the engine's call for it (tested under the one test of the flag a launch without them pays).
   bool no_python = false;
-  if (engine.wants_breadcrumbs()) {
+  if (path.wants_breadcrumbs()) {
     set_up_breadcrumbs(engine);
     no_python = no_python_yet();
   }
@@ -273,14 +277,14 @@ template <Hook id, typename Function, typename... Args>
   bool alone = false;
   shim_work([&] {  // naming a new kernel calls into the driver
     CUDA_BLOCKRUN_BENCH_SPAN(kRecord, "driver launch: the record");
-    LaunchRequest request = kernel_request(engine, parameters, owner, layers, Traits::per_thread);
+    LaunchRequest request = kernel_request(path, parameters, owner, layers, Traits::per_thread);
     request.no_python = no_python;
     if (owner.in_library_call) layers.library_kernels++;
     // Before its number: a launch blocked alone holds the gate from its wait on the device through its
     // synchronize (launch_gate.h). NCCL's never wait there.
     if (__builtin_expect(launch_gate_enabled(), 0))
       gate = enter_gate(!(request.kernel && request.kernel->nccl));
-    engine.begin_launch(request, &launch);
+    path.begin_launch(request, &launch);
     recorded = true;
     blocks = launch.block();
     if (__builtin_expect(gate != GatePass::Off, 0) && launch.decision.action == Action::BlockAlone &&
@@ -300,11 +304,11 @@ template <Hook id, typename Function, typename... Args>
     result = real_function(args...);
   }
   if (__builtin_expect(gate != GatePass::Off, 0) && !alone) leave_gate(gate);
-  if (recorded && result == CUDA_SUCCESS && (blocks || engine.wants_breadcrumbs())) {
+  if (recorded && result == CUDA_SUCCESS && (blocks || path.wants_breadcrumbs())) {
     shim_work([&] {
       if (blocks) end_block_timing(launch.timing, parameters.stream, Traits::per_thread);
       CUDA_BLOCKRUN_BENCH_SPAN(kBreadcrumbNoWrite, "driver launch: the breadcrumb, no write");
-      [[maybe_unused]] bool wrote = drop_breadcrumb(engine, launch, parameters.stream, Traits::per_thread);
+      [[maybe_unused]] bool wrote = drop_breadcrumb(path, launch, parameters.stream, Traits::per_thread);
 #ifdef CUDA_BLOCKRUN_BENCH_SWITCH
       if (wrote) bench_span.move_to(bench::kBreadcrumbWrite, "driver launch: the breadcrumb, with a write");
 #endif
@@ -321,18 +325,19 @@ template <Hook id, typename Function, typename... Args>
 template <Hook id, typename Function, typename... Args>
 auto handle_sync(Engine& engine, Function real_function, Args... args) {
   using Traits = HookTraits<id>;
+  LaunchPath& path = engine.launch_path();
   if (Traits::layer == Layer::Driver && thread_context().outer_depth > 0) return real_function(args...);
   SyncScope scope = sync_scope(args...);
-  uint64_t mark = engine.begin_sync();
+  uint64_t mark = path.begin_sync();
   // An event's record is read before the call: the call waits for at least that one.
   EventPoint awaited = scope.kind == SyncScope::Event ? engine.event_point(scope.event) : EventPoint{};
   CallSpan span;
-  span.began_ns = engine.call_clock();
+  span.began_ns = path.call_clock();
   auto result = [&] {
     OuterCall outer;
     return real_function(args...);
   }();
-  span.returned_ns = engine.call_clock();
+  span.returned_ns = path.call_clock();
   // A synchronize is a slice of the trace; a query (PyTorch's allocator polls events) is not.
   span.own_slice = Traits::kind == Kind::Sync && span.began_ns;
   shim_work([&] {
@@ -389,17 +394,18 @@ EventPoint awaited_event(Engine&, Args...) {
 template <Hook id, typename Function, typename... Args>
 CUresult handle_event(Engine& engine, Function real_function, Args... args) {
   using Traits = HookTraits<id>;
+  LaunchPath& path = engine.launch_path();
   bool inner = thread_context().outer_depth > 0;
-  uint64_t mark = engine.begin_sync();
+  uint64_t mark = path.begin_sync();
   EventPoint awaited = awaited_event(engine, args...);
   CallSpan span;
-  span.began_ns = engine.call_clock();
+  span.began_ns = path.call_clock();
   CUresult result;
   {
     OuterCall outer;
     result = real_function(args...);
   }
-  span.returned_ns = engine.call_clock();
+  span.returned_ns = path.call_clock();
   shim_work([&] {
     if (result == CUDA_SUCCESS) {
       note_event<Traits::per_thread>(engine, mark, awaited, args...);
@@ -416,15 +422,16 @@ CUresult handle_event(Engine& engine, Function real_function, Args... args) {
 template <Hook id, typename Function, typename... Args>
 auto handle_call(Engine& engine, Function real_function, Args... args) {
   using Traits = HookTraits<id>;
+  LaunchPath& path = engine.launch_path();
   if (Traits::layer == Layer::Driver && thread_context().outer_depth > 0) return real_function(args...);
   CallSpan span;
-  span.began_ns = engine.call_clock();
+  span.began_ns = path.call_clock();
   auto result = [&] {
     OuterCall outer;
     return real_function(args...);
   }();
   if (code_of(result).ok()) return result;
-  span.returned_ns = engine.call_clock();
+  span.returned_ns = path.call_clock();
   shim_work([&] {
     if constexpr (Traits::kind == Kind::Watch) {
       engine.watch_error(Traits::name, code_of(result), stream_argument(args...), Traits::per_thread, span);
@@ -462,7 +469,7 @@ cublasStatus_t record_library_unit(Engine& engine, const ThreadLayers& inside, c
   request.began_ns = began_ns;
   note_capture(&request, driver_stream(facts.stream, false));
   Launch launch;
-  engine.begin_launch(request, &launch);
+  engine.launch_path().begin_launch(request, &launch);
   BlockResult blocked;
   if (result == CUBLAS_STATUS_SUCCESS && launch.block()) {
     launch.timing.start_ns = steady_now_ns();  // the call already ran: the wait only
@@ -482,6 +489,7 @@ cublasStatus_t record_library_unit(Engine& engine, const ThreadLayers& inside, c
 template <Hook id, typename Function, typename... Args>
 cublasStatus_t handle_library(Engine& engine, Function real_function, Args... args) {
   using Traits = HookTraits<id>;
+  LaunchPath& path = engine.launch_path();
   ThreadContext& context = thread_context();
   ThreadLayers& layers = context.layers;
   // A library may implement one entry point through another of its exports (cublasSgemm_v2 ->
@@ -494,19 +502,19 @@ cublasStatus_t handle_library(Engine& engine, Function real_function, Args... ar
   layers.library_caller = context.entry_caller;
   layers.library_depth++;
   CallSpan span;
-  span.began_ns = engine.call_clock();  // a unit's slice begins with the call
+  span.began_ns = path.call_clock();  // a unit's slice begins with the call
   cublasStatus_t result;
   {
     OuterCall outer;
     result = real_function(args...);
   }
-  span.returned_ns = engine.call_clock();
+  span.returned_ns = path.call_clock();
   layers.library_depth--;
   uint64_t kernels_seen = layers.library_kernels;
 
   cublasStatus_t answer = result;
   shim_work([&] {
-    if (library_call_record(engine.decide_library_unit(Traits::name), kernels_seen) ==
+    if (library_call_record(path.decide_library_unit(Traits::name), kernels_seen) ==
         LibraryCallRecord::Unit) {
       answer = record_library_unit(engine, layers, facts, result, span.began_ns);
       return;
@@ -521,6 +529,7 @@ cublasStatus_t handle_library(Engine& engine, Function real_function, Args... ar
 template <Hook id, typename Function>
 CUresult handle_graph_launch(Engine& engine, Function real_function, CUgraphExec graph, CUstream stream) {
   using Traits = HookTraits<id>;
+  LaunchPath& path = engine.launch_path();
   Launch launch;
   bool recorded = false;
   GatePass gate = GatePass::Off;
@@ -536,16 +545,16 @@ CUresult handle_graph_launch(Engine& engine, Function real_function, CUgraphExec
     request.per_thread_default_stream = Traits::per_thread;
     note_capture(&request, driver_stream(stream, Traits::per_thread));  // a child graph, inlined
     gate = enter_gate(true);  // as a kernel launch (handle_driver_launch)
-    engine.begin_launch(request, &launch);
+    path.begin_launch(request, &launch);
     recorded = true;
     if (gate != GatePass::Off && launch.decision.action == Action::BlockAlone && !request.in_capture)
       alone = become_alone(engine, gate, launch.record.sequence);
-    reset_graph_breadcrumbs(engine, launch, stream, Traits::per_thread);
+    reset_graph_breadcrumbs(path, launch, stream, Traits::per_thread);
   });
   CUresult result = real_function(graph, stream);
   if (gate != GatePass::Off && !alone) leave_gate(gate);
   if (!recorded) return result;
-  if (result == CUDA_SUCCESS) shim_work([&] { drop_breadcrumb(engine, launch, stream, Traits::per_thread); });
+  if (result == CUDA_SUCCESS) shim_work([&] { drop_breadcrumb(path, launch, stream, Traits::per_thread); });
   return finish_launch(engine, launch, result, Layer::Driver, stream, Traits::per_thread);
 }
 
@@ -586,7 +595,7 @@ CUresult handle_graph_add_kernel_node(Engine& engine, Function real_function, CU
   if (result != CUDA_SUCCESS || !params) return result;
   shim_work([&] {
     const void* handle = params->func ? static_cast<const void*>(params->func) : params->kern;
-    const KernelInfo* kernel = engine.kernel(handle, [&] { return name_of_function(handle); });
+    const KernelInfo* kernel = engine.launch_path().kernel(handle, [&] { return name_of_function(handle); });
     engine.note_graph_kernel_node(graph, kernel, thread_context().entry_caller);
   });
   return result;

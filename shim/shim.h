@@ -17,7 +17,7 @@
 #include <cerrno>
 #include <cstddef>
 
-#include "cuda/launch_layers.h"
+#include "cuda/thread_layers.h"
 #include "real.h"
 
 namespace blockrun {

@@ -11,6 +11,10 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "config/config.h"
+#include "engine.h"
+#include "pieces/in_flight.h"
+#include "records.h"
 #include "trace/tracer.h"
 #include "util/fixed_text.h"
 #include "report/keys.h"

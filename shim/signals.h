@@ -1,7 +1,10 @@
 // Fatal signals: the log and the report say that the process died, and of what, before it does.
 #pragma once
 
-#include "engine.h"
+namespace blockrun {
+class Engine;
+class OutputFile;
+}  // namespace blockrun
 
 namespace blockrun::shim {
 

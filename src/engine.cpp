@@ -16,8 +16,10 @@
 #include <type_traits>
 
 #include "callsites/sites.h"
+#include "config/config.h"
 #include "cuda/cuda_errors.h"
 #include "cuda/names.h"
+#include "launch_path.h"
 #include "report/error_file.h"
 #include "report/error_writer.h"
 #include "report/launch_writer.h"
@@ -31,9 +33,6 @@
 namespace blockrun {
 
 namespace {
-
-constexpr size_t kKernelCapacity = 1 << 16;
-constexpr size_t kCapturedFrames = 32;  // of a captured launch's stack, kept to name its capture line
 
 void default_terminate(OnError on_error, int exit_status) {
   std::fflush(nullptr);
@@ -88,26 +87,18 @@ struct Engine::Accused {
   std::optional<LaunchLedger::SuspectCount> count;
 };
 
-// Launches kept per stream: 8 (StreamState::kRing), Config::ring with breadcrumbs (rounded up to a power of
-// two, as the rings are).
-size_t Engine::ring_capacity_for(const Config& config) {
-  return round_up_to_power_of_two(config.breadcrumbs ? std::max(config.ring, StreamState::kRing)
-                                                     : StreamState::kRing);
-}
-
 Engine::Engine(Config config, std::shared_ptr<spdlog::logger> logger, ErrorDescriber describe,
                Terminate terminate)
-    : config_(std::move(config)),
+    : path_(std::make_unique<LaunchPath>(std::move(config))),
+      config_(path_->config()),
+      ledger_(path_->ledger()),
+      breadcrumbs_(path_->breadcrumbs()),
+      graphs_(path_->graphs()),
+      call_sites_(path_->call_sites()),
       logger_(std::move(logger)),
       describe_error_(std::move(describe)),
       terminate_(std::move(terminate)),
-      start_ms_(steady_now_ms()),
-      owner_pid_(static_cast<long>(getpid())),
-      kernels_(kKernelCapacity),
-      ledger_(ring_capacity_for(config_), config_.callsites == Callsites::All),
-      breadcrumbs_(config_.breadcrumbs, static_cast<uint64_t>(config_.breadcrumb_every),
-                   config_.graph_breadcrumbs),
-      call_sites_(config_) {
+      owner_pid_(static_cast<long>(getpid())) {
   if (!terminate_) terminate_ = default_terminate;
 }
 
@@ -133,9 +124,7 @@ void Engine::start(ProcessInfo info, std::unique_ptr<ReportFile> report, StackFu
     tracer_->set_process(process_.pid, process_.has_rank ? process_.rank : -1, process_.name,
                          call_sites_.python_sites());
   }
-  time_calls_ = tracer_ || config_.log_launches;
-  skip_policy_and_stack_ =
-      config_.block.blocks_nothing() && !(call_sites_.walks() && call_sites_.wants_stack(Decision{}));
+  path_->start(tracer_ || config_.log_launches);
   start_steady_ns_ = steady_now_ns();
   if (report_) report_->write_record(start_json(process_));
   // Once a process: what the driver lacks of the shim's newer entry points (driver_features.def).
@@ -152,66 +141,17 @@ void Engine::note_driver(const DriverSupport& driver) {
 
 Engine::~Engine() = default;
 
-const KernelInfo* Engine::new_kernel(const void* handle,
-                                     const std::function<const char*()>& resolve_mangled_name) {
-  // Names the kernel and caches what depends only on its names; where the rules look only at names,
-  // the decision itself is made once per kernel (`keep`: the record lives as long as the process).
-  auto classify = [&](KernelInfo* info, const char* fallback_name, bool keep) {
-    const char* mangled = resolve_mangled_name();
-    info->name = make_kernel_name(mangled ? mangled : fallback_name);
-    info->rule_mask = config_.block.name_mask(info->name);
-    info->nccl = is_nccl_kernel(info->name);
-    info->collective = nccl_collective(info->name);
-    info->decided = keep && config_.block.per_kernel();
-    if (info->decided) {
-      LaunchFacts facts;
-      facts.kernel = &info->name;
-      info->decision = config_.block.decide(facts);
-    }
-  };
-  KernelInfo* info = kernels_.find_or_insert(kernel_key(handle), [&] {
-    auto* created = new KernelInfo;
-    classify(created, "(unnamed kernel)", true);
-    return created;
-  });
-  if (info) return info;
-  // Past the bound: one shared record, decided per launch from the name resolved now (documented).
-  // Never destroyed (a launch can come after the thread's destructors ran, during exit).
-  thread_local KernelInfo* overflow = new KernelInfo;
-  overflow->past_table = true;
-  classify(overflow, "(kernel table full)", false);
-  return overflow;
+uint64_t Engine::call_clock() const {
+  return path_->call_clock();
 }
 
-Decision Engine::decide(const LaunchRecord& record, LaunchFamily family) const {
-  if (record.kernel && record.kernel->decided) return record.kernel->decision;
-  LaunchFacts facts;
-  facts.kernel = record.kernel ? &record.kernel->name : nullptr;
-  if (record.kernel) {
-    facts.name_mask = &record.kernel->rule_mask;
-    facts.nccl = record.kernel->nccl ? 1 : 0;
-  }
-  facts.family = family;
-  facts.library_api = record.graph ? "cuGraphLaunch" : record.library_api;
-  facts.library_unit = !record.kernel && facts.library_api;
-  facts.sequence = record.sequence;
-  facts.kernel_ordinal = record.kernel_ordinal;
-  facts.stream = record.stream.handle;
-  facts.thread = record.thread;
-  facts.thread_launch = record.thread_launch;
-  if (config_.block.uses_time()) facts.elapsed_ms = steady_now_ms() - start_ms_;
-  return config_.block.decide(facts);
-}
-
-void Engine::take_stack_now(Launch& launch) {
-  if (launch.record.has_stack || !call_sites_.walks()) return;
-  call_sites_.take_stack(&launch.stack);
-  launch.record.has_stack = true;
+uint64_t Engine::launches() const {
+  return ledger_.launches();
 }
 
 void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome outcome, ErrorCode sync_result,
                         const char* sync_api) {
-  launch.ended_ns = call_clock();
+  launch.ended_ns = path_->call_clock();
   if (tracer_) trace(trace::launch_entry(launch, launch_result, outcome, sync_result), launch.record.thread);
   if (!launch_result.ok()) {
     launch_failed(launch, launch_result);
@@ -243,7 +183,7 @@ void Engine::end_launch(Launch& launch, ErrorCode launch_result, BlockOutcome ou
 void Engine::launch_failed(Launch& launch, ErrorCode launch_result) {
   const LaunchRecord& record = launch.record;
   // The thread is still in the launch call, so its call site can be taken now.
-  take_stack_now(launch);
+  path_->take_stack_now(launch);
   if (config_.log_launches) log_launch(launch, "failed", launch_result);
   ClassifiedError error(launch_result);
   // An unknown code may have come after the launch was enqueued: it stays a suspect.
@@ -276,12 +216,10 @@ void Engine::launch_blocked(Launch& launch, ErrorCode sync_result, const char* s
     return;
   }
   // The launching thread is still inside the launch call: its call site is taken now.
-  take_stack_now(launch);
-  std::optional<LaunchLedger::SuspectCount> count;
-  std::vector<ReportedLaunch> others = may_have_faulted_instead(launch, &count);
-  bool exact = others.empty() && error.meaning != ErrorMeaning::Unknown;
-  Accused accused{&launch, exact, std::move(others), FoundBy::Blocking};
-  accused.count = count;
+  path_->take_stack_now(launch);
+  Accused accused{&launch, false, {}, FoundBy::Blocking};
+  may_have_faulted_instead(launch, &accused);
+  accused.exact = accused.suspects.empty() && error.meaning != ErrorMeaning::Unknown;
   first_error(sync_api, error, "blocking synchronize after the launch", std::move(accused));
   if (report_) {
     ErrorText text = describe_error_(sync_result);
@@ -321,7 +259,7 @@ void Engine::blocking_skipped(Launch& launch, ErrorCode launch_result) {
 
 void Engine::end_sync(const char* api, bool device_wide, const void* stream, bool per_thread_default_stream,
                       uint64_t mark, ErrorCode result, CallSpan span) {
-  StreamId id = stream_id(stream, per_thread_default_stream);
+  StreamId id = path_->stream_id(stream, per_thread_default_stream);
   if (tracer_ && span.own_slice) {
     trace::TraceEntry entry = trace::call_entry(trace::EntryKind::Synchronize, api, span, id);
     entry.device_wide = device_wide;
@@ -334,18 +272,18 @@ void Engine::end_sync(const char* api, bool device_wide, const void* stream, boo
     if (device_wide) {
       ledger_.device_synced(through);
     } else {
-      ledger_.synced(stream_state(id), through);
+      ledger_.synced(ledger_.stream(id), through);
     }
     return;
   }
   surfaced_at_call(api, ClassifiedError(result),
-                   stream_id(device_wide ? nullptr : stream, per_thread_default_stream), span);
+                   path_->stream_id(device_wide ? nullptr : stream, per_thread_default_stream), span);
 }
 
 void Engine::observe_error(const char* api, ErrorCode result, const void* stream,
                            bool per_thread_default_stream, CallSpan span) {
   if (!result.ok())
-    surfaced_at_call(api, ClassifiedError(result), stream_id(stream, per_thread_default_stream), span);
+    surfaced_at_call(api, ClassifiedError(result), path_->stream_id(stream, per_thread_default_stream), span);
 }
 
 void Engine::watch_error(const char* api, ErrorCode result, const void* stream,
@@ -355,7 +293,7 @@ void Engine::watch_error(const char* api, ErrorCode result, const void* stream,
   // calls meet it (launches, synchronizes, calls), not at these (a runtime's internal module load).
   ClassifiedError error(result);
   if (error.may_have_surfaced())
-    surfaced_at_call(api, error, stream_id(stream, per_thread_default_stream), span);
+    surfaced_at_call(api, error, path_->stream_id(stream, per_thread_default_stream), span);
 }
 
 void Engine::surfaced_at_call(const char* api, const ClassifiedError& error, StreamId stream, CallSpan span) {
@@ -367,7 +305,7 @@ void Engine::surfaced_at_call(const char* api, const ClassifiedError& error, Str
 
 void Engine::note_event_record(const void* event, const void* stream, bool per_thread_default_stream,
                                uint64_t mark) {
-  ledger_.note_event_record(event, stream_state(stream_id(stream, per_thread_default_stream)), mark);
+  ledger_.note_event_record(event, ledger_.stream(path_->stream_id(stream, per_thread_default_stream)), mark);
 }
 
 void Engine::forget_event(const void* event) {
@@ -376,7 +314,7 @@ void Engine::forget_event(const void* event) {
 
 void Engine::note_stream_wait(const void* stream, bool per_thread_default_stream, const EventPoint& awaited) {
   if (awaited.stream)
-    ledger_.note_stream_wait(stream_state(stream_id(stream, per_thread_default_stream)), awaited);
+    ledger_.note_stream_wait(ledger_.stream(path_->stream_id(stream, per_thread_default_stream)), awaited);
 }
 
 EventPoint Engine::event_point(const void* event) {
@@ -397,7 +335,7 @@ void Engine::check_at_exit(const char* api, ErrorCode result) {
   if (!in_owner_process()) return;
   Surfacing where;
   where.at_exit = true;
-  where.call.began_ns = where.call.returned_ns = call_clock();
+  where.call.began_ns = where.call.returned_ns = path_->call_clock();
   surfaced(api, error, StreamId{}, where);
 }
 
@@ -406,8 +344,7 @@ void Engine::refuse(Launch& launch) {
   if (launch.stream && !launch.record.in_capture) launch.stream->refuse(launch.record.sequence);
 }
 
-std::vector<ReportedLaunch> Engine::may_have_faulted_instead(
-    const Launch& launch, std::optional<LaunchLedger::SuspectCount>* count) {
+void Engine::may_have_faulted_instead(const Launch& launch, Accused* accused) {
   const LaunchRecord& record = launch.record;
   // A sticky error is the context's, not the stream's: any launch not known to have completed, on any
   // stream, may be the one that faulted. Breadcrumbs say how far each stream got.
@@ -417,11 +354,14 @@ std::vector<ReportedLaunch> Engine::may_have_faulted_instead(
     for (ReportedLaunch& head : view.heads)
       if (head.record.sequence != record.sequence) others.push_back(std::move(head));
     // A head not known (pushed out of the ring) may be the culprit: then everything unfinished is listed.
-    if (view.lost.empty()) return others;
+    if (view.lost.empty()) {
+      accused->suspects = std::move(others);
+      return;
+    }
   }
   LaunchLedger::SuspectCount counted;
   std::vector<ReportedLaunch> others = ledger_.suspects(nullptr, record.sequence, &counted);
-  *count = counted;
+  accused->count = counted;
   // A graph whose breadcrumbs show a node of this replay unfinished: the replay began, so its reset, queued
   // behind everything earlier on the stream, ran, and those earlier launches on its stream completed.
   if (record.graph && !others.empty()) {
@@ -433,11 +373,11 @@ std::vector<ReportedLaunch> Engine::may_have_faulted_instead(
                                            other.record.sequence < record.sequence;
                                   }),
                    others.end());
-      *count = std::nullopt;  // the list is what is left of the ledger's, all of it (below its cut)
-      if (counted.unfinished > StreamState::kRing || counted.more) *count = counted;
+      accused->count = std::nullopt;  // the list is what is left of the ledger's, all of it (below its cut)
+      if (counted.unfinished > StreamState::kRing || counted.more) accused->count = counted;
     }
   }
-  return others;
+  accused->suspects = std::move(others);
 }
 
 void Engine::surfaced(const char* api, const ClassifiedError& error, StreamId stream, Surfacing where) {
@@ -457,7 +397,7 @@ void Engine::surfaced(const char* api, const ClassifiedError& error, StreamId st
   if (meaning == ErrorMeaning::Own) {
     // The breadcrumbs still say what completed (reading them raises each stream's mark).
     if (breadcrumbs_.stream_ready()) breadcrumbs_.read(ledger_);
-    StreamState* state = stream.handle || stream.per_thread_owner ? stream_state(stream) : nullptr;
+    StreamState* state = stream.handle || stream.per_thread_owner ? ledger_.stream(stream) : nullptr;
     found = ledger_.suspects(state, 0, &count);
     if (found.empty() && state) found = ledger_.suspects(nullptr, 0, &count);
   } else {
@@ -544,7 +484,7 @@ Finding Engine::find(const char* api, const ClassifiedError& error, const char* 
   finding.environment = environment_advice(error);
   finding.at_exit = where.at_exit;
   finding.exact = accused.exact;
-  finding.ring = ring_capacity_for(config_);
+  finding.ring = LaunchPath::ring_capacity_for(config_);
   // Each launch's stack is symbolized once, for the report and the log (the whole stack where either shows
   // it; a graph's captured launches as many as either tells).
   bool whole_stack = report_ || config_.stack;
@@ -680,18 +620,6 @@ std::string Engine::describe(const LaunchRecord& record) const {
   return blockrun::describe(record);
 }
 
-Decision Engine::decide_library_unit(const char* api) const {
-  if (config_.block.blocks_nothing()) return Decision{};
-  LaunchFacts facts;
-  facts.family = LaunchFamily::Cublas;
-  facts.library_api = api;
-  facts.library_unit = true;
-  facts.sequence = ledger_.mark();
-  facts.thread = current_thread_number();
-  if (config_.block.uses_time()) facts.elapsed_ms = steady_now_ms() - start_ms_;
-  return config_.block.decide(facts);
-}
-
 const GraphInfo* Engine::graph(const void* exec) {
   return graphs_.graph(exec);
 }
@@ -710,29 +638,6 @@ void Engine::begin_capture(uint64_t id, uintptr_t caller) {
     call_sites_.intern(record->begun_at->python, &record->python_site, &record->python_innermost);
   }
   graphs_.begin(id, std::move(record));
-}
-
-void Engine::keep_captured_launch(Launch& launch, uint64_t capture_id) {
-  const LaunchRecord& record = launch.record;
-  CapturedLaunch kept;
-  kept.sequence = record.sequence;
-  kept.kernel = record.kernel;
-  kept.library_api = record.library_api;
-  kept.stream = record.stream;
-  kept.caller = record.caller;
-  kept.python_site = record.python_site;
-  kept.python_innermost = record.python_innermost;
-  if (record.has_stack) {
-    const NativeStack& stack = launch.stack.native;
-    kept.frames.assign(stack.frames, stack.frames + std::min<size_t>(stack.depth, kCapturedFrames));
-  }
-  CapturePlace place = graphs_.keep_launch(capture_id, kept, breadcrumbs_.graph() ? &breadcrumbs_ : nullptr);
-  launch.graph_slot = place.graph_slot;
-  launch.capture_position = place.position;
-}
-
-const std::vector<GraphBranch>* Engine::graph_branches(const LaunchRecord& record) const {
-  return GraphCaptures::branches(record);
 }
 
 void Engine::note_graph_kernel_node(const void* graph, const KernelInfo* kernel, uintptr_t caller) {
@@ -756,7 +661,7 @@ void Engine::trace(const trace::TraceEntry& entry, uint32_t thread) {
 void Engine::note_library_call(const char* api, const LibraryCall& call, const void* stream, CallSpan span) {
   if (!tracer_ || !span.began_ns) return;
   trace::TraceEntry entry =
-      trace::call_entry(trace::EntryKind::LibraryCall, api, span, stream_id(stream, false));
+      trace::call_entry(trace::EntryKind::LibraryCall, api, span, path_->stream_id(stream, false));
   entry.library_api = api;
   entry.library = call;
   trace(entry, current_thread_number());
@@ -779,7 +684,7 @@ trace::SurfacingCall Engine::surfacing_call(const Accused& accused, const Surfac
     call.returned_ns = where.call.returned_ns;
     call.has_slice = where.call.own_slice;
   }
-  if (!call.returned_ns) call.returned_ns = call_clock();
+  if (!call.returned_ns) call.returned_ns = path_->call_clock();
   return call;
 }
 
@@ -817,7 +722,7 @@ void Engine::finish() {
 Summary Engine::summary(bool with_units) {
   Summary counts;
   counts.launches = ledger_.launches();
-  counts.launches_by_api = entry_points_.totals();
+  counts.launches_by_api = path_->entry_points().totals();
   counts.blocked = blocking_.blocked();
   counts.blocking_ns = blocking_.blocking_ns();
   counts.capture_skips = blocking_.capture_skips();
@@ -827,7 +732,7 @@ Summary Engine::summary(bool with_units) {
   counts.gpu_time = config_.gpu_time;
   counts.driver = &process_.driver;
   if (!with_units) return counts;
-  kernels_.for_each([&](KernelInfo& kernel) {
+  path_->kernels().for_each([&](KernelInfo& kernel) {
     counts.units.push_back(
         {&kernel.name.demangled, &kernel.name.mangled, nullptr, kernel.launches.load(), &kernel.stats});
   });

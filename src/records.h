@@ -8,29 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "call_values.h"
 #include "callsites/callsite.h"
 #include "pieces/duration_histogram.h"
 #include "config/policy.h"
 
 namespace blockrun {
-
-// The layer of the CUDA stack a hooked entry point belongs to (its library): where its real function is
-// found, and whose numbering its result codes use. (A launch's `family`, in the policy, is how the program
-// reached it.)
-enum class Layer : uint8_t { Runtime, Driver, Cublas, CublasLt };
-
-const char* layer_name(Layer layer);
-
-struct Dim3 {
-  uint32_t x = 1, y = 1, z = 1;
-};
-
-// A result code together with the layer whose numbering it uses.
-struct ErrorCode {
-  Layer layer = Layer::Runtime;
-  int code = 0;
-  bool ok() const { return code == 0; }
-};
 
 // The distributions of one kernel's blocked launch times, made by its first blocked launch and kept as long
 // as its BlockStats. In the shim that is the process's life (KernelInfo, GraphInfo and the engine's records
@@ -96,23 +79,6 @@ struct KernelInfo {
   }
   bool launched_by_many_threads() const {
     return launched_by.load(std::memory_order_relaxed) == kManyThreads;
-  }
-};
-
-// The main arguments of a library call that is recorded as one launch unit (cuBLAS GEMMs).
-struct LibraryCall {
-  char transa = 0, transb = 0;
-  int64_t m = 0, n = 0, k = 0;
-  int64_t batch = 0;  // 0 where the call has no batch
-};
-
-// Where a launch went. The per-thread default stream gets a key of its own per host thread, since
-// the same handle names a different stream in every thread.
-struct StreamId {
-  const void* handle = nullptr;
-  uint32_t per_thread_owner = 0;  // host thread number for the per-thread default stream, else 0
-  bool operator==(const StreamId& other) const {
-    return handle == other.handle && per_thread_owner == other.per_thread_owner;
   }
 };
 
@@ -201,13 +167,6 @@ struct LaunchRecord {
   bool breadcrumb = false;
 };
 
-// When a host call began and returned, on the steady clock (util/clock.h), for the trace and the
-// report's times; 0 where not measured (the clock is read only where --trace or --log-launches wants it).
-struct CallSpan {
-  uint64_t began_ns = 0, returned_ns = 0;
-  bool own_slice = false;  // the trace shows the call as a slice of its own (a synchronize)
-};
-
 // What the program asked for, before the engine numbers it.
 struct LaunchRequest {
   LaunchFamily family = LaunchFamily::Runtime;
@@ -230,16 +189,6 @@ struct LaunchRequest {
   bool no_python = false;
 };
 
-// How long a blocked launch took, measured by the shim: GPU time from events recorded around the
-// kernel (-1 where none could be recorded, e.g. on a capturing stream) and wall time from just before
-// the launch to the end of the blocking synchronize.
-struct BlockTiming {
-  int64_t gpu_ns = -1;
-  uint64_t wall_ns = 0;
-  uint64_t start_ns = 0;         // steady clock at the start; 0: from the synchronize only
-  bool events_recorded = false;  // the start event was recorded (the shim's)
-};
-
 // A launch in progress: its record, what the policy decided, and where it came from.
 struct Launch {
   LaunchRecord record;
@@ -256,16 +205,13 @@ struct Launch {
   // began (begin_launch), returned (end_launch, after its blocking wait), and its blocking wait began.
   uint64_t began_ns = 0, ended_ns = 0, wait_began_ns = 0;
   bool block() const { return decision.blocks(); }
+  // Whether Engine::end_launch has nothing to do for it once it succeeded and was not blocked: the policy let
+  // it run, and it was not timed (began_ns is set only where calls are, --trace or --log-launches, whose
+  // trace slice or log line it would get). The launch path then skips the call (the common case: a launch
+  // nothing selects), and asks nothing but the launch it holds.
+  bool ends_quietly() const { return decision.action == Action::Run && began_ns == 0; }
   // Its call stack, where one was taken (nullptr: only record.caller is known).
   const CallStack* taken_stack() const { return record.has_stack ? &stack : nullptr; }
-};
-
-// How a blocking synchronize after a launch went.
-enum class BlockOutcome {
-  NotBlocked,      // the policy did not ask, or the launch itself failed
-  Synchronized,    // the stream was synchronized; see the result
-  SkippedCapture,  // the stream was capturing: synchronizing would invalidate the capture
-  SkippedUnknown,  // could not tell whether the stream captures (error or missing function)
 };
 
 }  // namespace blockrun

@@ -21,14 +21,6 @@ struct PythonLaunchSite;
 struct Site;  // sites.h: what a report tells, included where told
 struct PythonCallSite;
 
-// Takes a CallStack of the calling thread (the shim's stack walk and Python frames; tests pass their own).
-using StackFunction = void (*)(CallStack* out);
-// Takes the calling thread's Python frames alone (the shim's read_python_stack).
-using PythonStackFunction = void (*)(PythonStack* out);
-// Takes the calling thread's Python line as numbers, from `cache` where it knows the frames, else from a full
-// read into `scratch` (the shim's read_python_site).
-using PythonSiteFunction = void (*)(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite* out);
-
 class CallSites {
  public:
   explicit CallSites(const Config& config);

@@ -73,5 +73,18 @@ struct CallStack {
   PythonStack python;
 };
 
+class PythonSiteCache;
+struct PythonLaunchSite;
+
+// How call sites are taken (set by Engine::start, for CallSites), here beside what they fill so that the
+// engine's header names them without CallSites.
+// Takes a CallStack of the calling thread (the shim's stack walk and Python frames; tests pass their own).
+using StackFunction = void (*)(CallStack* out);
+// Takes the calling thread's Python frames alone (the shim's read_python_stack).
+using PythonStackFunction = void (*)(PythonStack* out);
+// Takes the calling thread's Python line as numbers, from `cache` where it knows the frames, else from a full
+// read into `scratch` (the shim's read_python_site).
+using PythonSiteFunction = void (*)(PythonSiteCache& cache, PythonStack* scratch, PythonLaunchSite* out);
+
 }  // namespace blockrun
 // SPDX-License-Identifier: MIT

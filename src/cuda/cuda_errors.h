@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "records.h"
+#include "call_values.h"
 
 namespace blockrun {
 

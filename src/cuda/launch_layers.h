@@ -8,29 +8,10 @@
 #include <cstdint>
 
 #include "config/policy.h"
+#include "cuda/thread_layers.h"
 #include "records.h"
 
 namespace blockrun {
-
-struct Launch;
-
-// What layers the calling thread is inside of (set by the shim around a runtime or library wrapper's real
-// call).
-struct ThreadLayers {
-  // A runtime launch: its entry point, the record the driver wrapper fills for it, whether the driver wrapper
-  // has recorded it, and the return address into the code that called the runtime.
-  const char* runtime_api = nullptr;
-  Launch* runtime_launch = nullptr;
-  bool driver_recorded = false;
-  uintptr_t runtime_caller = 0;
-  // A library call (the outermost one): its entry point, its arguments, how deep the thread is inside library
-  // entry points, the kernels the driver saw during it, and the return address into the code that called it.
-  const char* library_api = nullptr;
-  LibraryCall library;
-  int library_depth = 0;
-  uint64_t library_kernels = 0;
-  uintptr_t library_caller = 0;
-};
 
 // Who owns a launch: what its record is filled with (LaunchRequest's family, api, driver_api, caller).
 struct LaunchOwner {

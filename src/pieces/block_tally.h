@@ -10,9 +10,13 @@
 #include <mutex>
 #include <string>
 
-#include "records.h"
+#include "call_values.h"
 
 namespace blockrun {
+
+// records.h: what the engine keeps of launches; the tally only names them here.
+struct LaunchRecord;
+struct BlockStats;
 
 class BlockTally {
  public:

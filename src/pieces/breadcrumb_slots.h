@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "pieces/in_flight.h"
 #include "pieces/launch_ledger.h"
 #include "records.h"
 
@@ -25,17 +26,6 @@ inline constexpr uint64_t kGraphNotStarted = ~uint64_t{0};
 struct BreadcrumbView {
   std::vector<ReportedLaunch> heads;
   std::vector<std::pair<StreamId, uint64_t>> lost;  // stream, the last launch known complete on it
-};
-
-// A launch not known to have completed, as the fatal-signal record lists it.
-struct InFlight {
-  uint64_t sequence;
-  const KernelInfo* kernel;  // nullptr for a library call or graph recorded as a unit
-  StreamId stream;
-  uint64_t kernel_ordinal;  // and its configuration, for the log's line (launch_configuration's form)
-  Dim3 grid, block;
-  uint64_t shared_memory;
-  bool unfinished;  // known not to have completed; else only not known to have completed
 };
 
 class BreadcrumbSlots {

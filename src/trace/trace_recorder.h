@@ -32,7 +32,12 @@
 #include <cstdint>
 #include <memory>
 
-#include "records.h"
+#include "call_values.h"
+
+namespace blockrun {
+struct KernelInfo;
+struct GraphInfo;
+}  // namespace blockrun
 
 namespace blockrun::trace {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "report/output_file.h"
-#include "records.h"
+#include "call_values.h"
 
 namespace blockrun {
 

@@ -12,6 +12,7 @@
 
 #include "cuda/cuda_errors.h"
 #include "engine.h"
+#include "launch_path.h"
 #include "report/report_file.h"
 #include "report_json.h"
 
@@ -137,7 +138,7 @@ class AttributionTest : public ::testing::Test {
   }
 
   const KernelInfo* kernel(Engine& engine, uintptr_t handle, const char* mangled) {
-    return engine.kernel(reinterpret_cast<const void*>(handle), [=] { return mangled; });
+    return engine.launch_path().kernel(reinterpret_cast<const void*>(handle), [=] { return mangled; });
   }
 
   Launch begin(Engine& engine, const KernelInfo* kernel, const void* stream) {
@@ -145,7 +146,7 @@ class AttributionTest : public ::testing::Test {
     request.api = "cudaLaunchKernel";
     request.kernel = kernel;
     request.stream = stream;
-    return engine.begin_launch(request);
+    return engine.launch_path().begin_launch(request);
   }
 
   // A launch that returned `result`; with breadcrumbs, its stream write lands when `completes` (the launch
@@ -153,8 +154,8 @@ class AttributionTest : public ::testing::Test {
   Launch run(Engine& engine, const KernelInfo* kernel, const void* stream, bool completes = false,
              ErrorCode result = {}) {
     Launch l = begin(engine, kernel, stream);
-    int32_t slot = result.ok() ? engine.breadcrumb_slot(l) : -1;
-    if (slot >= 0) engine.breadcrumb_enqueued(l);  // the shim's write call succeeded
+    int32_t slot = result.ok() ? engine.launch_path().breadcrumb_slot(l) : -1;
+    if (slot >= 0) engine.launch_path().breadcrumb_enqueued(l);  // the shim's write call succeeded
     engine.end_launch(l, result, BlockOutcome::NotBlocked, ErrorCode{}, nullptr);
     if (slot >= 0 && completes) slots_[slot] = l.record.sequence;
     return l;
@@ -288,7 +289,7 @@ TEST_F(AttributionTest, ABlockedLaunchIsExactWhenBreadcrumbsShowEveryOtherStream
   auto engine = make("stencil", true);
   run(*engine, fill_, kStreamB, true);  // #1 on B, completed
   Launch blocked = begin(*engine, stencil_, kStreamA);
-  if (engine->breadcrumb_slot(blocked) >= 0) engine->breadcrumb_enqueued(blocked);
+  if (engine->launch_path().breadcrumb_slot(blocked) >= 0) engine->launch_path().breadcrumb_enqueued(blocked);
   engine->end_launch(blocked, ErrorCode{}, BlockOutcome::Synchronized, kIllegalAddress,
                      "cudaStreamSynchronize");
   Json record = first_error();

@@ -17,6 +17,7 @@
 
 #include "callsites/python_site_cache.h"
 #include "engine.h"
+#include "launch_path.h"
 #include "report/report_file.h"
 
 namespace blockrun {
@@ -49,7 +50,7 @@ class EngineTest : public ::testing::Test {
   }
 
   const KernelInfo* kernel(Engine& engine, uintptr_t handle, const char* mangled) {
-    return engine.kernel(reinterpret_cast<const void*>(handle), [=] { return mangled; });
+    return engine.launch_path().kernel(reinterpret_cast<const void*>(handle), [=] { return mangled; });
   }
 
   Launch launch(Engine& engine, const KernelInfo* kernel, const void* stream, bool per_thread = false) {
@@ -60,7 +61,7 @@ class EngineTest : public ::testing::Test {
     request.per_thread_default_stream = per_thread;
     request.grid = {4096, 1, 1};
     request.block = {256, 1, 1};
-    return engine.begin_launch(request);
+    return engine.launch_path().begin_launch(request);
   }
 
   // Launch and finish without blocking: the launch returned success.
@@ -84,8 +85,8 @@ TEST_F(EngineTest, NamesEachKernelOnceAndDecidesByPolicy) {
     ++calls;
     return "_Z7stencilPfix";
   };
-  const KernelInfo* first = engine->kernel(reinterpret_cast<const void*>(0x10), resolve);
-  const KernelInfo* again = engine->kernel(reinterpret_cast<const void*>(0x10), resolve);
+  const KernelInfo* first = engine->launch_path().kernel(reinterpret_cast<const void*>(0x10), resolve);
+  const KernelInfo* again = engine->launch_path().kernel(reinterpret_cast<const void*>(0x10), resolve);
   EXPECT_EQ(first, again);
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(first->name.demangled, "stencil(float*, int, long long)");
@@ -123,11 +124,12 @@ TEST_F(EngineTest, UnblockedFaultListsUnsynchronizedLaunchesOfEveryStreamAsSuspe
   const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
   const KernelInfo* stencil = kernel(*engine, 0x20, "_Z7stencilPfix");
   run(*engine, fill, kStreamA);  // #1: completed by the sync below
-  engine->end_sync("cudaStreamSynchronize", false, kStreamA, false, engine->begin_sync(), ErrorCode{});
+  engine->end_sync("cudaStreamSynchronize", false, kStreamA, false, engine->launch_path().begin_sync(),
+                   ErrorCode{});
   run(*engine, stencil, kStreamA);  // #2
   run(*engine, fill, kStreamB);     // #3: another stream
   run(*engine, fill, kStreamA);     // #4
-  uint64_t mark = engine->begin_sync();
+  uint64_t mark = engine->launch_path().begin_sync();
   engine->end_sync("cudaStreamSynchronize", false, kStreamA, false, mark, ErrorCode{Layer::Runtime, 700});
   EXPECT_EQ(
       log(),
@@ -147,7 +149,8 @@ TEST_F(EngineTest, SuspectsAreTheNewestEightAcrossStreamsForDeviceWideCalls) {
   auto engine = make("none");
   const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
   for (int i = 0; i < 12; ++i) run(*engine, fill, i % 2 ? kStreamA : kStreamB);
-  engine->end_sync("cudaMemcpy", true, nullptr, false, engine->begin_sync(), ErrorCode{Layer::Runtime, 700});
+  engine->end_sync("cudaMemcpy", true, nullptr, false, engine->launch_path().begin_sync(),
+                   ErrorCode{Layer::Runtime, 700});
   std::string text = log();
   EXPECT_EQ(text.find("launch #4 "), std::string::npos);
   EXPECT_NE(text.find("launch #5 (fill#5)"), std::string::npos);
@@ -171,7 +174,8 @@ TEST_F(EngineTest, ThePrintLimitCutsTheSuspectsInTheLogAndSaysHowManyMore) {
   auto engine = make("none");
   const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
   for (int i = 0; i < 12; ++i) run(*engine, fill, i % 2 ? kStreamA : kStreamB);
-  engine->end_sync("cudaMemcpy", true, nullptr, false, engine->begin_sync(), ErrorCode{Layer::Runtime, 700});
+  engine->end_sync("cudaMemcpy", true, nullptr, false, engine->launch_path().begin_sync(),
+                   ErrorCode{Layer::Runtime, 700});
   std::string text = log();
   EXPECT_NE(
       text.find("    kernel fill(float*, int, float)<<<(4096,1,1), (256,1,1), 0, 0xa000>>>, launch #6 "
@@ -216,7 +220,7 @@ TEST_F(EngineTest, TheLaunchConfigurationIsWrittenAsCudaWritesIt) {
   request.grid = {8, 2, 1};
   request.block = {32, 4, 2};
   request.shared_memory = 4096;
-  Launch l = engine->begin_launch(request);
+  Launch l = engine->launch_path().begin_launch(request);
   EXPECT_EQ(
       engine->describe(l.record),
       "kernel fill(float*, int, float)<<<(8,2,1), (32,4,2), 4096, 0xa000>>>, launch #1 (fill#1), blocked");
@@ -227,9 +231,10 @@ TEST_F(EngineTest, DeviceSynchronizeClearsSuspectsOfEveryStream) {
   const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
   run(*engine, fill, kStreamA);
   run(*engine, fill, kStreamB);
-  engine->end_sync("cudaDeviceSynchronize", true, nullptr, false, engine->begin_sync(), ErrorCode{});
+  engine->end_sync("cudaDeviceSynchronize", true, nullptr, false, engine->launch_path().begin_sync(),
+                   ErrorCode{});
   run(*engine, fill, kStreamB);
-  engine->end_sync("cudaDeviceSynchronize", true, nullptr, false, engine->begin_sync(),
+  engine->end_sync("cudaDeviceSynchronize", true, nullptr, false, engine->launch_path().begin_sync(),
                    ErrorCode{Layer::Runtime, 700});
   EXPECT_NE(log().find("launch #3 (fill#3)"), std::string::npos);
   EXPECT_EQ(log().find("launch #1 "), std::string::npos);
@@ -416,7 +421,7 @@ TEST_F(EngineTest, LibraryCallIsDescribedByItsArguments) {
   request.library.k = 128;
   request.library.transa = 'N';
   request.library.transb = 'T';
-  Launch l = engine->begin_launch(request);
+  Launch l = engine->launch_path().begin_launch(request);
   EXPECT_TRUE(l.block());
   EXPECT_EQ(engine->describe(l.record),
             "cublasSgemm_v2 m=512 n=256 k=128 transa=N transb=T, launch #1, stream 0x0, blocked");
@@ -427,7 +432,7 @@ TEST_F(EngineTest, UntrustedNamesStayOnOneLine) {
   std::string long_name(10000, 'k');
   const KernelInfo* evil = kernel(*engine, 0x10, "evil\nkernel\x1b[31m");
   const KernelInfo* huge =
-      engine->kernel(reinterpret_cast<const void*>(0x20), [&] { return long_name.c_str(); });
+      engine->launch_path().kernel(reinterpret_cast<const void*>(0x20), [&] { return long_name.c_str(); });
   Launch l = launch(*engine, evil, nullptr);
   EXPECT_EQ(engine->describe(l.record).substr(0, 33), "kernel evil\\x0akernel\\x1b[31m<<<(");
   Launch h = launch(*engine, huge, nullptr);
@@ -476,7 +481,7 @@ TEST_F(EngineTest, LaunchesByEntryPointAreExactAcrossThreadsAndEngines) {
           request.api = kApis[(i + t) % 6];
           request.kernel = fill;
           request.stream = kStreamA;
-          Launch l = engine->begin_launch(request);
+          Launch l = engine->launch_path().begin_launch(request);
           engine->end_launch(l, ErrorCode{}, BlockOutcome::NotBlocked, ErrorCode{}, nullptr);
         }
       });
@@ -501,10 +506,10 @@ class BreadcrumbTest : public EngineTest {
  protected:
   void launch_with_crumb(Engine& engine, const KernelInfo* kernel, const void* stream, bool completes) {
     Launch l = launch(engine, kernel, stream);
-    int32_t slot = engine.breadcrumb_slot(l);
+    int32_t slot = engine.launch_path().breadcrumb_slot(l);
     // As the shim does: a write only for the launches that take one, noted once its call succeeded.
-    bool written = slot >= 0 && engine.takes_breadcrumb(l);
-    if (written) engine.breadcrumb_enqueued(l);
+    bool written = slot >= 0 && engine.launch_path().takes_breadcrumb(l);
+    if (written) engine.launch_path().breadcrumb_enqueued(l);
     engine.end_launch(l, ErrorCode{}, BlockOutcome::NotBlocked, ErrorCode{}, nullptr);
     ASSERT_GE(slot, 0);
     // The stream write after the launch ran (it completed) or not (it, or work before it, faulted or still
@@ -520,7 +525,7 @@ class BreadcrumbTest : public EngineTest {
                                    kernel(*engine_, 0x20, "_Z7stencilPfix"),
                                    kernel(*engine_, 0x30, "_Z5scalePfif")};
     for (int n = 1; n <= 60; ++n) launch_with_crumb(*engine_, kernels[(n - 1) % 3], kStreamA, n < 38);
-    engine_->end_sync("cudaMemcpy", true, nullptr, false, engine_->begin_sync(),
+    engine_->end_sync("cudaMemcpy", true, nullptr, false, engine_->launch_path().begin_sync(),
                       ErrorCode{Layer::Runtime, 700});
   }
   uint64_t slots_[4] = {};
@@ -549,7 +554,7 @@ TEST_F(BreadcrumbTest, SeveralStreamsInFlightGiveTheirFirstUnfinishedLaunchesOld
   for (int n = 4; n <= 6; ++n) launch_with_crumb(*engine, stencil, kStreamB, n < 5);  // #5 first unfinished
   for (int n = 7; n <= 8; ++n) launch_with_crumb(*engine, fill, kStreamA, false);     // #7 first unfinished
   launch_with_crumb(*engine, stencil, streamC, true);                                 // #9 done
-  engine->end_sync("cudaDeviceSynchronize", true, nullptr, false, engine->begin_sync(),
+  engine->end_sync("cudaDeviceSynchronize", true, nullptr, false, engine->launch_path().begin_sync(),
                    ErrorCode{Layer::Runtime, 700});
   EXPECT_EQ(log(),
             "first error: cudaErrorIllegalAddress (an illegal memory access was encountered), returned by "
@@ -574,12 +579,12 @@ TEST_F(BreadcrumbTest, TwoLaunchesIntoOneStreamAtOnceAreNeverNamedExactly) {
   Launch first = launch(*engine, fill, kStreamA);    // #2, its launch call still on its way
   Launch second =
       launch(*engine, stencil, kStreamA);  // #3, from another thread, enqueued with its write first
-  ASSERT_GE(engine->breadcrumb_slot(second), 0);
-  engine->breadcrumb_enqueued(second);
+  ASSERT_GE(engine->launch_path().breadcrumb_slot(second), 0);
+  engine->launch_path().breadcrumb_enqueued(second);
   engine->end_launch(second, ErrorCode{}, BlockOutcome::NotBlocked, ErrorCode{}, nullptr);
-  engine->breadcrumb_enqueued(first);
+  engine->launch_path().breadcrumb_enqueued(first);
   engine->end_launch(first, ErrorCode{}, BlockOutcome::NotBlocked, ErrorCode{}, nullptr);
-  engine->end_sync("cudaStreamSynchronize", false, kStreamA, false, engine->begin_sync(),
+  engine->end_sync("cudaStreamSynchronize", false, kStreamA, false, engine->launch_path().begin_sync(),
                    ErrorCode{Layer::Runtime, 700});
   std::string text = log();
   EXPECT_EQ(text.find("  in kernel "), std::string::npos) << "named exactly: " << text;
@@ -597,7 +602,7 @@ TEST_F(BreadcrumbTest, LaunchesOneAfterAnotherKeepTheirWrites) {
   launch_with_crumb(*engine, fill, kStreamA, true);
   launch_with_crumb(*engine, stencil, kStreamA, false);
   launch_with_crumb(*engine, fill, kStreamA, false);
-  engine->end_sync("cudaStreamSynchronize", false, kStreamA, false, engine->begin_sync(),
+  engine->end_sync("cudaStreamSynchronize", false, kStreamA, false, engine->launch_path().begin_sync(),
                    ErrorCode{Layer::Runtime, 700});
   EXPECT_NE(
       log().find("  in kernel stencil(float*, int, long long)<<<(4096,1,1), (256,1,1), 0, 0xa000>>>, launch "
@@ -628,7 +633,8 @@ TEST_F(BreadcrumbTest, AFirstUnfinishedLaunchOlderThanTheRingIsSaidToBeLost) {
   const KernelInfo* fill = kernel(*engine, 0x10, "_Z4fillPfif");
   for (int n = 1; n <= 20; ++n)
     launch_with_crumb(*engine, fill, kStreamA, n <= 5);  // #6 faulted, 14 more after it
-  engine->end_sync("cudaMemcpy", true, nullptr, false, engine->begin_sync(), ErrorCode{Layer::Runtime, 700});
+  engine->end_sync("cudaMemcpy", true, nullptr, false, engine->launch_path().begin_sync(),
+                   ErrorCode{Layer::Runtime, 700});
   std::string text = log();
   EXPECT_NE(
       text.find("stream 0xa000: its first unfinished launch (after #5) is older than the 8 launches kept"),
@@ -652,10 +658,10 @@ TEST_F(BreadcrumbTest, AStreamWithoutASlotIsNeverNamedExactly) {
   launch_with_crumb(*engine, fill, kStreamA, true);  // #1, stream A takes the only slot; it completed
   for (int n = 2; n <= 3; ++n) {                     // #2 completed, #3 faulted: nothing on the GPU says so
     Launch l = launch(*engine, stencil, kStreamB);
-    EXPECT_EQ(engine->breadcrumb_slot(l), -1);
+    EXPECT_EQ(engine->launch_path().breadcrumb_slot(l), -1);
     engine->end_launch(l, ErrorCode{}, BlockOutcome::NotBlocked, ErrorCode{}, nullptr);
   }
-  engine->end_sync("cudaDeviceSynchronize", true, nullptr, false, engine->begin_sync(),
+  engine->end_sync("cudaDeviceSynchronize", true, nullptr, false, engine->launch_path().begin_sync(),
                    ErrorCode{Layer::Runtime, 700});
   std::string text = log();
   EXPECT_EQ(text.find("  in kernel stencil"), std::string::npos) << "named exactly: " << text;
@@ -675,11 +681,11 @@ TEST_F(BreadcrumbTest, ALaunchWithoutItsWriteIsNeverNamedExactly) {
   const KernelInfo* scale = kernel(*engine, 0x30, "_Z5scalePfif");
   launch_with_crumb(*engine, fill, kStreamA, true);       // #1 completed
   Launch unwritten = launch(*engine, stencil, kStreamA);  // #2 completed, but no write says so
-  ASSERT_GE(engine->breadcrumb_slot(unwritten), 0);
+  ASSERT_GE(engine->launch_path().breadcrumb_slot(unwritten), 0);
   engine->end_launch(unwritten, ErrorCode{}, BlockOutcome::NotBlocked, ErrorCode{}, nullptr);
   launch_with_crumb(*engine, scale, kStreamA, false);  // #3 faulted
   launch_with_crumb(*engine, fill, kStreamA, false);   // #4 never ran
-  engine->end_sync("cudaStreamSynchronize", false, kStreamA, false, engine->begin_sync(),
+  engine->end_sync("cudaStreamSynchronize", false, kStreamA, false, engine->launch_path().begin_sync(),
                    ErrorCode{Layer::Runtime, 700});
   std::string text = log();
   EXPECT_EQ(text.find("  in kernel "), std::string::npos) << "named exactly: " << text;
@@ -725,7 +731,8 @@ TEST_F(BreadcrumbTest, TheCulpritsPythonLineIsKeptWithoutAStackWalk) {
     g_python_line = 100 + n;
     launch_with_crumb(*engine, n % 2 ? fill : stencil, kStreamA, n < 8);  // #8 (stencil's 4th) faulted
   }
-  engine->end_sync("cudaMemcpy", true, nullptr, false, engine->begin_sync(), ErrorCode{Layer::Runtime, 700});
+  engine->end_sync("cudaMemcpy", true, nullptr, false, engine->launch_path().begin_sync(),
+                   ErrorCode{Layer::Runtime, 700});
   EXPECT_NE(log().find("  in kernel stencil(float*, int, long long)<<<(4096,1,1), (256,1,1), 0, 0xa000>>>, "
                        "launch #8 (stencil#4)\n"),
             std::string::npos)
@@ -763,7 +770,8 @@ TEST_F(BreadcrumbTest, TheCulpritsPythonLineComesFromTheSiteCacheOnceSeen) {
     launch_with_crumb(*engine, n % 2 ? fill : stencil, kStreamA, n < 8);  // #8 (stencil's 4th) faulted
   }
   EXPECT_EQ(g_full_reads, 5) << "each line read in full once";
-  engine->end_sync("cudaMemcpy", true, nullptr, false, engine->begin_sync(), ErrorCode{Layer::Runtime, 700});
+  engine->end_sync("cudaMemcpy", true, nullptr, false, engine->launch_path().begin_sync(),
+                   ErrorCode{Layer::Runtime, 700});
   EXPECT_NE(log().find("  python: /home/me/train.py:103 in forward (innermost: "
                        "/usr/lib/python3/site-packages/torch/functional.py:2 in stencil)\n"),
             std::string::npos)
@@ -784,12 +792,12 @@ TEST_F(BreadcrumbTest, ALaunchKnownToHaveNoPythonIsNotAskedForItsLine) {
   request.kernel = fill;
   request.stream = kStreamA;
   request.no_python = true;
-  Launch without = engine->begin_launch(request);
+  Launch without = engine->launch_path().begin_launch(request);
   EXPECT_EQ(without.record.python_status, PythonStatus::NoPython);
   EXPECT_EQ(without.record.python_site, 0u);
   EXPECT_EQ(g_full_reads, 0);
   request.no_python = false;
-  Launch with = engine->begin_launch(request);
+  Launch with = engine->launch_path().begin_launch(request);
   EXPECT_EQ(with.record.python_status, PythonStatus::Captured);
   EXPECT_NE(with.record.python_site, 0u);
   EXPECT_EQ(g_full_reads, 1);
@@ -820,7 +828,7 @@ TEST_F(BreadcrumbTest, CandidatesOfAKernelSeveralThreadsLaunchArePinnedByTheirTh
   });
   other.join();
   for (int n = 2; n <= 6; ++n) launch_with_crumb(*engine, accumulate, kStreamA, n < 5);  // this one's #5
-  engine->end_sync("cudaDeviceSynchronize", true, nullptr, false, engine->begin_sync(),
+  engine->end_sync("cudaDeviceSynchronize", true, nullptr, false, engine->launch_path().begin_sync(),
                    ErrorCode{Layer::Runtime, 700});
   std::string text = log();
   EXPECT_NE(text.find("launch #4 (accumulate#3)\n"), std::string::npos) << text;
@@ -859,13 +867,13 @@ TEST_F(BreadcrumbTest, EachStreamGetsItsOwnSlotWhileSlotsLast) {
   Launch a_again = launch(*engine, fill, kStreamA);
   Launch b = launch(*engine, fill, kStreamB);
   Launch c = launch(*engine, fill, reinterpret_cast<const void*>(0xc000));
-  EXPECT_EQ(engine->breadcrumb_slot(a), 0);
-  EXPECT_EQ(engine->breadcrumb_slot(a_again), 0);
-  EXPECT_EQ(engine->breadcrumb_slot(b), 1);
-  EXPECT_EQ(engine->breadcrumb_slot(c), -1);  // two slots, three streams
+  EXPECT_EQ(engine->launch_path().breadcrumb_slot(a), 0);
+  EXPECT_EQ(engine->launch_path().breadcrumb_slot(a_again), 0);
+  EXPECT_EQ(engine->launch_path().breadcrumb_slot(b), 1);
+  EXPECT_EQ(engine->launch_path().breadcrumb_slot(c), -1);  // two slots, three streams
   auto without = make("none");
   Launch d = launch(*without, kernel(*without, 0x10, "_Z4fillPfif"), kStreamA);
-  EXPECT_EQ(without->breadcrumb_slot(d), -1);
+  EXPECT_EQ(without->launch_path().breadcrumb_slot(d), -1);
 }
 
 // The fatal-signal path waits for a first error's record that another thread is still writing (the NCCL

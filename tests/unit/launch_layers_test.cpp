@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine.h"
+#include "launch_path.h"
 #include "cuda/launch_layers.h"
 #include "config/policy.h"
 

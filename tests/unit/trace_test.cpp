@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine.h"
+#include "launch_path.h"
 #include "report/output_file.h"
 #include "report/report_file.h"
 #include "trace/trace_recorder.h"
@@ -346,7 +347,7 @@ class TraceTest : public ::testing::Test {
   }
 
   const KernelInfo* kernel(Engine& engine, uintptr_t handle, const char* mangled) {
-    return engine.kernel(reinterpret_cast<const void*>(handle), [=] { return mangled; });
+    return engine.launch_path().kernel(reinterpret_cast<const void*>(handle), [=] { return mangled; });
   }
 
   Launch begin(Engine& engine, const KernelInfo* kernel) {
@@ -356,7 +357,7 @@ class TraceTest : public ::testing::Test {
     request.stream = kStreamA;
     request.grid = {4096, 1, 1};
     request.block = {256, 1, 1};
-    return engine.begin_launch(request);
+    return engine.launch_path().begin_launch(request);
   }
 
   // A launch that was blocked: its wait began after the launch call, and the synchronize returned `result`.
@@ -509,7 +510,7 @@ TEST_F(TraceTest, AnErrorAtASynchronizeIsMarkedThereWithArrowsFromEverySuspect) 
   span.began_ns = steady_now_ns();
   span.returned_ns = steady_now_ns();
   span.own_slice = true;
-  engine->end_sync("cudaDeviceSynchronize", true, nullptr, false, engine->begin_sync(),
+  engine->end_sync("cudaDeviceSynchronize", true, nullptr, false, engine->launch_path().begin_sync(),
                    ErrorCode{Layer::Runtime, 700}, span);
   json trace = written(*engine);
   expect_nested(trace);
@@ -591,7 +592,7 @@ TEST_F(TraceTest, ALibraryCallHoldsTheKernelsItLaunched) {
   request.library_api = "cublasSgemm_v2";
   request.library = LibraryCall{'N', 'N', 512, 512, 512, 0};
   for (int i = 0; i < 2; ++i) {
-    Launch launch = engine->begin_launch(request);
+    Launch launch = engine->launch_path().begin_launch(request);
     engine->end_launch(launch, ErrorCode{}, BlockOutcome::NotBlocked, ErrorCode{}, nullptr);
   }
   span.returned_ns = steady_now_ns();
@@ -697,7 +698,8 @@ TEST_F(TraceTest, AProcessThatLaunchedNothingStillWritesADocument) {
   span.began_ns = steady_now_ns();
   span.returned_ns = span.began_ns + 700;
   span.own_slice = true;
-  engine->end_sync("cudaMemcpy", false, nullptr, false, engine->begin_sync(), ErrorCode{}, span);
+  engine->end_sync("cudaMemcpy", false, nullptr, false, engine->launch_path().begin_sync(), ErrorCode{},
+                   span);
   json trace = written(*engine);
   std::vector<Slice> all = slices(trace);
   ASSERT_EQ(all.size(), 1u);
