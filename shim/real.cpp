@@ -5,6 +5,7 @@
 #include <link.h>
 
 #include <cstring>
+#include <string>
 
 #include "callsites/loaded_objects.h"
 #include "symbol_table.h"
@@ -80,21 +81,18 @@ bool is_shim_copy(const LoadedObject& object) {
 void* find_real(const char* name, Layer layer) {
   void* address = real_dlsym(RTLD_NEXT, name);
   if (address && !inside_shim(address) && !inside_other_shim_copy(address)) return pinned(address);
-  // A library loaded privately (RTLD_LOCAL) is not in RTLD_NEXT's scope: look in each one of that layer.
-  const char* prefix = library_prefix(layer);
-  void* found = nullptr;
-  visit_loaded_objects([&](const LoadedObject& object) {
-    if (std::strncmp(object.file, prefix, std::strlen(prefix)) != 0) return false;
-    // RTLD_NOLOAD: a handle to what is already there, never a new load.
-    void* handle = dlopen(object.path, RTLD_LAZY | RTLD_NOLOAD);
-    if (!handle) return false;
-    void* address = real_dlsym(handle, name);
+  // A library loaded privately (RTLD_LOCAL) is not in RTLD_NEXT's scope: look in each one of that layer,
+  // opened once the loader's walk is over (loaded_object_paths; never inside it: a deadlock with a dlopen
+  // elsewhere).
+  for (const std::string& path : loaded_object_paths(library_prefix(layer))) {
+    // RTLD_NOLOAD: a handle to what is already there, never a new load (nullptr: it was unloaded meanwhile).
+    void* handle = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+    if (!handle) continue;
+    void* found = real_dlsym(handle, name);
     dlclose(handle);
-    if (!address || inside_shim(address)) return false;
-    found = address;
-    return true;
-  });
-  return pinned(found);
+    if (found && !inside_shim(found)) return pinned(found);
+  }
+  return nullptr;
 }
 
 }  // namespace blockrun::shim

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "internal.h"
 #include "callsites/loaded_objects.h"
@@ -43,21 +44,17 @@ int64_t coarse_now_ns() {
 // Finds a libpython3.* loaded privately (RTLD_LOCAL, an embedding program): not in the global scope, so
 // not found through RTLD_DEFAULT. Its handle, or nullptr.
 void* find_libpython() {
-  void* found = nullptr;
-  visit_loaded_objects([&](const LoadedObject& object) {
-    if (std::strncmp(object.file, "libpython3", 10) != 0) return false;
+  // Opened once the loader's walk is over (loaded_object_paths; never inside it: a deadlock with a dlopen
+  // elsewhere).
+  for (const std::string& path : loaded_object_paths("libpython3")) {
     // RTLD_NOLOAD: only a handle to what is there. RTLD_NODELETE and no dlclose: the pointers kept below
     // stay valid for the life of the process.
-    void* handle = dlopen(object.path, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
-    if (!handle) return false;
-    if (!real_dlsym(handle, "Py_IsInitialized")) {
-      dlclose(handle);
-      return false;
-    }
-    found = handle;
-    return true;
-  });
-  return found;
+    void* handle = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+    if (!handle) continue;
+    if (real_dlsym(handle, "Py_IsInitialized")) return handle;
+    dlclose(handle);
+  }
+  return nullptr;
 }
 
 template <typename Function>

@@ -23,6 +23,7 @@ using namespace blockrun::testing;
 
 const std::string kProbeApp = CUDA_BLOCKRUN_PROBE_APP;
 const std::string kLifecycleApp = CUDA_BLOCKRUN_LIFECYCLE_APP;
+const std::string kLoadableLibrary = CUDA_BLOCKRUN_DLSYM_PROBE_LIB;  // loaded by nothing but the test
 const std::string kSchema = CUDA_BLOCKRUN_SOURCE_DIR "/docs/report.schema.json";
 const std::string kValidator = CUDA_BLOCKRUN_SOURCE_DIR "/tests/report/validate_report.py";
 
@@ -147,6 +148,25 @@ TEST(Hardening, RegularExpressionsThatBacktrackedNeitherHangNorCrash) {
                                         {{"CUDA_BLOCKRUN_BLOCK", "regex=.*.*.*z"}});
   EXPECT_EQ(matched.status, 0) << matched.err;
   EXPECT_TRUE(contains(matched.err, "summary: 2 launches, 2 blocked")) << matched.err;
+}
+
+// ---- The loader's locks: the shim's search for a real function while another thread loads a library ----
+
+TEST(Hardening, LookingForARealFunctionWhileAnotherThreadLoadsALibraryDoesNotDeadlock) {
+  // On the H100 (2026-12-05) a first error's symbolizer loading libdw on one thread and a blocked launch's
+  // error text looking for cuGetErrorName on another deadlocked the process: find_real opened libcuda from
+  // inside a dl_iterate_phdr walk (the loader's two locks, in the order opposite to dlopen's). Here one
+  // thread loads and unloads a library while another calls a function the simulated driver lacks, which sends
+  // the shim through that search at every call. It hung within the first few thousand calls before the fix;
+  // `timeout` ends a hang (status 137) instead of the test.
+  const int calls = kSanitizedBuild ? 2000 : 20000;
+  ProcessResult r = run_preloaded({"/usr/bin/timeout", "-s", "KILL", "60", kProbeApp, "loader-race",
+                                   kLoadableLibrary, std::to_string(calls)},
+                                  {});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "done\n") << r.err;
+  EXPECT_TRUE(contains(r.err, "cuMemGetInfo_v2"))
+      << "the shim did not look for the missing function: " << r.err;
 }
 
 // ---- F3: a forked child that dies before any CUDA call ----

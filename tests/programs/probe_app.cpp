@@ -17,8 +17,13 @@
 //   probe_app fsize N               sets RLIMIT_FSIZE to N bytes, then 2,000 launches and a synchronize
 //   probe_app loop N                N launches and a synchronize
 //   probe_app segv-ignored          ignores SIGSEGV, a launch, sends itself SIGSEGV, a launch, synchronize
+//   probe_app loader-race LIB N     a launch; then one thread loads and unloads LIB N times while another
+//   calls
+//                                   cuMemGetInfo_v2 N times, which the simulated driver lacks (the shim looks
+//                                   for its real function at each call), then a synchronize
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -138,6 +143,30 @@ int segv_ignored() {
   return launches(1);
 }
 
+// The loader's two locks, taken in both orders (found on the H100, 2026-12-05): a dlopen holds the loader's
+// lock and then takes the lock dl_iterate_phdr holds, and a shim that opened a library from inside a
+// dl_iterate_phdr walk took them the other way round. Each call of a function the driver lacks makes the shim
+// look for it again, among the loaded libcuda objects.
+int loader_race(const char* library, int count) {
+  report("launch", sim::launch(fill, kGrid, kBlock, nullptr));
+  using GetInfo = CUresult (*)(size_t*, size_t*);
+  auto get_info = reinterpret_cast<GetInfo>(dlsym(RTLD_DEFAULT, "cuMemGetInfo_v2"));
+  if (!get_info) return 1;
+  std::thread loader([&] {
+    for (int i = 0; i < count; ++i) {
+      void* handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+      if (!handle) return;
+      dlclose(handle);
+    }
+  });
+  size_t free_bytes = 0, total_bytes = 0;
+  for (int i = 0; i < count; ++i) get_info(&free_bytes, &total_bytes);
+  loader.join();
+  report("cudaDeviceSynchronize", cudaDeviceSynchronize());
+  std::printf("done\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -154,6 +183,7 @@ int main(int argc, char** argv) {
   if (scenario == "fsize" && argc > 2) return fsize(std::atol(first));
   if (scenario == "loop" && argc > 2) return launches(std::atoi(first));
   if (scenario == "segv-ignored") return segv_ignored();
+  if (scenario == "loader-race" && argc > 3) return loader_race(first, std::atoi(argv[3]));
   std::fprintf(stderr, "probe_app: unknown scenario or missing argument: '%s'\n", scenario.c_str());
   return 2;
 }
