@@ -5,9 +5,11 @@
 // graphs, entry-point counts, the call sites) and decides with those pieces afterwards; its own state lives
 // in pieces too (src/pieces/: blocked launches, the first error; the tracer, src/trace/; docs/design.md has
 // the table). What it decides it hands as values (report/views.h) to the writers under report/, which turn
-// them into JSON records and log text. The rule: a feature's state lives in a piece of its own (src/pieces/,
-// src/callsites/call_sites.h, src/trace/), never as new members of Engine; the engine holds the pieces and
-// decides with them.
+// them into JSON records and log text.
+//
+// The rule: a feature's state lives in a piece of its own (src/pieces/, src/callsites/call_sites.h,
+// src/trace/), never as new members of Engine; the engine holds the pieces and decides with them. A piece a
+// launch fills belongs to the launch path.
 #pragma once
 
 #include <unistd.h>
