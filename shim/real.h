@@ -2,8 +2,11 @@
 // library, and a process may load CUDA late (dlopen), privately (RTLD_LOCAL) or never.
 #pragma once
 
-#include "callsites/loaded_objects.h"
 #include "call_values.h"
+
+namespace blockrun {
+struct LoadedObject;  // callsites/loaded_objects.h, included where objects are visited
+}  // namespace blockrun
 
 namespace blockrun::shim {
 
