@@ -92,16 +92,15 @@ class LaunchPath {
     if (launch.stream && !launch.record.in_capture)
       launch.stream->note_breadcrumb(launch.ring_place, launch.record.sequence);
   }
-  // With graph breadcrumbs (CUDA_BLOCKRUN_GRAPH_BREADCRUMBS): a launch into a capture gets a breadcrumb node
-  // after it (Launch::graph_slot, capture_position, set by begin_launch); a graph launch first resets the
-  // slots of its graph's branches, returned here (nullptr: none). The list never changes once an executable
-  // graph was made from its capture.
-  bool graph_breadcrumbs() const { return breadcrumbs_.graph(); }
   // Either kind of breadcrumb is on (the shim's launch path asks before anything else of them).
   bool wants_breadcrumbs() const { return breadcrumbs_.any(); }
   // With stream breadcrumbs, whether the launch is one that gets its stream's write
   // (CUDA_BLOCKRUN_BREADCRUMB_EVERY: every N-th launch of a stream).
   bool takes_breadcrumb(const Launch& launch) const { return breadcrumbs_.takes(launch.ring_place); }
+  // With graph breadcrumbs (CUDA_BLOCKRUN_GRAPH_BREADCRUMBS): a launch into a capture gets a breadcrumb node
+  // after it (Launch::graph_slot, capture_position, set by begin_launch); a graph launch first resets the
+  // slots of its graph's branches, returned here (nullptr: none). The list never changes once an executable
+  // graph was made from its capture.
   const std::vector<GraphBranch>* graph_branches(const LaunchRecord& record) const {
     return GraphCaptures::branches(record);
   }
